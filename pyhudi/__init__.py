@@ -1,0 +1,1 @@
+"""pyhudi: Apache Hudi tables from PySpark."""

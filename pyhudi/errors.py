@@ -1,0 +1,55 @@
+"""One exception root for everything pyhudi raises on purpose.
+
+Every message names the offending value and says how to fix it, because the
+people reading them are running pipelines, not reading our source.
+"""
+
+from __future__ import annotations
+
+
+class HudiError(Exception):
+    """Root of all pyhudi errors."""
+
+
+class InvalidConfigError(HudiError, ValueError):
+    """A `hoodie.*` option has a malformed value or an invalid combination."""
+
+
+class TableNotFoundError(HudiError):
+    """The path holds no Hudi table (no `.hoodie/hoodie.properties`)."""
+
+
+class UnsupportedTableError(HudiError):
+    """The table exists but uses a version or feature pyhudi cannot handle."""
+
+
+class SchemaMismatchError(HudiError):
+    """A batch's schema cannot be written into the table's schema."""
+
+
+class InvalidRecordError(HudiError):
+    """A record cannot be written: null/empty key, missing column, ..."""
+
+
+class CommitConflictError(HudiError):
+    """Another writer committed to the same file groups first (OCC)."""
+
+
+class ClusteringUpdateConflictError(CommitConflictError):
+    """An update targets a file group under pending clustering (reject strategy)."""
+
+
+class TimelineError(HudiError):
+    """The timeline is in a state that forbids the requested transition."""
+
+
+class InstantNotFoundError(TimelineError):
+    """A requested instant is not on the timeline (or was archived/cleaned)."""
+
+
+class CorruptFileError(HudiError):
+    """A table file cannot be decoded (log block, Avro plan, commit JSON)."""
+
+
+class JavaNotFoundError(HudiError):
+    """No usable Java runtime for Spark was found."""
