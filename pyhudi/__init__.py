@@ -1,1 +1,39 @@
-"""pyhudi: Apache Hudi tables from PySpark."""
+"""pyhudi: write, read and maintain Apache Hudi (table version 6) tables from PySpark."""
+
+from pyhudi.errors import (
+    ClusteringUpdateConflictError,
+    CommitConflictError,
+    CorruptFileError,
+    HudiError,
+    InstantNotFoundError,
+    InvalidConfigError,
+    InvalidRecordError,
+    JavaNotFoundError,
+    SchemaMismatchError,
+    TableNotFoundError,
+    TimelineError,
+    UnsupportedTableError,
+)
+
+__version__ = "0.1.0"
+
+
+def write(df, path, options=None, mode="append"):  # type: ignore[no-untyped-def]
+    """Write a DataFrame to a Hudi table; returns the commit's instant time. See pyhudi.api.write."""
+    from pyhudi.api import write as _write
+
+    return _write(df, path, options, mode)
+
+
+def read(spark, path, options=None, filters=None):  # type: ignore[no-untyped-def]
+    """Read a Hudi table as a Spark DataFrame. See pyhudi.api.read."""
+    from pyhudi.api import read as _read
+
+    return _read(spark, path, options, filters)
+
+
+__all__ = [
+    "ClusteringUpdateConflictError", "CommitConflictError", "CorruptFileError", "HudiError",
+    "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
+    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "read", "write",
+]

@@ -1,1 +1,3 @@
+from pyhudi.storage.storage import FileInfo, Storage
 
+__all__ = ["FileInfo", "Storage"]

@@ -1,0 +1,85 @@
+"""The public functions: `write` and `read` (services arrive with their issues).
+
+Signatures mirror how Hudi is used from PySpark: a DataFrame, a base path
+and Hudi's own option keys.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from pyhudi.config import keys as K
+from pyhudi.config.registry import Options
+from pyhudi.errors import HudiError, InvalidConfigError, TableNotFoundError
+from pyhudi.model.table_config import load_table_config
+from pyhudi.reader.reader import read as _read
+from pyhudi.storage import Storage
+from pyhudi.writer.client import WriteClient
+from pyhudi.writer.config import build_write_config, resolve_table_config
+from pyhudi.writer.operation import WriteOperation
+
+log = logging.getLogger(__name__)
+_MODES = ("append", "overwrite", "error", "errorifexists", "ignore")
+
+
+def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, mode: str = "append") -> str | None:
+    """Write `df` into the Hudi table at `path` and return the instant time of the commit.
+
+    mode: "append" (default) writes with the configured operation, creating the table if needed;
+    "overwrite" replaces the table's contents (an insert_overwrite_table replacecommit, so time travel
+    and concurrent readers keep working; if the table's keys or type change, the old table is deleted);
+    "error"/"errorifexists" fail if the table exists; "ignore" does nothing if it exists.
+    """
+    mode_norm = (mode or "append").lower()
+    if mode_norm not in _MODES:
+        raise InvalidConfigError(f"mode={mode!r} is not valid; use one of {', '.join(_MODES)}")
+    opts = Options.parse(options)
+    storage = Storage(path)
+    existing = _existing_config(storage)
+    if existing is not None and mode_norm in ("error", "errorifexists"):
+        raise HudiError(f"table already exists at {path}; use mode='append' or mode='overwrite'")
+    if existing is not None and mode_norm == "ignore":
+        return None
+    replace_all = False
+    operation: WriteOperation | None = None
+    if mode_norm == "overwrite" and existing is not None:
+        try:
+            resolve_table_config(opts, existing)
+            operation = WriteOperation.INSERT_OVERWRITE_TABLE
+            replace_all = True
+        except InvalidConfigError as exc:
+            log.warning("overwrite with a different table identity (%s): deleting the old table at %s", exc, path)
+            _delete_table(storage)
+            existing = None
+    table = resolve_table_config(opts, existing)
+    config = build_write_config(opts, table, operation)
+    result = WriteClient(df.sparkSession, storage, config).write(df, replace_all=replace_all)
+    return result.instant
+
+
+def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,
+         filters: Sequence[Sequence[Any]] | None = None) -> DataFrame:
+    """Read the Hudi table at `path` as a Spark DataFrame (snapshot, time travel or incremental)."""
+    return _read(spark, path, dict(options or {}), filters)
+
+
+def _existing_config(storage: Storage):  # type: ignore[no-untyped-def]
+    try:
+        return load_table_config(storage)
+    except TableNotFoundError:
+        return None
+
+
+def _delete_table(storage: Storage) -> None:
+    if storage.is_local:
+        shutil.rmtree(storage.full_path(""), ignore_errors=True)
+    else:
+        storage.delete_dir("")
+
+
+__all__ = ["K", "read", "write"]

@@ -1,0 +1,339 @@
+"""Every option key pyhudi understands, grouped as Hudi groups them.
+
+Keys, aliases and defaults follow Apache Hudi 0.14/0.15 so that an existing
+Hudi Spark pipeline's options carry over unchanged. Where pyhudi deliberately
+differs from Hudi's default, the doc line says so.
+"""
+
+from __future__ import annotations
+
+from pyhudi.config.registry import Group, declare, non_negative, positive
+
+MB = 1024 * 1024
+GB = 1024 * MB
+
+# --------------------------------------------------------------------------- table
+TABLE_NAME = declare("hoodie.table.name", "str", None, "Table name; required to create a table.", Group.TABLE,
+                     aliases=("hoodie.datasource.write.table.name",))
+DATABASE_NAME = declare("hoodie.database.name", "str", "default",
+                        "Database name; part of hoodie.table.checksum.", Group.TABLE)
+TABLE_TYPE = declare("hoodie.datasource.write.table.type", "enum", "COPY_ON_WRITE",
+                     "COPY_ON_WRITE or MERGE_ON_READ.", Group.TABLE, aliases=("hoodie.table.type",),
+                     choices=("COPY_ON_WRITE", "MERGE_ON_READ"),
+                     choice_aliases={"COW": "COPY_ON_WRITE", "MOR": "MERGE_ON_READ"})
+RECORDKEY_FIELDS = declare("hoodie.datasource.write.recordkey.field", "list", (),
+                           "Record key field(s), comma-separated.", Group.TABLE,
+                           aliases=("hoodie.table.recordkey.fields",))
+PARTITIONPATH_FIELDS = declare("hoodie.datasource.write.partitionpath.field", "list", (),
+                               "Partition field(s); empty for a non-partitioned table.", Group.TABLE,
+                               aliases=("hoodie.table.partition.fields",))
+PRECOMBINE_FIELD = declare("hoodie.datasource.write.precombine.field", "str", None,
+                           "Ordering field: among records with the same key, the greatest wins.", Group.TABLE,
+                           aliases=("hoodie.table.precombine.field",))
+HIVE_STYLE_PARTITIONING = declare("hoodie.datasource.write.hive_style_partitioning", "bool", False,
+                                  "Partition directories named field=value.", Group.TABLE)
+PARTITIONPATH_URLENCODE = declare("hoodie.datasource.write.partitionpath.urlencode", "bool", False,
+                                  "URL-encode partition values in directory names.", Group.TABLE)
+KEYGENERATOR_CLASS = declare(
+    "hoodie.datasource.write.keygenerator.class", "enum", None,
+    "Key generator: SimpleKeyGenerator, ComplexKeyGenerator or NonpartitionedKeyGenerator "
+    "(inferred from the key and partition fields when unset).",
+    Group.TABLE, aliases=("hoodie.table.keygenerator.class",),
+    choices=("org.apache.hudi.keygen.SimpleKeyGenerator", "org.apache.hudi.keygen.ComplexKeyGenerator",
+             "org.apache.hudi.keygen.NonpartitionedKeyGenerator"),
+    choice_aliases={
+        "SIMPLEKEYGENERATOR": "org.apache.hudi.keygen.SimpleKeyGenerator",
+        "COMPLEXKEYGENERATOR": "org.apache.hudi.keygen.ComplexKeyGenerator",
+        "NONPARTITIONEDKEYGENERATOR": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        "SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
+        "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
+        "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+    },
+)
+KEYGENERATOR_TYPE = declare("hoodie.datasource.write.keygenerator.type", "enum", None,
+                            "Short form of the key generator: SIMPLE, COMPLEX or NON_PARTITION.", Group.TABLE,
+                            choices=("SIMPLE", "COMPLEX", "NON_PARTITION"))
+POPULATE_META_FIELDS = declare("hoodie.populate.meta.fields", "bool", True,
+                               "Fill the five _hoodie_* columns (needed by the SIMPLE/BLOOM index).", Group.TABLE)
+BASE_FILE_FORMAT = declare("hoodie.table.base.file.format", "enum", "PARQUET",
+                           "Base file format; only PARQUET is supported.", Group.TABLE, choices=("PARQUET",))
+TIMELINE_TIMEZONE = declare("hoodie.table.timeline.timezone", "enum", "UTC",
+                            "Zone of instant times. pyhudi writes UTC explicitly (Hudi's default is LOCAL).",
+                            Group.TABLE, choices=("UTC", "LOCAL"))
+DROP_PARTITION_COLUMNS = declare("hoodie.datasource.write.drop.partition.columns", "bool", False,
+                                 "Drop partition columns from data files; true is not supported.", Group.TABLE)
+TABLE_VERSION = declare("hoodie.write.table.version", "int", 6,
+                        "Table version to write; only 6 is supported.", Group.TABLE)
+ARCHIVELOG_FOLDER = declare("hoodie.archivelog.folder", "str", "archived",
+                            "Archived timeline folder under .hoodie/.", Group.TABLE)
+METADATA_ENABLE = declare("hoodie.metadata.enable", "bool", False,
+                          "Metadata table. pyhudi does not build it (Hudi's Spark default is true); true is "
+                          "accepted with a warning and ignored.", Group.TABLE)
+
+# --------------------------------------------------------------------------- write
+OPERATION = declare(
+    "hoodie.datasource.write.operation", "enum", "upsert", "Write operation.", Group.WRITE,
+    choices=("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table",
+             "delete_partition"),
+)
+PAYLOAD_CLASS = declare(
+    "hoodie.datasource.write.payload.class", "enum", "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+    "Merge semantics against stored records: OverwriteWithLatestAvroPayload (incoming wins) or "
+    "DefaultHoodieRecordPayload (greater precombine value wins).", Group.WRITE,
+    aliases=("hoodie.compaction.payload.class",),
+    choices=("org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+             "org.apache.hudi.common.model.DefaultHoodieRecordPayload"),
+    choice_aliases={"OVERWRITEWITHLATESTAVROPAYLOAD": "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+                    "DEFAULTHOODIERECORDPAYLOAD": "org.apache.hudi.common.model.DefaultHoodieRecordPayload"},
+)
+COMBINE_BEFORE_INSERT = declare("hoodie.combine.before.insert", "bool", False,
+                                "Deduplicate by key within a batch for insert/bulk_insert.", Group.WRITE)
+COMBINE_BEFORE_UPSERT = declare("hoodie.combine.before.upsert", "bool", True,
+                                "Deduplicate by key within a batch for upsert.", Group.WRITE)
+COMBINE_BEFORE_DELETE = declare("hoodie.combine.before.delete", "bool", True,
+                                "Deduplicate by key within a batch for delete.", Group.WRITE)
+ALLOW_DUPLICATE_ON_INSERTS = declare(
+    "hoodie.merge.allow.duplicate.on.inserts", "bool", True,
+    "For insert: keep both copies when an inserted key already exists in the small file being topped up "
+    "(default true, as after Hudi PR #10728).", Group.WRITE)
+RECONCILE_SCHEMA = declare("hoodie.datasource.write.reconcile.schema", "bool", False,
+                           "Allow batches that lack table columns (filled with nulls).", Group.WRITE)
+BULKINSERT_SORT_MODE = declare(
+    "hoodie.bulkinsert.sort.mode", "enum", "NONE", "How bulk_insert repartitions/sorts its input.", Group.WRITE,
+    choices=("NONE", "GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION",
+             "PARTITION_PATH_REPARTITION_AND_SORT"))
+BULKINSERT_PARALLELISM = declare("hoodie.bulkinsert.shuffle.parallelism", "int", 0,
+                                 "Spark partitions for bulk_insert; 0 = Spark's inferred value.", Group.WRITE,
+                                 validator=non_negative)
+UPSERT_PARALLELISM = declare("hoodie.upsert.shuffle.parallelism", "int", 0,
+                             "Spark partitions for tagging in upsert; 0 = inferred.", Group.WRITE,
+                             validator=non_negative)
+INSERT_PARALLELISM = declare("hoodie.insert.shuffle.parallelism", "int", 0,
+                             "Spark partitions for tagging in insert; 0 = inferred.", Group.WRITE,
+                             validator=non_negative)
+DELETE_PARALLELISM = declare("hoodie.delete.shuffle.parallelism", "int", 0,
+                             "Spark partitions for tagging in delete; 0 = inferred.", Group.WRITE,
+                             validator=non_negative)
+MARKERS_TYPE = declare("hoodie.write.markers.type", "enum", "DIRECT",
+                       "Marker mechanism; TIMELINE_SERVER_BASED falls back to DIRECT (as Hudi does without a "
+                       "timeline server).", Group.WRITE, choices=("DIRECT", "TIMELINE_SERVER_BASED"))
+TAGGED_STORAGE_LEVEL = declare("hoodie.write.tagged.record.storage.level", "str", "MEMORY_AND_DISK",
+                               "Spark storage level for tagged records between planning and writing; NONE "
+                               "recomputes the input instead.", Group.WRITE)
+CONCURRENCY_MODE = declare(
+    "hoodie.write.concurrency.mode", "enum", "SINGLE_WRITER", "SINGLE_WRITER or OPTIMISTIC_CONCURRENCY_CONTROL.",
+    Group.WRITE, choices=("SINGLE_WRITER", "OPTIMISTIC_CONCURRENCY_CONTROL"),
+    choice_aliases={"OCC": "OPTIMISTIC_CONCURRENCY_CONTROL"})
+FAILED_WRITES_POLICY = declare("hoodie.cleaner.policy.failed.writes", "enum", None,
+                               "EAGER (single writer) or LAZY (inferred under OCC).", Group.WRITE,
+                               choices=("EAGER", "LAZY", "NEVER"))
+COMMIT_META_PREFIX = declare("hoodie.datasource.write.commitmeta.key.prefix", "str", "_",
+                             "Options starting with this prefix are copied into the commit's extraMetadata.",
+                             Group.WRITE)
+ROLLBACK_USING_MARKERS = declare("hoodie.rollback.using.markers", "bool", True,
+                                 "Find a failed write's files through its markers.", Group.WRITE)
+HEARTBEAT_INTERVAL_MS = declare("hoodie.client.heartbeat.interval_in_ms", "int", 60000,
+                                "Writer heartbeat interval.", Group.WRITE, validator=positive)
+HEARTBEAT_TOLERABLE_MISSES = declare("hoodie.client.heartbeat.tolerable.misses", "int", 2,
+                                     "Missed heartbeats before a writer is presumed dead.", Group.WRITE,
+                                     validator=non_negative)
+
+# --------------------------------------------------------------------------- index
+INDEX_TYPE = declare("hoodie.index.type", "enum", "SIMPLE", "Index used to locate existing keys.", Group.INDEX,
+                     choices=("SIMPLE", "BLOOM", "GLOBAL_SIMPLE", "GLOBAL_BLOOM", "INMEMORY", "BUCKET"))
+BLOOM_NUM_ENTRIES = declare("hoodie.index.bloom.num_entries", "int", 60000,
+                            "Entries per bloom filter row.", Group.INDEX, validator=positive)
+BLOOM_FPP = declare("hoodie.index.bloom.fpp", "float", 0.000000001, "Bloom filter false-positive rate.",
+                    Group.INDEX, validator=positive)
+BLOOM_FILTER_TYPE = declare("hoodie.bloom.index.filter.type", "enum", "DYNAMIC_V0", "Bloom filter type.",
+                            Group.INDEX, choices=("DYNAMIC_V0", "SIMPLE"))
+BLOOM_DYNAMIC_MAX_ENTRIES = declare("hoodie.bloom.index.filter.dynamic.max.entries", "int", 100000,
+                                    "Upper bound of entries of a dynamic bloom filter.", Group.INDEX,
+                                    validator=positive)
+BLOOM_PRUNE_BY_RANGES = declare("hoodie.bloom.index.prune.by.ranges", "bool", True,
+                                "Prune candidate files by footer min/max record keys.", Group.INDEX)
+SIMPLE_UPDATE_PARTITION_PATH = declare(
+    "hoodie.simple.index.update.partition.path", "bool", True,
+    "Global index: a key arriving with a new partition moves there (delete old, insert new).", Group.INDEX,
+    aliases=("hoodie.bloom.index.update.partition.path",))
+BUCKET_NUM_BUCKETS = declare("hoodie.bucket.index.num.buckets", "int", 256,
+                             "BUCKET index: file groups per partition.", Group.INDEX, validator=positive)
+BUCKET_HASH_FIELD = declare("hoodie.bucket.index.hash.field", "list", (),
+                            "BUCKET index: fields hashed to pick the bucket (default: the record key).",
+                            Group.INDEX)
+
+# --------------------------------------------------------------------------- storage / sizing
+PARQUET_MAX_FILE_SIZE = declare("hoodie.parquet.max.file.size", "int", 125829120,
+                                "Target maximum base file size in bytes.", Group.STORAGE, validator=positive)
+PARQUET_SMALL_FILE_LIMIT = declare("hoodie.parquet.small.file.limit", "int", 104857600,
+                                   "Base files strictly below this size take new inserts; <= 0 turns it off.",
+                                   Group.STORAGE)
+PARQUET_BLOCK_SIZE = declare("hoodie.parquet.block.size", "int", 125829120, "Parquet row group size in bytes.",
+                             Group.STORAGE, validator=positive)
+PARQUET_PAGE_SIZE = declare("hoodie.parquet.page.size", "int", 1048576, "Parquet page size in bytes.",
+                            Group.STORAGE, validator=positive)
+PARQUET_COMPRESSION_CODEC = declare(
+    "hoodie.parquet.compression.codec", "enum", "snappy",
+    "Parquet codec. pyhudi defaults to snappy (Hudi 0.14/0.15 default to gzip).", Group.STORAGE,
+    choices=("snappy", "gzip", "zstd", "lz4", "uncompressed", "brotli"))
+PARQUET_COMPRESSION_RATIO = declare("hoodie.parquet.compression.ratio", "float", 0.1,
+                                    "Headroom a create handle allows over the max size before rolling over.",
+                                    Group.STORAGE, validator=non_negative)
+INSERT_SPLIT_SIZE = declare("hoodie.copyonwrite.insert.split.size", "int", 500000,
+                            "Records per new file group when auto split is off.", Group.STORAGE,
+                            validator=positive)
+INSERT_AUTO_SPLIT = declare("hoodie.copyonwrite.insert.auto.split", "bool", True,
+                            "Size new file groups as max file size / average record size.", Group.STORAGE)
+RECORD_SIZE_ESTIMATE = declare("hoodie.copyonwrite.record.size.estimate", "int", 1024,
+                               "Average record size assumed until a commit wrote enough bytes.",
+                               Group.STORAGE, validator=positive)
+RECORD_SIZE_ESTIMATION_THRESHOLD = declare(
+    "hoodie.record.size.estimation.threshold", "float", 1.0,
+    "A commit updates the record size estimate only if it wrote more than threshold x small file limit bytes.",
+    Group.STORAGE, validator=non_negative)
+SMALL_FILE_GROUP_CANDIDATES_LIMIT = declare(
+    "hoodie.merge.small.file.group.candidates.limit", "int", 1,
+    "MOR with an index that cannot see logs: small files topped up per partition per commit.",
+    Group.STORAGE, validator=non_negative)
+LOGFILE_TO_PARQUET_RATIO = declare("hoodie.logfile.to.parquet.compression.ratio", "float", 0.35,
+                                   "Log bytes x this ratio estimate their size once compacted.", Group.STORAGE,
+                                   validator=non_negative)
+LOGFILE_DATA_BLOCK_MAX_SIZE = declare("hoodie.logfile.data.block.max.size", "int", 256 * MB,
+                                      "A log data block is flushed at this estimated size.", Group.STORAGE,
+                                      validator=positive)
+LOGFILE_DATA_BLOCK_FORMAT = declare(
+    "hoodie.logfile.data.block.format", "enum", "parquet",
+    "Log data block format. pyhudi defaults to parquet (Hudi defaults to avro).", Group.STORAGE,
+    choices=("parquet", "avro"))
+LOGFILE_MAX_SIZE = declare("hoodie.logfile.max.size", "int", GB, "A log file rolls to the next version at this "
+                           "size.", Group.STORAGE, validator=positive)
+
+# --------------------------------------------------------------------------- compaction
+COMPACT_INLINE = declare("hoodie.compact.inline", "bool", False, "Compact inside the writer after a commit.",
+                         Group.COMPACTION)
+COMPACT_SCHEDULE_INLINE = declare("hoodie.compact.schedule.inline", "bool", False,
+                                  "Only schedule compaction inside the writer.", Group.COMPACTION)
+COMPACT_TRIGGER_STRATEGY = declare(
+    "hoodie.compact.inline.trigger.strategy", "enum", "NUM_COMMITS", "When compaction is scheduled.",
+    Group.COMPACTION,
+    choices=("NUM_COMMITS", "NUM_COMMITS_AFTER_LAST_REQUEST", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME"))
+COMPACT_MAX_DELTA_COMMITS = declare("hoodie.compact.inline.max.delta.commits", "int", 5,
+                                    "Delta commits before compaction is scheduled.", Group.COMPACTION,
+                                    validator=positive)
+COMPACT_MAX_DELTA_SECONDS = declare("hoodie.compact.inline.max.delta.seconds", "int", 3600,
+                                    "Seconds before compaction is scheduled.", Group.COMPACTION,
+                                    validator=positive)
+COMPACTION_LOGFILE_SIZE_THRESHOLD = declare("hoodie.compaction.logfile.size.threshold", "int", 0,
+                                            "Slices with fewer log bytes are not compacted.", Group.COMPACTION,
+                                            validator=non_negative)
+COMPACTION_TARGET_IO = declare("hoodie.compaction.target.io", "int", 500 * 1024 * MB,
+                               "Bytes of IO (base + logs) one compaction plan may read.", Group.COMPACTION,
+                               validator=positive)
+COMPACTION_STRATEGY = declare(
+    "hoodie.compaction.strategy", "enum", "LogFileSizeBasedCompactionStrategy", "Which slices to compact first.",
+    Group.COMPACTION, choices=("LogFileSizeBasedCompactionStrategy", "UnBoundedCompactionStrategy"))
+
+# --------------------------------------------------------------------------- clustering
+CLUSTERING_INLINE = declare("hoodie.clustering.inline", "bool", False, "Cluster inside the writer.",
+                            Group.CLUSTERING)
+CLUSTERING_INLINE_MAX_COMMITS = declare("hoodie.clustering.inline.max.commits", "int", 4,
+                                        "Commits between inline clusterings.", Group.CLUSTERING,
+                                        validator=positive)
+CLUSTERING_SCHEDULE_INLINE = declare("hoodie.clustering.schedule.inline", "bool", False,
+                                     "Only schedule clustering inside the writer.", Group.CLUSTERING)
+CLUSTERING_ASYNC_ENABLED = declare("hoodie.clustering.async.enabled", "bool", False,
+                                   "Run clustering in the background.", Group.CLUSTERING)
+CLUSTERING_ASYNC_MAX_COMMITS = declare("hoodie.clustering.async.max.commits", "int", 4,
+                                       "Commits between async clustering plans.", Group.CLUSTERING,
+                                       validator=positive)
+CLUSTERING_SMALL_FILE_LIMIT = declare("hoodie.clustering.plan.strategy.small.file.limit", "int", 314572800,
+                                      "Base files below this size are clustering candidates.", Group.CLUSTERING,
+                                      validator=non_negative)
+CLUSTERING_MAX_BYTES_PER_GROUP = declare("hoodie.clustering.plan.strategy.max.bytes.per.group", "int", 2 * GB,
+                                         "Input bytes per clustering group.", Group.CLUSTERING, validator=positive)
+CLUSTERING_TARGET_FILE_MAX_BYTES = declare("hoodie.clustering.plan.strategy.target.file.max.bytes", "int", GB,
+                                           "Target size of clustering output files.", Group.CLUSTERING,
+                                           validator=positive)
+CLUSTERING_MAX_NUM_GROUPS = declare("hoodie.clustering.plan.strategy.max.num.groups", "int", 30,
+                                    "Groups per clustering plan.", Group.CLUSTERING, validator=positive)
+CLUSTERING_SINGLE_GROUP = declare("hoodie.clustering.plan.strategy.single.group.clustering.enabled", "bool",
+                                  True, "Keep single-slice groups.", Group.CLUSTERING)
+CLUSTERING_SORT_COLUMNS = declare("hoodie.clustering.plan.strategy.sort.columns", "list", (),
+                                  "Columns clustering sorts by.", Group.CLUSTERING)
+CLUSTERING_PARTITION_SELECTED = declare("hoodie.clustering.plan.strategy.partition.selected", "list", (),
+                                        "Only these partitions are clustered.", Group.CLUSTERING)
+CLUSTERING_PARTITION_REGEX = declare("hoodie.clustering.plan.strategy.partition.regex.pattern", "str", None,
+                                     "Only partitions matching this regex are clustered.", Group.CLUSTERING)
+CLUSTERING_FILTER_MODE = declare("hoodie.clustering.plan.partition.filter.mode", "enum", "NONE",
+                                 "Partition filter for clustering plans.", Group.CLUSTERING,
+                                 choices=("NONE", "RECENT_DAYS", "SELECTED_PARTITIONS", "DAY_ROLLING"))
+CLUSTERING_LOOKBACK_PARTITIONS = declare("hoodie.clustering.plan.strategy.daybased.lookback.partitions", "int", 2,
+                                         "RECENT_DAYS: partitions looked back.", Group.CLUSTERING,
+                                         validator=non_negative)
+CLUSTERING_SKIP_LATEST_PARTITIONS = declare(
+    "hoodie.clustering.plan.strategy.daybased.skipfromlatest.partitions", "int", 0,
+    "RECENT_DAYS: newest partitions skipped.", Group.CLUSTERING, validator=non_negative)
+CLUSTERING_BEGIN_PARTITION = declare("hoodie.clustering.plan.strategy.cluster.begin.partition", "str", None,
+                                     "SELECTED_PARTITIONS: first partition.", Group.CLUSTERING)
+CLUSTERING_END_PARTITION = declare("hoodie.clustering.plan.strategy.cluster.end.partition", "str", None,
+                                   "SELECTED_PARTITIONS: last partition.", Group.CLUSTERING)
+CLUSTERING_MAX_PARALLELISM = declare("hoodie.clustering.max.parallelism", "int", 15,
+                                     "Clustering groups executed at once.", Group.CLUSTERING, validator=positive)
+LAYOUT_OPTIMIZE_STRATEGY = declare("hoodie.layout.optimize.strategy", "enum", "linear",
+                                   "Sort order for clustering: linear, z-order or hilbert.", Group.CLUSTERING,
+                                   choices=("linear", "z-order", "hilbert"),
+                                   choice_aliases={"ZORDER": "z-order", "Z_ORDER": "z-order"})
+CLUSTERING_UPDATES_STRATEGY = declare(
+    "hoodie.clustering.updates.strategy", "enum", "SparkRejectUpdateStrategy",
+    "Updates to file groups under pending clustering: reject or allow.", Group.CLUSTERING,
+    choices=("SparkRejectUpdateStrategy", "SparkAllowUpdateStrategy"),
+    choice_aliases={"REJECT": "SparkRejectUpdateStrategy", "ALLOW": "SparkAllowUpdateStrategy"})
+CLUSTERING_ROLLBACK_ON_CONFLICT = declare("hoodie.clustering.rollback.pending.replacecommit.on.conflict", "bool",
+                                          False, "Roll back a conflicting pending clustering.", Group.CLUSTERING)
+
+# --------------------------------------------------------------------------- clean
+CLEAN_AUTOMATIC = declare("hoodie.clean.automatic", "bool", True, "Clean after every commit.", Group.CLEAN)
+CLEAN_ASYNC = declare("hoodie.clean.async", "bool", False, "Clean in the background.", Group.CLEAN)
+CLEAN_MAX_COMMITS = declare("hoodie.clean.max.commits", "int", 1, "Commits between clean attempts.",
+                            Group.CLEAN, validator=positive)
+CLEANER_POLICY = declare("hoodie.cleaner.policy", "enum", "KEEP_LATEST_COMMITS", "What the cleaner keeps.",
+                         Group.CLEAN,
+                         choices=("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS", "KEEP_LATEST_BY_HOURS"))
+CLEANER_COMMITS_RETAINED = declare("hoodie.cleaner.commits.retained", "int", 10, "Commits kept readable.",
+                                   Group.CLEAN)
+CLEANER_HOURS_RETAINED = declare("hoodie.cleaner.hours.retained", "int", 24, "Hours kept readable.", Group.CLEAN)
+CLEANER_FILEVERSIONS_RETAINED = declare("hoodie.cleaner.fileversions.retained", "int", 3,
+                                        "File versions kept per file group.", Group.CLEAN)
+CLEANER_INCREMENTAL = declare("hoodie.cleaner.incremental.mode", "bool", True,
+                              "Only scan partitions written since the last clean.", Group.CLEAN)
+
+# --------------------------------------------------------------------------- archival
+KEEP_MAX_COMMITS = declare("hoodie.keep.max.commits", "int", 30, "Archive when more instants than this.",
+                           Group.ARCHIVAL)
+KEEP_MIN_COMMITS = declare("hoodie.keep.min.commits", "int", 20, "Archive down to this many instants.",
+                           Group.ARCHIVAL)
+ARCHIVAL_BATCH = declare("hoodie.commits.archival.batch", "int", 10, "Instants archived per batch.",
+                         Group.ARCHIVAL, validator=positive)
+
+# --------------------------------------------------------------------------- lock
+LOCK_PROVIDER = declare("hoodie.write.lock.provider", "str", None,
+                        "Lock provider class for optimistic concurrency control.", Group.LOCK)
+LOCK_FILESYSTEM_PATH = declare("hoodie.write.lock.filesystem.path", "str", None,
+                               "Directory of the file-system lock (default: .hoodie/.locks).", Group.LOCK)
+LOCK_EXPIRE_SECONDS = declare("hoodie.write.lock.filesystem.expire", "int", 60,
+                              "Lease of the file-system lock in seconds; a crashed holder's lock expires.",
+                              Group.LOCK, validator=positive)
+LOCK_ACQUIRE_WAIT_MS = declare("hoodie.write.lock.wait_time_ms", "int", 60000,
+                               "How long to wait for the lock.", Group.LOCK, validator=positive)
+
+# --------------------------------------------------------------------------- read
+QUERY_TYPE = declare("hoodie.datasource.query.type", "enum", "snapshot", "snapshot, read_optimized or "
+                     "incremental.", Group.READ, choices=("snapshot", "read_optimized", "incremental"))
+AS_OF_INSTANT = declare("as.of.instant", "str", None,
+                        "Time travel: read the table as of this instant (yyyyMMddHHmmss[SSS] or ISO date-time).",
+                        Group.READ, aliases=("hoodie.datasource.read.as.of.instant",))
+BEGIN_INSTANT = declare("hoodie.datasource.read.begin.instanttime", "str", None,
+                        "Incremental: exclusive start instant.", Group.READ)
+END_INSTANT = declare("hoodie.datasource.read.end.instanttime", "str", None,
+                      "Incremental: inclusive end instant (default latest).", Group.READ)
+READ_PATHS = declare("hoodie.datasource.read.paths", "str", None, "Not supported; read a base path.", Group.READ)

@@ -1,0 +1,391 @@
+"""Hudi's record-key bloom filter, bit-compatible with Hudi 0.14/0.15.
+
+Every Hudi parquet base file carries a bloom filter of its record keys in the
+footer, so the bloom index can skip files that cannot hold an incoming key.
+Hudi's Java index reads the filters we write and we read the filters Hudi
+writes, so the hashing, the row-growth rule and the byte layout below follow
+Hudi (which follows Hadoop's ``org.apache.hadoop.util.bloom``) exactly:
+
+* a key is hashed as its UTF-8 bytes with Hadoop's MurmurHash (MurmurHash2
+  variant, hash type 1); hash ``i`` is seeded with the signed result of hash
+  ``i - 1`` (the first with 0) and the bit index is ``abs(h % vector_size)``
+  with Java's truncating ``%``;
+* one filter row is a Hadoop ``BloomFilter``: big-endian ``int -1`` (version),
+  ``int nbHash``, ``byte hashType``, ``int vectorSize``, then
+  ``ceil(vectorSize / 8)`` bytes, bit ``i`` at byte ``i // 8``, LSB first;
+* ``DYNAMIC_V0`` (``HoodieDynamicBoundedBloomFilter``) writes the same
+  header, then ``int nr``, ``int currentNbRecord``, ``int rows`` and the
+  rows; ``SIMPLE`` is a single row alone;
+* the footer value is that byte string in standard, padded base64.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import struct
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TypeAlias
+
+import numpy as np
+import pyarrow as pa
+
+from pyhudi.errors import CorruptFileError, InvalidConfigError, InvalidRecordError
+
+FOOTER_KEY = "org.apache.hudi.bloomfilter"
+OLD_FOOTER_KEY = "com.uber.hoodie.bloomfilter"  # pre-Apache writers; Hudi still reads it
+TYPE_CODE_KEY = "hoodie_bloom_filter_type_code"
+MIN_KEY_FOOTER = "hoodie_min_record_key"
+MAX_KEY_FOOTER = "hoodie_max_record_key"
+
+DYNAMIC_V0 = "DYNAMIC_V0"
+SIMPLE = "SIMPLE"
+
+Keys: TypeAlias = Iterable[str] | pa.Array | pa.ChunkedArray
+
+_VERSION = -1  # Hadoop Filter.VERSION
+_MURMUR_HASH = 1  # Hadoop Hash.MURMUR_HASH; Hudi never writes anything else
+_M = np.uint32(0x5BD1E995)
+_HEADER = struct.Struct(">iibi")  # version, nbHash, hashType, vectorSize
+_DYN_FIELDS = struct.Struct(">iii")  # nr, currentNbRecord, number of rows
+_CHUNK = 1 << 16  # keys hashed together; bounds the (nbHash, chunk) position matrix
+
+
+def _bit_size(num_entries: int, fpp: float) -> int:
+    """Hudi's BloomFilterUtils.getBitSize: same float expression, same order."""
+    return math.ceil(num_entries * (-math.log(fpp) / (math.log(2) * math.log(2))))
+
+
+def _num_hashes(bit_size: int, num_entries: int) -> int:
+    """Hudi's BloomFilterUtils.getNumHashes."""
+    return math.ceil(math.log(2) * bit_size / num_entries)
+
+
+def _utf8_columns(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
+    """Return (utf8 bytes, int64 offsets) of ``keys`` without a per-key Python loop.
+
+    Arrow does the UTF-8 encoding for Python strings and hands us its buffers,
+    so Arrow columns read from parquet are hashed without any copy per key.
+    """
+    if isinstance(keys, (str, bytes)):
+        raise TypeError("add_keys/might_contain_many take a collection of keys, not one key")
+    if isinstance(keys, pa.ChunkedArray):
+        arr = keys.combine_chunks() if keys.num_chunks else pa.array([], pa.large_string())
+    elif isinstance(keys, pa.Array):
+        arr = keys
+    else:
+        seq = keys if isinstance(keys, (list, tuple)) else list(keys)
+        arr = pa.array(seq, type=pa.large_string())
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+            or pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
+        raise TypeError(f"record keys must be strings, got an Arrow array of {arr.type}")
+    if arr.null_count:
+        raise InvalidRecordError(f"{arr.null_count} record key(s) are null; Hudi cannot index a null key")
+    arr = arr.cast(pa.large_binary())
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64, count=len(arr) + 1, offset=arr.offset * 8)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    if len(arr) and np.any(offsets[1:] == offsets[:-1]):
+        raise InvalidRecordError("a record key is empty; Hudi's hash function rejects empty keys")
+    return data, offsets
+
+
+def _positions(data: np.ndarray, offsets: np.ndarray, nb_hash: int,
+               vector_size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield (key indices, bit positions of shape (nb_hash, len(indices))).
+
+    Vectorised Hadoop MurmurHash. Keys are grouped by their number of whole
+    4-byte blocks so each group is a dense (n, blocks) uint32 matrix; the
+    per-key length and the 0-3 tail bytes vary inside a group and are applied
+    element-wise. The mixed blocks do not depend on the seed, so they are
+    computed once and reused by all ``nb_hash`` chained rounds.
+    """
+    if len(offsets) < 2:
+        return
+    starts = offsets[:-1]
+    lengths = offsets[1:] - starts
+    nblocks = lengths >> 2
+    order = np.argsort(nblocks, kind="stable")
+    bounds = np.flatnonzero(np.diff(nblocks[order])) + 1
+    for group in np.split(order, bounds):
+        for lo in range(0, len(group), _CHUNK):
+            idx = group[lo:lo + _CHUNK]
+            yield idx, _hash_group(data, starts[idx], lengths[idx], nb_hash, vector_size)
+
+
+def _hash_group(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nb_hash: int,
+                vector_size: int) -> np.ndarray:
+    """Bit positions for keys that all have the same number of 4-byte blocks."""
+    n = len(starts)
+    nb = int(lengths[0] >> 2)
+    # Blocks are little-endian uint32 (Java's sign extension of the top byte shifts out).
+    if nb:
+        raw = data[starts[:, None] + np.arange(4 * nb)]
+        k = np.ascontiguousarray(raw).view("<u4").astype(np.uint32)
+        k *= _M
+        k ^= k >> np.uint32(24)
+        k *= _M
+        mixed = np.ascontiguousarray(k.T)
+    else:
+        mixed = np.zeros((0, n), np.uint32)
+    # Tail bytes are SIGNED in Java (`(int) data[i] << s`): bytes >= 0x80 sign-extend.
+    # Java reads the first tail byte into bits 16.., the last into bits 0.., so with
+    # `left` tail bytes, the byte `back` from the end is shifted by 8 * (back - 1).
+    ends = starts + lengths
+    left = lengths - 4 * nb
+    tail = np.zeros(n, np.uint32)
+    for back in (3, 2, 1):
+        sel = left >= back
+        if sel.any():
+            signed = data[ends[sel] - back].view(np.int8).astype(np.int32) << (8 * (back - 1))
+            tail[sel] ^= signed.view(np.uint32)
+    has_tail = left > 0
+    length32 = lengths.astype(np.uint32)
+    out = np.empty((nb_hash, n), np.int64)
+    seed = np.zeros(n, np.uint32)
+    for i in range(nb_hash):
+        h = seed ^ length32
+        for j in range(nb):
+            h *= _M
+            h ^= mixed[j]
+        h = np.where(has_tail, (h ^ tail) * _M, h)
+        h ^= h >> np.uint32(13)
+        h *= _M
+        h ^= h >> np.uint32(15)
+        # Java: Math.abs(h % v) with truncating %, which equals |h| mod v.
+        out[i] = np.abs(h.view(np.int32).astype(np.int64)) % vector_size
+        seed = h
+    return out
+
+
+class BloomFilter:
+    """A Hudi record-key bloom filter (``DYNAMIC_V0`` or ``SIMPLE``).
+
+    The dynamic filter is a list of equally sized rows. Keys fill the last
+    row until it holds ``nr`` keys (``hoodie.index.bloom.num_entries``); then a
+    row is added while ``rows * nr < max_entries``. Once that bound is hit
+    Hudi stops growing and spreads further keys round-robin over all rows
+    (the first such key, and then again the second, go to row 0), so the
+    false-positive rate degrades instead of the footer growing without limit.
+    """
+
+    def __init__(self, type_code: str, vector_size: int, num_hashes: int, rows: list[np.ndarray],
+                 nr: int = 0, count: int = 0, max_entries: int = 0) -> None:
+        """Low-level constructor; use :meth:`create` or :meth:`deserialize`."""
+        self.type_code = type_code
+        self.vector_size = vector_size
+        self.num_hashes = num_hashes
+        self._rows = rows
+        self._nr = nr
+        self._count = count
+        self._max_nr = max_entries
+        # Like Hudi, neither is serialized: a deserialized filter starts "not full".
+        self._reached_max = False
+        self._cur_index = 0
+
+    @classmethod
+    def create(cls, num_entries: int = 60000, fpp: float = 1e-9, max_entries: int = 100000,
+               type_code: str = DYNAMIC_V0) -> BloomFilter:
+        """An empty filter sized like Hudi's BloomFilterFactory.createBloomFilter."""
+        code = type_code.upper()  # Hudi compares type codes case-insensitively
+        if code not in (DYNAMIC_V0, SIMPLE):
+            raise InvalidConfigError(
+                f"hoodie.bloom.index.filter.type={type_code!r} is unknown; use DYNAMIC_V0 or SIMPLE")
+        if num_entries <= 0:
+            raise InvalidConfigError(f"hoodie.index.bloom.num_entries={num_entries} must be positive")
+        if not 0.0 < fpp < 1.0:
+            raise InvalidConfigError(f"hoodie.index.bloom.fpp={fpp} must be strictly between 0 and 1")
+        vector_size = _bit_size(num_entries, fpp)
+        if vector_size >= 2**31:
+            raise InvalidConfigError(
+                f"num_entries={num_entries} with fpp={fpp} needs {vector_size} bits; Java caps it at 2^31-1")
+        rows = [np.zeros(vector_size, dtype=bool)]
+        return cls(code, vector_size, _num_hashes(vector_size, num_entries), rows,
+                   nr=num_entries, max_entries=max_entries)
+
+    @property
+    def num_rows(self) -> int:
+        """Rows in the dynamic filter's matrix (always 1 for SIMPLE)."""
+        return len(self._rows)
+
+    @property
+    def current_count(self) -> int:
+        """Hudi's ``currentNbRecord``: keys added since the last row was started (0 for SIMPLE)."""
+        return self._count
+
+    def _plan_rows(self, n: int) -> np.ndarray:
+        """Row index for each of ``n`` keys added in order, advancing Hudi's state machine.
+
+        Mirrors InternalDynamicBloomFilter.getActiveStandardBF/add, but decides
+        whole runs of keys at once instead of one key at a time.
+        """
+        out = np.zeros(n, dtype=np.int64)
+        if self.type_code == SIMPLE:
+            return out
+        i = 0
+        while i < n:
+            if self._reached_max:
+                out[i:] = (self._cur_index + np.arange(n - i)) % len(self._rows)
+                self._cur_index += n - i
+                self._count += n - i
+                break
+            if self._count >= self._nr:
+                if len(self._rows) * self._nr < self._max_nr:
+                    self._rows.append(np.zeros(self.vector_size, dtype=bool))
+                    self._count = 0
+                else:
+                    self._reached_max = True  # this key goes to row 0; the counter starts at 0 too
+                    self._count += 1
+                    i += 1
+                    continue
+            take = min(self._nr - self._count, n - i)
+            out[i:i + take] = len(self._rows) - 1
+            self._count += take
+            i += take
+        return out
+
+    def add_keys(self, keys: Keys) -> None:
+        """Add record keys (Python strings or an Arrow string column), in order.
+
+        Order matters only to which dynamic row a key lands in, exactly as in
+        Hudi's writer, which adds each written record's key once, in write order.
+        """
+        data, offsets = _utf8_columns(keys)
+        n = len(offsets) - 1
+        if n == 0:
+            return
+        rows = self._plan_rows(n)
+        for idx, pos in _positions(data, offsets, self.num_hashes, self.vector_size):
+            if len(self._rows) == 1:
+                self._rows[0][pos.ravel()] = True
+                continue
+            key_rows = rows[idx]
+            for r in np.unique(key_rows):
+                self._rows[int(r)][pos[:, key_rows == r].ravel()] = True
+
+    def might_contain_many(self, keys: Keys) -> np.ndarray:
+        """Bool mask: False means the key is certainly not in the file.
+
+        Empty or null keys raise InvalidRecordError, as Hudi's hash rejects them.
+        """
+        data, offsets = _utf8_columns(keys)
+        result = np.zeros(len(offsets) - 1, dtype=bool)
+        for idx, pos in _positions(data, offsets, self.num_hashes, self.vector_size):
+            hit = np.zeros(len(idx), dtype=bool)
+            for row in self._rows:  # Hudi: a key is present if any row has all its bits
+                hit |= row[pos].all(axis=0)
+            result[idx] = hit
+        return result
+
+    def might_contain(self, key: str) -> bool:
+        """Single-key form of :meth:`might_contain_many`; prefer the batch form in loops."""
+        return bool(self.might_contain_many([key])[0])
+
+    def _row_bytes(self, row: np.ndarray) -> bytes:
+        header = _HEADER.pack(_VERSION, self.num_hashes, _MURMUR_HASH, self.vector_size)
+        return header + np.packbits(row, bitorder="little").tobytes()
+
+    def serialize(self) -> str:
+        """The exact base64 text Hudi stores under :data:`FOOTER_KEY`."""
+        if self.type_code == SIMPLE:
+            raw = self._row_bytes(self._rows[0])
+        else:
+            count = (self._count + 2**31) % 2**32 - 2**31  # Java int wrap-around
+            parts = [_HEADER.pack(_VERSION, self.num_hashes, _MURMUR_HASH, self.vector_size),
+                     _DYN_FIELDS.pack(self._nr, count, len(self._rows))]
+            parts.extend(self._row_bytes(row) for row in self._rows)
+            raw = b"".join(parts)
+        return base64.b64encode(raw).decode("ascii")
+
+    def footer_metadata(self) -> dict[str, str]:
+        """Footer entries Hudi writes for this filter (type code only for DYNAMIC filters)."""
+        meta = {FOOTER_KEY: self.serialize()}
+        if self.type_code == DYNAMIC_V0:
+            meta[TYPE_CODE_KEY] = DYNAMIC_V0
+        return meta
+
+    @classmethod
+    def deserialize(cls, text: str | bytes, type_code: str | bytes | None = DYNAMIC_V0) -> BloomFilter:
+        """Decode a footer value.
+
+        ``type_code=None`` means the footer had no :data:`TYPE_CODE_KEY`, which
+        Hudi reads as SIMPLE (older writers never wrote a type code).
+        A dynamic filter read back does not know its ``max_entries`` (Hudi does
+        not serialize it), so adding to it past a full row goes round-robin,
+        exactly as Hudi would.
+        """
+        if isinstance(type_code, bytes):
+            type_code = type_code.decode("utf-8", "replace")
+        code = SIMPLE if type_code is None else type_code.upper()
+        if code not in (DYNAMIC_V0, SIMPLE):
+            raise CorruptFileError(f"bloom filter type code {type_code!r} is unknown (DYNAMIC_V0 or SIMPLE)")
+        try:
+            blob = text.encode("ascii") if isinstance(text, str) else bytes(text)
+            blob += b"=" * (-len(blob) % 4)  # Java's decoder accepts unpadded input
+            raw = base64.b64decode(blob, validate=True)
+        except (UnicodeEncodeError, binascii.Error) as exc:
+            raise CorruptFileError(f"bloom filter footer is not valid base64: {exc}") from exc
+        try:
+            return cls._parse(raw, code)
+        except struct.error as exc:
+            raise CorruptFileError(f"{code} bloom filter is truncated ({len(raw)} bytes)") from exc
+
+    @classmethod
+    def _parse(cls, raw: bytes, code: str) -> BloomFilter:
+        nb_hash, vector_size, pos = cls._parse_header(raw, 0, code)
+        if code == SIMPLE:
+            row, _ = cls._parse_bits(raw, pos, vector_size, code)
+            return cls(SIMPLE, vector_size, nb_hash, [row])
+        nr, count, n_rows = _DYN_FIELDS.unpack_from(raw, pos)
+        pos += _DYN_FIELDS.size
+        if nr <= 0 or n_rows <= 0:
+            raise CorruptFileError(f"DYNAMIC_V0 bloom filter has nr={nr} and {n_rows} rows; both must be > 0")
+        rows = []
+        for r in range(n_rows):
+            row_hash, row_size, pos = cls._parse_header(raw, pos, code)
+            if (row_hash, row_size) != (nb_hash, vector_size):
+                raise CorruptFileError(
+                    f"DYNAMIC_V0 bloom filter row {r} has {row_hash} hashes/{row_size} bits, "
+                    f"the filter {nb_hash}/{vector_size}")
+            row, pos = cls._parse_bits(raw, pos, vector_size, code)
+            rows.append(row)
+        return cls(DYNAMIC_V0, vector_size, nb_hash, rows, nr=nr, count=count)
+
+    @staticmethod
+    def _parse_header(raw: bytes, pos: int, code: str) -> tuple[int, int, int]:
+        version, nb_hash, hash_type, vector_size = _HEADER.unpack_from(raw, pos)
+        if version != _VERSION:
+            raise CorruptFileError(f"{code} bloom filter has version {version}; only -1 (Hadoop Filter v1) exists")
+        if hash_type != _MURMUR_HASH:
+            raise CorruptFileError(f"{code} bloom filter uses hash type {hash_type}; Hudi writes 1 (murmur)")
+        if nb_hash <= 0 or vector_size <= 0:
+            raise CorruptFileError(f"{code} bloom filter has {nb_hash} hashes and {vector_size} bits")
+        return nb_hash, vector_size, pos + _HEADER.size
+
+    @staticmethod
+    def _parse_bits(raw: bytes, pos: int, vector_size: int, code: str) -> tuple[np.ndarray, int]:
+        nbytes = (vector_size + 7) // 8
+        if pos + nbytes > len(raw):
+            raise CorruptFileError(
+                f"{code} bloom filter is truncated: a {vector_size}-bit row needs {nbytes} bytes "
+                f"at offset {pos}, only {len(raw) - pos} left")
+        packed = np.frombuffer(raw, dtype=np.uint8, count=nbytes, offset=pos)
+        bits = np.unpackbits(packed, bitorder="little")[:vector_size].astype(bool)
+        return bits, pos + nbytes
+
+
+def read_footer_filter(metadata: Mapping[bytes, bytes] | Mapping[str, str]) -> BloomFilter | None:
+    """The filter in a parquet footer's key/value metadata, read the way Hudi does.
+
+    Looks for :data:`FOOTER_KEY`, then the pre-Apache :data:`OLD_FOOTER_KEY`;
+    a missing :data:`TYPE_CODE_KEY` means SIMPLE. Returns None when the file
+    has no filter (e.g. tables written with ``hoodie.populate.meta.fields=false``).
+    """
+    meta = {(k.decode() if isinstance(k, bytes) else k): v for k, v in metadata.items()}
+    text = meta.get(FOOTER_KEY, meta.get(OLD_FOOTER_KEY))
+    if text is None:
+        return None
+    return BloomFilter.deserialize(text, meta.get(TYPE_CODE_KEY))

@@ -1,0 +1,74 @@
+"""SIMPLE and GLOBAL_SIMPLE index: join incoming keys with the keys stored in latest base files.
+
+Only the `_hoodie_record_key` / `_hoodie_partition_path` columns of the
+affected partitions' latest base files are read, by Spark's vectorized
+parquet reader; the join runs in Spark. The driver only decides which files
+to read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pyhudi.storage import Storage
+from pyhudi.view.file_system_view import BaseFile
+
+RECORD_KEY = "_hoodie_record_key"
+PARTITION = "_hoodie_partition_path"
+LOC_FILE_ID = "_pyhudi_loc_file_id"
+LOC_INSTANT = "_pyhudi_loc_instant"
+LOC_PARTITION = "_pyhudi_loc_partition"
+DELETE_FLAG = "_pyhudi_delete"
+KEY_SCHEMA = f"{RECORD_KEY} string, {PARTITION} string"
+
+
+def existing_locations(spark: SparkSession, storage: Storage, base_files: Sequence[BaseFile]) -> DataFrame | None:
+    """(key, partition, fileId, instant) of every record in the given base files."""
+    if not base_files:
+        return None
+    paths = [storage.uri(bf.path) for bf in base_files]
+    from pyhudi.reader.spark_files import read_parquet_files
+
+    df = read_parquet_files(spark, paths, KEY_SCHEMA)
+    name = F.col("_metadata.file_name")
+    return df.select(
+        F.col(RECORD_KEY).alias("_loc_key"),
+        F.col(PARTITION).alias(LOC_PARTITION),
+        F.regexp_extract(name, r"^([^_]+)_", 1).alias(LOC_FILE_ID),
+        F.regexp_extract(name, r"_([0-9]+)\.parquet$", 1).alias(LOC_INSTANT),
+    )
+
+
+def with_empty_location(df: DataFrame) -> DataFrame:
+    return (df.withColumn(LOC_FILE_ID, F.lit(None).cast("string"))
+            .withColumn(LOC_INSTANT, F.lit(None).cast("string")))
+
+
+def tag(df: DataFrame, existing: DataFrame | None, *, global_index: bool,
+        update_partition_path: bool) -> DataFrame:
+    """Add the location columns; for a global index, handle keys that arrive in a new partition."""
+    if existing is None:
+        return with_empty_location(df)
+    if global_index:
+        cond = df[RECORD_KEY] == existing["_loc_key"]
+    else:
+        cond = (df[RECORD_KEY] == existing["_loc_key"]) & (df[PARTITION] == existing[LOC_PARTITION])
+    joined = df.join(existing, cond, "left")
+    cols = [c for c in df.columns]
+    tagged = joined.select(*[joined[c] for c in cols], LOC_FILE_ID, LOC_INSTANT, LOC_PARTITION)
+    if not global_index:
+        return tagged.drop(LOC_PARTITION)
+    moved = F.col(LOC_FILE_ID).isNotNull() & (F.col(LOC_PARTITION) != F.col(PARTITION))
+    if not update_partition_path:
+        # The record stays where its key already lives.
+        return tagged.withColumn(PARTITION, F.when(moved, F.col(LOC_PARTITION)).otherwise(F.col(PARTITION))) \
+            .drop(LOC_PARTITION)
+    stay = tagged.filter(~moved)
+    old_copy_deleted = tagged.filter(moved).withColumn(PARTITION, F.col(LOC_PARTITION)) \
+        .withColumn(DELETE_FLAG, F.lit(True))
+    new_copy_inserted = tagged.filter(moved).withColumn(LOC_FILE_ID, F.lit(None).cast("string")) \
+        .withColumn(LOC_INSTANT, F.lit(None).cast("string"))
+    return stay.unionByName(old_copy_deleted).unionByName(new_copy_inserted).drop(LOC_PARTITION)

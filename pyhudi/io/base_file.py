@@ -1,0 +1,123 @@
+"""Parquet base files with Hudi's footer, written and read in executors through pyarrow.
+
+The footer carries what Hudi's Java side needs to treat our files as its own:
+the Avro schema with meta fields (`parquet.avro.schema`), the bloom filter and
+min/max record keys the BLOOM index prunes with. pyarrow's own `ARROW:schema`
+entry is left out so the footer looks like parquet-mr's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pyhudi.index.bloom_filter import FOOTER_KEY, MAX_KEY_FOOTER, MIN_KEY_FOOTER, BloomFilter
+from pyhudi.storage import Storage
+
+RECORD_KEY = "_hoodie_record_key"
+# A parquet file's fixed cost besides data and bloom filter: magic, footer structure, schema strings.
+_FOOTER_SLACK = 4096
+
+
+@dataclass(frozen=True)
+class ParquetSettings:
+    codec: str = "snappy"
+    page_size: int = 1048576
+    block_size: int = 125829120
+    bloom_type: str = "DYNAMIC_V0"
+    bloom_num_entries: int = 60000
+    bloom_fpp: float = 1e-9
+    bloom_max_entries: int = 100000
+    with_bloom: bool = True
+
+
+def footer_metadata(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings) -> dict[str, str]:
+    meta = {"parquet.avro.schema": avro_schema_with_meta, "writer.model.name": "avro"}
+    if settings.with_bloom and RECORD_KEY in table.column_names:
+        keys = table.column(RECORD_KEY)
+        if len(keys) and keys.null_count < len(keys):
+            bloom = BloomFilter.create(settings.bloom_num_entries, settings.bloom_fpp, settings.bloom_max_entries,
+                                       settings.bloom_type)
+            bloom.add_keys(keys)
+            meta.update(bloom.footer_metadata())
+            bounds = pc.min_max(keys)
+            meta[MIN_KEY_FOOTER] = bounds["min"].as_py()
+            meta[MAX_KEY_FOOTER] = bounds["max"].as_py()
+    return meta
+
+
+def bloom_overhead(num_records: int, settings: ParquetSettings) -> int:
+    """Bytes the footer's bloom filter adds for a file of `num_records` records (it is large: ~431 KB)."""
+    if not settings.with_bloom:
+        return 0
+    bits = math.ceil(-settings.bloom_num_entries * math.log(settings.bloom_fpp) / (math.log(2) ** 2))
+    rows = 1 if num_records <= settings.bloom_num_entries or settings.bloom_type != "DYNAMIC_V0" else 2
+    raw = 24 + rows * (13 + (bits + 7) // 8)
+    return 4 * math.ceil(raw / 3)
+
+
+def _row_group_rows(table: pa.Table, settings: ParquetSettings, bytes_per_row: float) -> int:
+    if bytes_per_row <= 0:
+        return max(1, table.num_rows)
+    return max(1000, int(settings.block_size / bytes_per_row))
+
+
+def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,
+                  settings: ParquetSettings, bytes_per_row: float = 0.0) -> int:
+    """Write `table` as one base file and return its size in bytes."""
+    metadata = footer_metadata(table, avro_schema_with_meta, settings)
+    plain = table.replace_schema_metadata(None)
+    with storage.open_output_stream(rel_path) as sink:
+        writer = pq.ParquetWriter(
+            sink, plain.schema, compression=settings.codec, data_page_size=settings.page_size,
+            store_schema=False, write_statistics=True, use_dictionary=True,
+        )
+        writer.write_table(plain, row_group_size=_row_group_rows(table, settings, bytes_per_row))
+        # With store_schema=False, schema metadata is not written; footer entries go in explicitly.
+        writer.add_key_value_metadata(metadata)
+        writer.close()
+    return storage.size(rel_path)
+
+
+def estimate_bytes_per_row(table: pa.Table, settings: ParquetSettings, sample_rows: int = 4000) -> float:
+    """Compressed bytes per row, measured by encoding an evenly spread sample (footer excluded)."""
+    n = table.num_rows
+    if n == 0:
+        return 0.0
+    if n > sample_rows:
+        step = n / sample_rows
+        sample = table.take(pa.array([int(i * step) for i in range(sample_rows)], type=pa.int64()))
+    else:
+        sample = table
+    sink = pa.BufferOutputStream()
+    pq.write_table(sample, sink, compression=settings.codec, data_page_size=settings.page_size,
+                   store_schema=False)
+    size = sink.tell()
+    return max(1.0, (size - _FOOTER_SLACK / 4) / sample.num_rows)
+
+
+def read_parquet(storage: Storage, rel_path: str, columns: list[str] | None = None) -> pa.Table:
+    with storage.open_input_file(rel_path) as f:
+        return pq.read_table(f, columns=columns)
+
+
+def read_footer(storage: Storage, rel_path: str) -> dict[str, str]:
+    with storage.open_input_file(rel_path) as f:
+        meta = pq.ParquetFile(f).metadata.metadata or {}
+    return {k.decode(): v.decode() for k, v in meta.items()}
+
+
+def avro_schema_from_footer(storage: Storage, rel_path: str) -> dict[str, object] | None:
+    text = read_footer(storage, rel_path).get("parquet.avro.schema")
+    return json.loads(text) if text else None
+
+
+__all__ = [
+    "FOOTER_KEY", "ParquetSettings", "bloom_overhead", "estimate_bytes_per_row", "footer_metadata",
+    "read_footer", "read_parquet", "write_parquet",
+]

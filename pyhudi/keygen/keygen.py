@@ -1,0 +1,137 @@
+"""Record keys and partition paths, as Spark column expressions.
+
+Keys are computed inside the JVM (no Python round-trip per row) and must be
+byte-identical to Hudi's key generators, because the index matches stored
+`_hoodie_record_key` values against them:
+
+* Simple: the field's value; null or empty is an error.
+* Complex: `f1:v1,f2:v2`, with `__null__` / `__empty__` for missing parts; all
+  parts missing is an error.
+* Partition path: value(s) joined by `/`, `field=value` when hive-style,
+  URL-encoded when asked, `__HIVE_DEFAULT_PARTITION__` for null or empty.
+
+Values are rendered as Hudi renders Avro values: dates as `yyyy-MM-dd`,
+timestamps as epoch microseconds (Hudi's default without
+`consistent.logical.timestamp`), other scalars via their string cast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    MapType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from pyhudi.errors import InvalidRecordError
+from pyhudi.model.table_config import COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN, TableConfig
+
+NULL_KEY = "__null__"
+EMPTY_KEY = "__empty__"
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+RECORD_KEY_COL = "_hoodie_record_key"
+PARTITION_COL = "_hoodie_partition_path"
+
+
+def field_type(schema: StructType, dotted: str) -> DataType | None:
+    current: DataType = schema
+    for part in dotted.split("."):
+        if not isinstance(current, StructType) or part not in current.fieldNames():
+            return None
+        current = current[part].dataType
+    return current
+
+
+def _as_text(name: str, dtype: DataType) -> Column:
+    col = F.col(name)
+    if isinstance(dtype, (TimestampType, TimestampNTZType)):
+        return F.unix_micros(col.cast("timestamp")).cast("string")
+    if isinstance(dtype, (BinaryType, ArrayType, MapType, StructType)):
+        raise InvalidRecordError(
+            f"field {name!r} of type {dtype.simpleString()} cannot be part of a record key or partition path; "
+            "use a scalar column"
+        )
+    return col.cast("string")
+
+
+@dataclass(frozen=True)
+class KeyGenerator:
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    keygen_class: str
+    hive_style: bool
+    urlencode: bool
+
+    @classmethod
+    def for_table(cls, config: TableConfig) -> KeyGenerator:
+        return cls(config.record_key_fields, config.partition_fields, config.keygen_class,
+                   config.hive_style_partitioning, config.urlencode_partitions)
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_fields) and self.keygen_class != NONPARTITIONED_KEYGEN
+
+    @property
+    def is_complex(self) -> bool:
+        return self.keygen_class == COMPLEX_KEYGEN or (
+            len(self.record_key_fields) > 1 and self.keygen_class != NONPARTITIONED_KEYGEN)
+
+    def check_columns(self, schema: StructType, *, need_partition: bool = True) -> None:
+        """Fail before anything is written when a key or partition column is absent."""
+        if not self.record_key_fields:
+            raise InvalidRecordError(
+                "no record key field: set hoodie.datasource.write.recordkey.field to the column(s) that "
+                "identify a record")
+        wanted = [("record key", f) for f in self.record_key_fields]
+        if need_partition and self.is_partitioned:
+            wanted += [("partition path", f) for f in self.partition_fields]
+        for role, name in wanted:
+            if field_type(schema, name) is None:
+                raise InvalidRecordError(
+                    f"{role} field {name!r} is not a column of the batch (columns: "
+                    f"{', '.join(schema.fieldNames())}); fix hoodie.datasource.write."
+                    f"{'recordkey' if role == 'record key' else 'partitionpath'}.field or the DataFrame")
+
+    def record_key(self, schema: StructType) -> Column:
+        parts = [(name, _as_text(name, field_type(schema, name))) for name in self.record_key_fields]  # type: ignore[arg-type]
+        if not self.is_complex and len(parts) == 1:
+            return parts[0][1]
+        rendered = [
+            F.concat(F.lit(f"{name}:"),
+                     F.when(value.isNull(), F.lit(NULL_KEY)).when(value == "", F.lit(EMPTY_KEY)).otherwise(value))
+            for name, value in parts
+        ]
+        return F.concat_ws(",", *rendered)
+
+    def bad_key(self, schema: StructType) -> Column:
+        """True where the record key is null/empty (simple) or entirely null/empty (complex)."""
+        values = [_as_text(name, field_type(schema, name)) for name in self.record_key_fields]  # type: ignore[arg-type]
+        missing = [v.isNull() | (v == "") for v in values]
+        if not self.is_complex and len(values) == 1:
+            return missing[0]
+        out = missing[0]
+        for m in missing[1:]:
+            out = out & m
+        return out
+
+    def partition_path(self, schema: StructType) -> Column:
+        if not self.is_partitioned:
+            return F.lit("")
+        pieces = []
+        for name in self.partition_fields:
+            value = _as_text(name, field_type(schema, name))  # type: ignore[arg-type]
+            value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(value)
+            if self.urlencode:
+                value = F.url_encode(value)
+            if self.hive_style:
+                value = F.concat(F.lit(f"{name}="), value)
+            pieces.append(value)
+        return pieces[0] if len(pieces) == 1 else F.concat_ws("/", *pieces)

@@ -1,0 +1,95 @@
+"""Commit metadata (`.commit`, `.deltacommit`, `.replacecommit`, inflight profiles).
+
+This is the table's source of truth for readers that do not list storage and
+for our own size estimator, so it is written exactly in Hudi's JSON shape and
+read tolerantly (unknown keys ignored).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyhudi.errors import CorruptFileError
+from pyhudi.model import jackson
+from pyhudi.model.write_stat import WriteStat
+
+
+@dataclass
+class CommitMetadata:
+    partition_to_write_stats: dict[str, list[WriteStat]] = field(default_factory=dict)
+    compacted: bool = False
+    extra_metadata: dict[str, str] = field(default_factory=dict)
+    operation_type: str = "UNKNOWN"
+    partition_to_replace_file_ids: dict[str, list[str]] | None = None
+
+    @property
+    def is_replace(self) -> bool:
+        return self.partition_to_replace_file_ids is not None
+
+    @property
+    def schema(self) -> str | None:
+        return self.extra_metadata.get("schema") or None
+
+    def add(self, stat: WriteStat) -> None:
+        key = stat.partition_path if stat.partition_path is not None else ""
+        self.partition_to_write_stats.setdefault(key, []).append(stat)
+
+    def all_stats(self) -> list[WriteStat]:
+        return [s for stats in self.partition_to_write_stats.values() for s in stats]
+
+    def total_bytes_written(self) -> int:
+        return sum(s.total_write_bytes for s in self.all_stats())
+
+    def total_records_written(self) -> int:
+        return sum(s.num_writes for s in self.all_stats())
+
+    def file_ids_written(self) -> set[tuple[str, str]]:
+        return {(p, s.file_id) for p, stats in self.partition_to_write_stats.items() for s in stats if s.file_id}
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "partitionToWriteStats": {p: [s.to_json() for s in stats]
+                                      for p, stats in self.partition_to_write_stats.items()},
+            "compacted": self.compacted,
+            "extraMetadata": dict(self.extra_metadata),
+            "operationType": self.operation_type,
+        }
+        if self.partition_to_replace_file_ids is not None:
+            out["partitionToReplaceFileIds"] = {p: list(ids)
+                                                for p, ids in self.partition_to_replace_file_ids.items()}
+        return out
+
+    def to_bytes(self) -> bytes:
+        return jackson.dumps(self.to_json()).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CommitMetadata:
+        stats = {
+            str(p): [WriteStat.from_json(s) for s in (lst or [])]
+            for p, lst in (data.get("partitionToWriteStats") or {}).items()
+        }
+        replace = data.get("partitionToReplaceFileIds")
+        return cls(
+            partition_to_write_stats=stats,
+            compacted=bool(data.get("compacted", False)),
+            extra_metadata={str(k): str(v) for k, v in (data.get("extraMetadata") or {}).items()
+                            if v is not None},
+            operation_type=str(data.get("operationType") or "UNKNOWN"),
+            partition_to_replace_file_ids=(
+                {str(p): list(ids or []) for p, ids in replace.items()} if isinstance(replace, dict) else None
+            ),
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes, what: str = "commit metadata") -> CommitMetadata:
+        if not data.strip():
+            return cls()
+        try:
+            parsed = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorruptFileError(f"{what} is not valid JSON: {exc}") from exc
+        if not isinstance(parsed, dict):
+            raise CorruptFileError(f"{what} is not a JSON object")
+        return cls.from_json(parsed)

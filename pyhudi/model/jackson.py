@@ -1,0 +1,57 @@
+"""JSON printed the way Jackson's default pretty printer prints it.
+
+Hudi's commit files are Jackson output; matching the layout byte-for-byte
+keeps `diff` against Spark-written tables meaningful and costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _dump(value: Any, indent: int, out: list[str]) -> None:
+    pad = "  " * indent
+    if isinstance(value, dict):
+        if not value:
+            out.append("{ }")
+            return
+        out.append("{\n")
+        items = list(value.items())
+        for i, (key, item) in enumerate(items):
+            out.append(f"{pad}  {json.dumps(str(key), ensure_ascii=False)} : ")
+            _dump(item, indent + 1, out)
+            out.append(",\n" if i < len(items) - 1 else "\n")
+        out.append(f"{pad}}}")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[ ]")
+            return
+        out.append("[ ")
+        for i, item in enumerate(value):
+            _dump(item, indent, out)
+            if i < len(value) - 1:
+                out.append(", ")
+        out.append(" ]")
+    else:
+        out.append(_scalar(value))
+
+
+def dumps(value: Any) -> str:
+    out: list[str] = []
+    _dump(value, 0, out)
+    return "".join(out)

@@ -1,0 +1,187 @@
+"""`hoodie.properties`: the table's identity, parsed into a typed value.
+
+Only table version 6 with timeline layout 1 is accepted, because that is the
+format every piece of pyhudi writes; anything else is refused up front with a
+message rather than misread later.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field, replace
+
+from pyhudi.errors import CorruptFileError, TableNotFoundError, UnsupportedTableError
+from pyhudi.model.properties import format_properties, parse_properties
+from pyhudi.storage import Storage
+
+PROPERTIES_FILE = ".hoodie/hoodie.properties"
+COW = "COPY_ON_WRITE"
+MOR = "MERGE_ON_READ"
+SIMPLE_KEYGEN = "org.apache.hudi.keygen.SimpleKeyGenerator"
+COMPLEX_KEYGEN = "org.apache.hudi.keygen.ComplexKeyGenerator"
+NONPARTITIONED_KEYGEN = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+# Hudi's record merger strategy id written beside the payload class on MOR tables.
+DEFAULT_MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+EMPTY_DIRS = (".hoodie/.temp", ".hoodie/archived", ".hoodie/.aux/.bootstrap/.partitions",
+              ".hoodie/.aux/.bootstrap/.fileids", ".hoodie/.schema")
+
+
+def table_checksum(database: str, table: str) -> int:
+    """CRC32 of `<database>.<table>`, as Hudi's HoodieTableConfig computes it."""
+    return zlib.crc32(f"{database}.{table}".encode()) & 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    name: str
+    table_type: str = COW
+    record_key_fields: tuple[str, ...] = ()
+    partition_fields: tuple[str, ...] = ()
+    precombine_field: str | None = None
+    keygen_class: str = SIMPLE_KEYGEN
+    hive_style_partitioning: bool = False
+    urlencode_partitions: bool = False
+    drop_partition_columns: bool = False
+    populate_meta_fields: bool = True
+    database: str = "default"
+    create_schema: str | None = None
+    payload_class: str | None = None
+    timeline_timezone: str | None = "UTC"
+    archive_folder: str = "archived"
+    version: int = 6
+    layout_version: int = 1
+    base_file_format: str = "PARQUET"
+    raw: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type == MOR
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_fields) and self.keygen_class != NONPARTITIONED_KEYGEN
+
+    @property
+    def local_timezone(self) -> bool:
+        """Hudi's default when the key is absent is LOCAL; pyhudi always writes UTC explicitly."""
+        return (self.timeline_timezone or "LOCAL").upper() == "LOCAL"
+
+    def to_properties(self) -> dict[str, str]:
+        props: dict[str, str] = {}
+        if self.precombine_field:
+            props["hoodie.table.precombine.field"] = self.precombine_field
+        props["hoodie.datasource.write.drop.partition.columns"] = str(self.drop_partition_columns).lower()
+        if self.partition_fields:
+            props["hoodie.table.partition.fields"] = ",".join(self.partition_fields)
+        props["hoodie.table.type"] = self.table_type
+        props["hoodie.archivelog.folder"] = self.archive_folder
+        props["hoodie.timeline.layout.version"] = str(self.layout_version)
+        props["hoodie.table.version"] = str(self.version)
+        props["hoodie.table.recordkey.fields"] = ",".join(self.record_key_fields)
+        props["hoodie.datasource.write.partitionpath.urlencode"] = str(self.urlencode_partitions).lower()
+        props["hoodie.database.name"] = self.database
+        props["hoodie.table.name"] = self.name
+        props["hoodie.table.keygenerator.class"] = self.keygen_class
+        props["hoodie.datasource.write.hive_style_partitioning"] = str(self.hive_style_partitioning).lower()
+        if self.create_schema:
+            props["hoodie.table.create.schema"] = self.create_schema
+        if not self.populate_meta_fields:
+            props["hoodie.populate.meta.fields"] = "false"
+        if self.is_mor or self.payload_class:
+            props["hoodie.compaction.payload.class"] = self.payload_class or OVERWRITE_PAYLOAD
+            props["hoodie.compaction.record.merger.strategy"] = DEFAULT_MERGER_STRATEGY
+        if self.timeline_timezone:
+            props["hoodie.table.timeline.timezone"] = self.timeline_timezone
+        props["hoodie.table.checksum"] = str(table_checksum(self.database, self.name))
+        return props
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], where: str = "") -> TableConfig:
+        def flag(key: str, default: bool) -> bool:
+            return props.get(key, str(default)).strip().lower() == "true"
+
+        def fields(key: str) -> tuple[str, ...]:
+            return tuple(f.strip() for f in props.get(key, "").split(",") if f.strip())
+
+        try:
+            version = int(props.get("hoodie.table.version", "0"))
+            layout = int(props.get("hoodie.timeline.layout.version", "1" if version == 6 else "0"))
+        except ValueError as exc:
+            raise CorruptFileError(f"{where}: hoodie.table.version is not a number") from exc
+        if version != 6 or layout != 1:
+            raise UnsupportedTableError(
+                f"{where} is a Hudi table of version {version} (timeline layout {layout}); pyhudi supports "
+                "table version 6 with timeline layout 1 (Hudi 0.14/0.15, or Hudi 1.x with "
+                "hoodie.write.table.version=6)"
+            )
+        if "hoodie.table.name" not in props or "hoodie.table.type" not in props:
+            raise CorruptFileError(f"{where}: hoodie.properties lacks hoodie.table.name or hoodie.table.type")
+        table_type = props["hoodie.table.type"].strip().upper()
+        table_type = {"COW": COW, "MOR": MOR}.get(table_type, table_type)
+        partition_fields = tuple(p.split(":")[0] for p in fields("hoodie.table.partition.fields"))
+        keygen = props.get("hoodie.table.keygenerator.class") or _infer_keygen(
+            fields("hoodie.table.recordkey.fields"), partition_fields)
+        return cls(
+            name=props["hoodie.table.name"],
+            table_type=table_type,
+            record_key_fields=fields("hoodie.table.recordkey.fields"),
+            partition_fields=partition_fields,
+            precombine_field=props.get("hoodie.table.precombine.field") or None,
+            keygen_class=keygen,
+            hive_style_partitioning=flag("hoodie.datasource.write.hive_style_partitioning", False),
+            urlencode_partitions=flag("hoodie.datasource.write.partitionpath.urlencode", False),
+            drop_partition_columns=flag("hoodie.datasource.write.drop.partition.columns", False),
+            populate_meta_fields=flag("hoodie.populate.meta.fields", True),
+            database=props.get("hoodie.database.name", "default"),
+            create_schema=props.get("hoodie.table.create.schema"),
+            payload_class=props.get("hoodie.compaction.payload.class"),
+            timeline_timezone=props.get("hoodie.table.timeline.timezone"),
+            archive_folder=props.get("hoodie.archivelog.folder", "archived"),
+            version=version,
+            layout_version=layout,
+            base_file_format=props.get("hoodie.table.base.file.format", "PARQUET").upper(),
+            raw=dict(props),
+        )
+
+    def evolve(self, **changes: object) -> TableConfig:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _infer_keygen(record_keys: tuple[str, ...], partitions: tuple[str, ...]) -> str:
+    """Hudi's inference when no key generator is named."""
+    if not partitions:
+        return NONPARTITIONED_KEYGEN
+    if len(record_keys) <= 1 and len(partitions) == 1:
+        return SIMPLE_KEYGEN
+    return COMPLEX_KEYGEN
+
+
+def infer_keygen(record_keys: tuple[str, ...], partitions: tuple[str, ...]) -> str:
+    return _infer_keygen(record_keys, partitions)
+
+
+def load_table_config(storage: Storage) -> TableConfig:
+    try:
+        text = storage.read_bytes(PROPERTIES_FILE).decode("utf-8")
+    except FileNotFoundError as exc:
+        raise TableNotFoundError(
+            f"{storage.base_uri} is not a Hudi table: {PROPERTIES_FILE} does not exist. Check the path, or "
+            "write to it first with pyhudi.write(df, path, options)"
+        ) from exc
+    return TableConfig.from_properties(parse_properties(text), where=storage.base_uri)
+
+
+def save_table_config(storage: Storage, config: TableConfig) -> None:
+    """Create the table's folders, then publish `hoodie.properties` atomically (its presence is the table)."""
+    for rel in EMPTY_DIRS:
+        storage.makedirs(rel)
+    text = format_properties(config.to_properties(), comments=["Updated at " + _iso_now()])
+    storage.write_atomic(PROPERTIES_FILE, text.encode("utf-8"))
+
+
+def _iso_now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")

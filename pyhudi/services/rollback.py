@@ -1,0 +1,129 @@
+"""Rolling back failed (pending) writes: plan, delete, record, resumable after a crash.
+
+Sequence, as in Hudi: `<R>.rollback.requested` (Avro HoodieRollbackPlan naming
+every file to delete) -> `<R>.rollback.inflight` -> delete the files -> remove
+the failed instant's timeline files -> `<R>.rollback` (Avro
+HoodieRollbackMetadata). A crash anywhere leaves either a pending write (rolled
+back again next time) or a pending rollback (re-executed from its plan; file
+deletes are idempotent).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from pyhudi.model import avro_models as am
+from pyhudi.model.instant_time import new_instant_time
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
+from pyhudi.writer.markers import delete_markers, list_marked_files
+
+log = logging.getLogger(__name__)
+ROLLBACKABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    rollback_instant: str
+    target: str
+    deleted_files: tuple[str, ...]
+
+
+def _partition_of(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def plan_rollback(storage: Storage, target: Instant) -> dict[str, object]:
+    """Files a pending write may have created, found through its markers."""
+    by_partition: dict[str, list[str]] = defaultdict(list)
+    for rel in list_marked_files(storage, target.timestamp):
+        by_partition[_partition_of(rel)].append(storage.uri(rel))
+    requests = [am.rollback_request(partition_path=p, files_to_be_deleted=sorted(files))
+                for p, files in sorted(by_partition.items())]
+    return am.rollback_plan(instant_to_rollback=am.instant_info(target.timestamp, target.action.value),
+                            rollback_requests=requests)
+
+
+def _rel(storage: Storage, uri: str) -> str:
+    base = storage.uri("")
+    return uri[len(base):].lstrip("/") if uri.startswith(base) else uri
+
+
+def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: str,
+                     plan: dict[str, object]) -> RollbackResult:
+    started = time.monotonic()
+    target_info = plan["instantToRollback"]
+    assert isinstance(target_info, dict)
+    target_ts, target_action = str(target_info["commitTime"]), Action(str(target_info["action"]))
+    inflight = Instant(rollback_ts, Action.ROLLBACK, State.INFLIGHT)
+    if not storage.exists(f"{META_DIR}/{inflight.file_name}"):
+        timeline.transition_to_inflight(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED), b"")
+    partitions: dict[str, dict[str, object]] = {}
+    deleted: list[str] = []
+    for request in plan.get("RollbackRequests") or []:  # type: ignore[union-attr]
+        partition = str(request["partitionPath"])
+        ok, failed = [], []
+        for uri in request.get("filesToBeDeleted") or []:
+            if storage.delete(_rel(storage, uri)) or not storage.exists(_rel(storage, uri)):
+                ok.append(uri)
+            else:
+                failed.append(uri)
+        deleted.extend(ok)
+        partitions[partition] = am.rollback_partition_metadata(
+            partition_path=partition, success_delete_files=ok, failed_delete_files=failed)
+    # The failed write disappears from the timeline before the rollback is marked complete.
+    timeline.delete_pending(Instant(target_ts, target_action, State.REQUESTED))
+    delete_markers(storage, target_ts)
+    meta = am.rollback_metadata(
+        start_rollback_time=rollback_ts,
+        instants_rollback=[am.instant_info(target_ts, target_action.value)],
+        partition_metadata=partitions, time_taken_in_millis=int((time.monotonic() - started) * 1000))
+    timeline.complete(Instant(rollback_ts, Action.ROLLBACK, State.INFLIGHT),
+                      am.write_instant_avro("HoodieRollbackMetadata", meta))
+    log.info("rolled back %s@%s with rollback %s (%d files deleted)", target_action.value, target_ts,
+             rollback_ts, len(deleted))
+    return RollbackResult(rollback_ts, target_ts, tuple(deleted))
+
+
+def rollback_pending_write(storage: Storage, timeline: ActiveTimeline, target: Instant) -> RollbackResult:
+    rollback_ts = new_instant_time(after=(timeline.last().timestamp if timeline.last() else None))
+    plan = plan_rollback(storage, target)
+    timeline.create_requested(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED),
+                              am.write_instant_avro("HoodieRollbackPlan", plan))
+    return execute_rollback(storage, timeline, rollback_ts, plan)
+
+
+def resume_pending_rollbacks(storage: Storage, timeline: ActiveTimeline) -> list[RollbackResult]:
+    out = []
+    for inst in timeline.actions(Action.ROLLBACK).pending():
+        plan = am.read_instant_avro(timeline.requested_details(inst))
+        out.append(execute_rollback(storage, timeline, inst.timestamp, plan))
+    return out
+
+
+def is_clustering(timeline: ActiveTimeline, instant: Instant) -> bool:
+    """A pending replacecommit is a clustering only if its requested file carries a clustering plan."""
+    if instant.action is not Action.REPLACE_COMMIT:
+        return False
+    try:
+        meta = am.read_instant_avro(timeline.requested_details(instant))
+    except Exception:  # an empty or unreadable requested file is an insert overwrite
+        return False
+    return meta.get("operationType") == "CLUSTER" or bool(meta.get("clusteringPlan"))
+
+
+def rollback_failed_writes(storage: Storage, timeline: ActiveTimeline) -> list[RollbackResult]:
+    """EAGER policy: before a new write, undo every pending write (never compaction or clustering)."""
+    results = resume_pending_rollbacks(storage, timeline)
+    if results:
+        timeline = timeline.reload()
+    for inst in timeline.pending():
+        if inst.action not in ROLLBACKABLE or is_clustering(timeline, inst):
+            continue
+        results.append(rollback_pending_write(storage, timeline, inst))
+        timeline = timeline.reload()
+    return results

@@ -1,0 +1,102 @@
+"""Spark set-up that users should not have to think about.
+
+Two failure modes bite first-time PySpark users: a missing or too old Java
+(PySpark 4 needs 17+; the JVM error is cryptic), and Python workers started
+with a different interpreter than the driver (no pyarrow, no pyhudi there).
+We check the first up front with a plain message, and pin the second.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from pyhudi.errors import JavaNotFoundError
+
+MIN_JAVA = 17
+INSTALL_HINT = (
+    "Install a Java runtime 17 or newer (for example `sudo apt-get install openjdk-17-jre-headless`, "
+    "`brew install openjdk@17`, or https://adoptium.net) and make sure `java` is on PATH or JAVA_HOME points to it."
+)
+
+
+def java_executable() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = os.path.join(home, "bin", "java")
+        if os.path.exists(candidate):
+            return candidate
+    return shutil.which("java")
+
+
+def java_major_version(executable: str) -> int | None:
+    try:
+        out = subprocess.run([executable, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = out.stderr + out.stdout
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def check_java() -> int:
+    """Return the Java major version, or raise with instructions when Spark cannot run."""
+    exe = java_executable()
+    if exe is None:
+        raise JavaNotFoundError(f"Java was not found. PySpark 4 needs Java {MIN_JAVA}+. {INSTALL_HINT}")
+    version = java_major_version(exe)
+    if version is None:
+        raise JavaNotFoundError(f"Could not run `{exe} -version`. {INSTALL_HINT}")
+    if version < MIN_JAVA:
+        raise JavaNotFoundError(f"Java {version} at {exe} is too old: PySpark 4 needs Java {MIN_JAVA}+. {INSTALL_HINT}")
+    return version
+
+
+def pin_python_environment() -> None:
+    """Make Spark's Python workers use this interpreter (set before the SparkContext starts)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def ensure_worker_python(spark: object) -> None:
+    """For an already running local session, point new Python workers at the driver's interpreter.
+
+    Spark records the worker executable in each Python function it ships, taken
+    from `SparkContext.pythonExec`; on local masters that must be this interpreter.
+    """
+    sc = getattr(spark, "sparkContext", None)
+    if sc is None:
+        return
+    master = sc.master or ""
+    if master.startswith("local") and getattr(sc, "pythonExec", None) != sys.executable:
+        if os.environ.get("PYSPARK_PYTHON") in (None, "", sys.executable):
+            sc.pythonExec = sys.executable
+
+
+def create_session(master: str = "local[2]", app_name: str = "pyhudi", conf: dict[str, str] | None = None,
+                   quiet: bool = True) -> object:
+    """A SparkSession suitable for pyhudi's CLI, demo and tests."""
+    check_java()
+    pin_python_environment()
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.pyspark.python", sys.executable)
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+               .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if quiet:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark

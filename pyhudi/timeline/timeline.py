@@ -1,0 +1,219 @@
+"""The active timeline: instants in `.hoodie/`, their details, and atomic transitions.
+
+`Timeline` is an immutable, sorted view with Hudi's usual filters; every
+service asks it questions ("last completed commit", "pending compactions").
+`ActiveTimeline` adds loading and the only code allowed to change the
+timeline. Each transition writes one new file atomically (exclusive create
+for `requested`, write-then-rename for the rest), so a concurrent reader sees
+the old state or the new one.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Iterator
+
+from pyhudi.errors import InstantNotFoundError, TimelineError
+from pyhudi.model.commit_metadata import CommitMetadata
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import (
+    WRITE_ACTIONS,
+    Action,
+    Instant,
+    State,
+    instant_file_names,
+    parse_instant_file,
+)
+
+META_DIR = ".hoodie"
+
+
+class Timeline:
+    """Sorted instants, one per timestamp, each in its latest state."""
+
+    def __init__(self, instants: Iterable[Instant], compaction_commits: frozenset[str] = frozenset()) -> None:
+        self.instants: tuple[Instant, ...] = tuple(sorted(instants, key=lambda i: i.timestamp))
+        self._timestamps = [i.timestamp for i in self.instants]
+        # Completed commits that were compactions (their `.compaction.requested` is still there).
+        self.compaction_commits = compaction_commits
+
+    def __iter__(self) -> Iterator[Instant]:
+        return iter(self.instants)
+
+    def __len__(self) -> int:
+        return len(self.instants)
+
+    def __bool__(self) -> bool:
+        return bool(self.instants)
+
+    def __repr__(self) -> str:
+        return f"Timeline({', '.join(str(i) for i in self.instants)})"
+
+    def _filter(self, pred: Callable[[Instant], bool]) -> Timeline:
+        return Timeline([i for i in self.instants if pred(i)], self.compaction_commits)
+
+    # -- filters ------------------------------------------------------------------------
+    def completed(self) -> Timeline:
+        return self._filter(lambda i: i.is_completed)
+
+    def pending(self) -> Timeline:
+        return self._filter(lambda i: i.is_pending)
+
+    def actions(self, *actions: Action) -> Timeline:
+        wanted = set(actions)
+        return self._filter(lambda i: i.action in wanted)
+
+    def commits(self) -> Timeline:
+        """Hudi's commits timeline: commit, deltacommit, replacecommit (any state)."""
+        return self._filter(lambda i: i.action in WRITE_ACTIONS)
+
+    def write_timeline(self) -> Timeline:
+        """Commits plus pending compaction/log compaction: everything that writes data files."""
+        return self._filter(lambda i: i.action in WRITE_ACTIONS
+                            or i.action in (Action.COMPACTION, Action.LOG_COMPACTION))
+
+    def before_or_on(self, ts: str) -> Timeline:
+        return self._filter(lambda i: i.timestamp <= ts)
+
+    def before(self, ts: str) -> Timeline:
+        return self._filter(lambda i: i.timestamp < ts)
+
+    def after(self, ts: str) -> Timeline:
+        return self._filter(lambda i: i.timestamp > ts)
+
+    def between(self, start_exclusive: str, end_inclusive: str) -> Timeline:
+        return self._filter(lambda i: start_exclusive < i.timestamp <= end_inclusive)
+
+    # -- lookups ------------------------------------------------------------------------
+    def last(self) -> Instant | None:
+        return self.instants[-1] if self.instants else None
+
+    def first(self) -> Instant | None:
+        return self.instants[0] if self.instants else None
+
+    def find(self, ts: str) -> Instant | None:
+        idx = bisect.bisect_left(self._timestamps, ts)
+        if idx < len(self._timestamps) and self._timestamps[idx] == ts:
+            return self.instants[idx]
+        return None
+
+    def contains(self, ts: str) -> bool:
+        return self.find(ts) is not None
+
+    def timestamps(self) -> list[str]:
+        return list(self._timestamps)
+
+    def is_compaction_commit(self, instant: Instant) -> bool:
+        return instant.action is Action.COMMIT and instant.timestamp in self.compaction_commits
+
+
+class ActiveTimeline(Timeline):
+    """The timeline as stored in `.hoodie/`, with details and transitions."""
+
+    def __init__(self, storage: Storage, instants: Iterable[Instant],
+                 compaction_commits: frozenset[str], files: dict[str, set[str]]) -> None:
+        super().__init__(instants, compaction_commits)
+        self.storage = storage
+        self._files = files
+
+    @classmethod
+    def load(cls, storage: Storage) -> ActiveTimeline:
+        by_ts: dict[str, list[Instant]] = {}
+        files: dict[str, set[str]] = {}
+        for info in storage.list_dir(META_DIR):
+            if info.is_dir:
+                continue
+            inst = parse_instant_file(info.name)
+            if inst is None:
+                continue
+            by_ts.setdefault(inst.timestamp, []).append(inst)
+            files.setdefault(inst.timestamp, set()).add(info.name)
+        latest: list[Instant] = []
+        compactions: set[str] = set()
+        for ts, found in by_ts.items():
+            latest.append(_latest_state(found))
+            if any(i.action is Action.COMPACTION for i in found):
+                compactions.add(ts)
+        return cls(storage, latest, frozenset(compactions), files)
+
+    def reload(self) -> ActiveTimeline:
+        return ActiveTimeline.load(self.storage)
+
+    def as_timeline(self) -> Timeline:
+        return Timeline(self.instants, self.compaction_commits)
+
+    # -- details ------------------------------------------------------------------------
+    def details(self, instant: Instant) -> bytes:
+        try:
+            return self.storage.read_bytes(f"{META_DIR}/{instant.file_name}")
+        except FileNotFoundError as exc:
+            raise InstantNotFoundError(
+                f"instant {instant} has no file {instant.file_name} in {self.storage.base_uri}/.hoodie; "
+                "it was archived, rolled back or never existed"
+            ) from exc
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        return CommitMetadata.from_bytes(self.details(instant), what=f"{instant.file_name}")
+
+    def requested_details(self, instant: Instant) -> bytes:
+        return self.details(Instant(instant.timestamp, instant.action, State.REQUESTED))
+
+    def instant_files(self, ts: str) -> set[str]:
+        return set(self._files.get(ts, set()))
+
+    # -- transitions ----------------------------------------------------------------------
+    def create_requested(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Start an instant; fails if any file of this timestamp already exists."""
+        if instant.state is not State.REQUESTED:
+            raise TimelineError(f"can only create a requested instant, got {instant}")
+        if any(n.startswith(instant.timestamp + ".") for n in self._existing_names()):
+            raise TimelineError(f"instant time {instant.timestamp} is already used on the timeline")
+        if not self.storage.create_exclusive(f"{META_DIR}/{instant.file_name}", content):
+            raise TimelineError(f"instant {instant} already exists (another writer took this instant time)")
+        return instant
+
+    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
+        if not self.storage.exists(f"{META_DIR}/{requested.file_name}"):
+            raise TimelineError(f"cannot move {instant} to inflight: {requested.file_name} is missing")
+        inflight = requested.with_state(State.INFLIGHT)
+        self.storage.write_atomic(f"{META_DIR}/{inflight.file_name}", content)
+        return inflight
+
+    def complete(self, instant: Instant, content: bytes) -> Instant:
+        inflight = Instant(instant.timestamp, instant.action, State.INFLIGHT)
+        if not self.storage.exists(f"{META_DIR}/{inflight.file_name}"):
+            raise TimelineError(f"cannot complete {instant}: {inflight.file_name} is missing")
+        done = inflight.with_state(State.COMPLETED)
+        self.storage.write_atomic(f"{META_DIR}/{done.file_name}", content)
+        return done
+
+    def delete_pending(self, instant: Instant) -> None:
+        """Remove every file of a pending instant, inflight first so it never looks requested-only
+        with a half-finished write behind it; the requested file goes last."""
+        names = instant_file_names(instant.timestamp, instant.action)
+        completed = Instant(instant.timestamp, instant.action, State.REQUESTED).with_state(State.COMPLETED)
+        for name in reversed(names):
+            if name == completed.file_name:
+                continue
+            self.storage.delete(f"{META_DIR}/{name}")
+
+    def delete_completed(self, instant: Instant) -> None:
+        """Remove a completed instant's files, completed file first (used by rollback/restore)."""
+        self.storage.delete(f"{META_DIR}/{instant.file_name}")
+        pending_action = Action.COMPACTION if self.is_compaction_commit(instant) else instant.action
+        for name in reversed(instant_file_names(instant.timestamp, pending_action)):
+            self.storage.delete(f"{META_DIR}/{name}")
+
+    def _existing_names(self) -> list[str]:
+        return [i.name for i in self.storage.list_dir(META_DIR) if not i.is_dir]
+
+
+def _latest_state(found: list[Instant]) -> Instant:
+    for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
+        matching = [i for i in found if i.state is state]
+        if matching:
+            # A completed compaction shows as COMMIT; prefer the data action over anything else.
+            matching.sort(key=lambda i: i.action in WRITE_ACTIONS, reverse=True)
+            return matching[0]
+    return found[0]

@@ -1,0 +1,56 @@
+"""Build a FileSystemView with pending compactions and clusterings read from their plans.
+
+Kept apart from the view itself so the view stays a pure function of
+(listing, timeline, pending plans) and tests can construct it directly.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyhudi.errors import HudiError
+from pyhudi.model import avro_models as am
+from pyhudi.model.table_config import TableConfig
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Action
+from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.view.file_system_view import FileSystemView, PendingCompaction
+from pyhudi.view.partitions import PartitionFilter
+
+log = logging.getLogger(__name__)
+
+
+def pending_compactions(timeline: ActiveTimeline) -> list[PendingCompaction]:
+    out: list[PendingCompaction] = []
+    for inst in timeline.actions(Action.COMPACTION, Action.LOG_COMPACTION).pending():
+        try:
+            plan = am.read_instant_avro(timeline.requested_details(inst))
+        except HudiError as exc:
+            log.warning("cannot read compaction plan %s: %s", inst, exc)
+            continue
+        for op in plan.get("operations") or []:
+            out.append(PendingCompaction(inst.timestamp, str(op.get("partitionPath") or ""), str(op["fileId"])))
+    return out
+
+
+def pending_clustering(timeline: ActiveTimeline) -> dict[tuple[str, str], str]:
+    """(partition, fileId) -> instant of every file group in a pending clustering plan."""
+    out: dict[tuple[str, str], str] = {}
+    for inst in timeline.actions(Action.REPLACE_COMMIT).pending():
+        try:
+            meta = am.read_instant_avro(timeline.requested_details(inst))
+        except HudiError:
+            continue
+        plan = meta.get("clusteringPlan")
+        if not plan:
+            continue
+        for group in plan.get("inputGroups") or []:
+            for sl in group.get("slices") or []:
+                out[(str(sl.get("partitionPath") or ""), str(sl["fileId"]))] = inst.timestamp
+    return out
+
+
+def build_view(storage: Storage, config: TableConfig, timeline: ActiveTimeline,
+               partition_filter: PartitionFilter | None = None) -> FileSystemView:
+    return FileSystemView(storage, config, timeline, pending_compactions=pending_compactions(timeline),
+                          pending_clustering=pending_clustering(timeline), partition_filter=partition_filter)

@@ -1,0 +1,280 @@
+"""The file-system view: which files make up the table as of an instant.
+
+Built from a storage listing plus the timeline, never from file contents.
+Everything that reads or writes asks this view, so the visibility rules live
+in exactly one place:
+
+* a base file counts only if its instant is a completed write (commit,
+  deltacommit, replacecommit, or compaction completed as commit) at or before
+  the view's instant, or is older than the active timeline (archived);
+* file groups named by a completed replacecommit are hidden whole;
+* slices of a pending compaction and groups of a pending clustering are
+  first-class, because sizing, compaction, clustering and the cleaner must
+  all treat them specially.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from pyhudi.model.file_names import join_path, parse_base_file, parse_log_file
+from pyhudi.model.table_config import TableConfig
+from pyhudi.storage import FileInfo, Storage
+from pyhudi.timeline.instant import Action
+from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.view.partitions import PartitionFilter, list_partitions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BaseFile:
+    partition: str
+    name: str
+    file_id: str
+    write_token: str
+    instant: str
+    size: int
+
+    @property
+    def path(self) -> str:
+        return join_path(self.partition, self.name)
+
+
+@dataclass(frozen=True)
+class LogFile:
+    partition: str
+    name: str
+    file_id: str
+    base_instant: str
+    version: int
+    write_token: str
+    size: int
+
+    @property
+    def path(self) -> str:
+        return join_path(self.partition, self.name)
+
+
+@dataclass
+class FileSlice:
+    partition: str
+    file_id: str
+    base_instant: str
+    base_file: BaseFile | None = None
+    log_files: list[LogFile] = field(default_factory=list)
+
+    @property
+    def log_size(self) -> int:
+        return sum(lf.size for lf in self.log_files)
+
+    @property
+    def base_size(self) -> int:
+        return self.base_file.size if self.base_file else 0
+
+    @property
+    def has_logs(self) -> bool:
+        return bool(self.log_files)
+
+    def estimated_parquet_size(self, log_to_parquet_ratio: float) -> int:
+        """Hudi's estimate of this slice's size once compacted (base + logs x ratio)."""
+        logs = sum(lf.size for lf in self.log_files if lf.size > 0)
+        return self.base_size + int(logs * log_to_parquet_ratio)
+
+    def all_paths(self) -> list[str]:
+        paths = [lf.path for lf in self.log_files]
+        if self.base_file:
+            paths.insert(0, self.base_file.path)
+        return paths
+
+
+@dataclass
+class FileGroup:
+    partition: str
+    file_id: str
+    slices: list[FileSlice] = field(default_factory=list)  # ascending base instant
+
+    def latest_slice(self, before_or_on: str | None = None) -> FileSlice | None:
+        for s in reversed(self.slices):
+            if before_or_on is None or s.base_instant <= before_or_on:
+                return s
+        return None
+
+
+@dataclass(frozen=True)
+class PendingCompaction:
+    instant: str
+    partition: str
+    file_id: str
+
+
+class FileSystemView:
+    """File groups of a table, filtered by the timeline's committed instants."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        config: TableConfig,
+        timeline: ActiveTimeline,
+        *,
+        pending_compactions: Iterable[PendingCompaction] = (),
+        pending_clustering: dict[tuple[str, str], str] | None = None,
+        partition_filter: PartitionFilter | None = None,
+    ) -> None:
+        self.storage = storage
+        self.config = config
+        self.timeline = timeline
+        self.partition_filter = partition_filter
+        self._pending_compactions = list(pending_compactions)
+        self._pending_clustering = dict(pending_clustering or {})
+        self._listing: dict[str, list[FileInfo]] = {}
+        self._groups: dict[str, list[FileGroup]] = {}
+
+    # -- timeline-derived facts --------------------------------------------------------
+    @cached_property
+    def committed_instants(self) -> frozenset[str]:
+        return frozenset(i.timestamp for i in self.timeline.write_timeline().completed())
+
+    @cached_property
+    def _first_active(self) -> str | None:
+        first = self.timeline.first()
+        return first.timestamp if first else None
+
+    @cached_property
+    def pending_compaction_instants(self) -> frozenset[str]:
+        return frozenset(i.timestamp for i in self.timeline.actions(Action.COMPACTION).pending())
+
+    def is_committed(self, instant: str, as_of: str | None = None) -> bool:
+        if as_of is not None and instant > as_of:
+            return False
+        if instant in self.committed_instants:
+            return True
+        # Older than everything on the active timeline: archived, hence committed.
+        return self._first_active is not None and instant < self._first_active and \
+            not self.timeline.contains(instant)
+
+    def replaced_file_ids(self, as_of: str | None = None) -> set[tuple[str, str]]:
+        """(partition, fileId) replaced by completed replacecommits at or before `as_of`."""
+        replaced: set[tuple[str, str]] = set()
+        for inst in self.timeline.actions(Action.REPLACE_COMMIT).completed():
+            if as_of is not None and inst.timestamp > as_of:
+                continue
+            meta = self.timeline.commit_metadata(inst)
+            for partition, ids in (meta.partition_to_replace_file_ids or {}).items():
+                replaced.update((partition, fid) for fid in ids)
+        return replaced
+
+    @cached_property
+    def _replaced_latest(self) -> set[tuple[str, str]]:
+        return self.replaced_file_ids()
+
+    def pending_compaction_file_ids(self) -> dict[tuple[str, str], str]:
+        return {(p.partition, p.file_id): p.instant for p in self._pending_compactions}
+
+    def pending_clustering_file_ids(self) -> dict[tuple[str, str], str]:
+        return dict(self._pending_clustering)
+
+    # -- listing -------------------------------------------------------------------------
+    @cached_property
+    def partition_paths(self) -> list[str]:
+        return list_partitions(self.storage, self.config, self.partition_filter)
+
+    def _list(self, partition: str) -> list[FileInfo]:
+        if partition not in self._listing:
+            self._listing[partition] = [i for i in self.storage.list_dir(partition) if not i.is_dir]
+        return self._listing[partition]
+
+    def file_groups(self, partition: str) -> list[FileGroup]:
+        """All file groups of a partition (replaced ones included), slices built from visible files."""
+        if partition not in self._groups:
+            self._groups[partition] = self._build_groups(partition)
+        return self._groups[partition]
+
+    def _build_groups(self, partition: str) -> list[FileGroup]:
+        slices: dict[tuple[str, str], FileSlice] = {}
+        for info in self._list(partition):
+            base = parse_base_file(info.name)
+            if base is not None:
+                if not self._base_instant_visible(base.instant):
+                    continue
+                key = (base.file_id, base.instant)
+                sl = slices.setdefault(key, FileSlice(partition, base.file_id, base.instant))
+                if sl.base_file is not None:
+                    log.warning("two base files for file group %s at %s in %r: %s and %s; keeping the "
+                                "first (a leftover of a failed task attempt)", base.file_id, base.instant,
+                                partition, sl.base_file.name, info.name)
+                    continue
+                sl.base_file = BaseFile(partition, info.name, base.file_id, base.write_token, base.instant,
+                                        info.size)
+                continue
+            lf = parse_log_file(info.name)
+            if lf is not None and self._log_base_visible(lf.base_instant):
+                sl = slices.setdefault((lf.file_id, lf.base_instant),
+                                       FileSlice(partition, lf.file_id, lf.base_instant))
+                sl.log_files.append(LogFile(partition, info.name, lf.file_id, lf.base_instant, lf.version,
+                                            lf.write_token, info.size))
+        groups: dict[str, FileGroup] = {}
+        for (fid, _), sl in sorted(slices.items(), key=lambda kv: kv[0]):
+            sl.log_files.sort(key=lambda lf: (lf.version, lf.write_token))
+            groups.setdefault(fid, FileGroup(partition, fid)).slices.append(sl)
+        return list(groups.values())
+
+    def _base_instant_visible(self, instant: str) -> bool:
+        return self.is_committed(instant)
+
+    def _log_base_visible(self, base_instant: str) -> bool:
+        """A log attaches to a slice whose base is committed, a pending compaction, or a log-only
+        slice started by a deltacommit; uncommitted blocks are dropped later, block by block."""
+        return (self.is_committed(base_instant) or base_instant in self.pending_compaction_instants
+                or self.timeline.contains(base_instant))
+
+    # -- queries ---------------------------------------------------------------------------
+    def live_groups(self, partition: str, as_of: str | None = None) -> list[FileGroup]:
+        replaced = self._replaced_latest if as_of is None else self.replaced_file_ids(as_of)
+        return [g for g in self.file_groups(partition) if (partition, g.file_id) not in replaced]
+
+    def latest_base_files(self, partition: str, as_of: str | None = None) -> list[BaseFile]:
+        """Latest committed base file of each live group, as a COW reader sees the table."""
+        out = []
+        for group in self.live_groups(partition, as_of):
+            for sl in reversed(group.slices):
+                if sl.base_file is not None and self.is_committed(sl.base_instant, as_of):
+                    out.append(sl.base_file)
+                    break
+        return out
+
+    def latest_file_slices(self, partition: str, as_of: str | None = None,
+                           include_pending_compaction: bool = True) -> list[FileSlice]:
+        """Latest slice of each live group at `as_of`.
+
+        With `include_pending_compaction=False` every group with a pending compaction is dropped,
+        which is what Hudi's MOR small-file selection does.
+        """
+        pending = self.pending_compaction_file_ids()
+        out = []
+        for group in self.live_groups(partition, as_of):
+            if not include_pending_compaction and (partition, group.file_id) in pending:
+                continue
+            sl = self._latest_slice(group, as_of)
+            if sl is not None:
+                out.append(sl)
+        return out
+
+    def _latest_slice(self, group: FileGroup, as_of: str | None) -> FileSlice | None:
+        for sl in reversed(group.slices):
+            if as_of is not None and sl.base_instant > as_of:
+                continue
+            if sl.base_file is None and not sl.log_files:
+                continue
+            return sl
+        return None
+
+    def all_latest_base_files(self, as_of: str | None = None) -> list[BaseFile]:
+        return [bf for p in self.partition_paths for bf in self.latest_base_files(p, as_of)]
+
+    def all_latest_file_slices(self, as_of: str | None = None) -> list[FileSlice]:
+        return [sl for p in self.partition_paths for sl in self.latest_file_slices(p, as_of)]
+

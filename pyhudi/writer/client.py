@@ -1,0 +1,277 @@
+"""The write client: one write = one instant, planned on the driver, written by executors.
+
+Order of events (each step either fails before anything exists, or is undone
+by the rollback of a pending instant):
+
+1. prepare: schema and column checks (driver, no data read);
+2. one Spark aggregation: per-partition counts and the bad-key check;
+3. tag (index) and profile: which file groups receive updates;
+4. create the table if new; roll back earlier failed writes (EAGER);
+5. requested -> inflight (with the workload profile);
+6. route records to buckets, shuffle, run handles in executors;
+7. reconcile markers (delete files no write stat names), complete the instant.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pyhudi.errors import InvalidRecordError, TableNotFoundError
+from pyhudi.index import bloom as bloom_index
+from pyhudi.index import simple as simple_index
+from pyhudi.io import schema as S
+from pyhudi.io.base_file import ParquetSettings
+from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.model import avro_models as am
+from pyhudi.model.commit_metadata import CommitMetadata
+from pyhudi.model.instant_time import new_instant_time
+from pyhudi.model.table_config import load_table_config, save_table_config
+from pyhudi.model.write_stat import WriteStat
+from pyhudi.services.rollback import rollback_failed_writes
+from pyhudi.spark_env import ensure_worker_python
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.view.builder import build_view
+from pyhudi.view.file_system_view import FileSystemView
+from pyhudi.writer.config import WriteConfig
+from pyhudi.writer.handles import HandleContext, run_bucket_task
+from pyhudi.writer.markers import delete_markers, list_marked_files
+from pyhudi.writer.operation import WriteOperation
+from pyhudi.writer.partitioner import BucketPlan, plan_buckets
+from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG, PreparedBatch, prepare_batch, table_schema
+from pyhudi.writer.profile import WorkloadProfile
+from pyhudi.writer.record_size import average_record_size
+from pyhudi.writer.routing import make_router, partition_salts
+from pyhudi.writer.small_files import cow_small_files
+
+log = logging.getLogger(__name__)
+LOC_FILE_ID = simple_index.LOC_FILE_ID
+LOC_INSTANT = simple_index.LOC_INSTANT
+SALT = "_pyhudi_salt"
+
+
+@dataclass
+class WriteResult:
+    instant: str
+    stats: list[WriteStat]
+    operation: WriteOperation
+
+
+class WriteClient:
+    def __init__(self, spark: SparkSession, storage: Storage, config: WriteConfig) -> None:
+        self.spark = spark
+        self.storage = storage
+        self.config = config
+        ensure_worker_python(spark)
+
+    # ------------------------------------------------------------------ entry point
+    def write(self, df: DataFrame, replace_all: bool = False) -> WriteResult:
+        cfg = self.config
+        timeline = self._timeline()
+        table_avro = table_schema(timeline, cfg.table) if timeline is not None else None
+        batch = prepare_batch(df, cfg, None if replace_all else table_avro)
+        keyed = batch.df
+        level = _storage_level(cfg.storage_level)
+        if level is not None:
+            keyed = keyed.persist(level)
+        try:
+            counts = self._partition_counts(keyed)
+            view = build_view(self.storage, cfg.table, timeline) if timeline is not None else None
+            tagged, profile = self._tag_and_profile(keyed, counts, view)
+            self._ensure_table()
+            timeline = ActiveTimeline.load(self.storage)
+            if not cfg.occ:
+                rollback_failed_writes(self.storage, timeline)
+                timeline = timeline.reload()
+            view = build_view(self.storage, cfg.table, timeline)
+            return self._commit_write(tagged, profile, batch, timeline, view, replace_all)
+        finally:
+            if level is not None:
+                keyed.unpersist()
+
+    # ------------------------------------------------------------------ steps
+    def _timeline(self) -> ActiveTimeline | None:
+        try:
+            load_table_config(self.storage)
+        except TableNotFoundError:
+            return None
+        return ActiveTimeline.load(self.storage)
+
+    def _ensure_table(self) -> None:
+        if not self.storage.exists(".hoodie/hoodie.properties"):
+            save_table_config(self.storage, self.config.table)
+
+    def _partition_counts(self, keyed: DataFrame) -> dict[str, tuple[int, int]]:
+        """One aggregation: rows and deletes per partition; fails on null/empty keys."""
+        rows = (keyed.groupBy(PARTITION_COL)
+                .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col(DELETE_FLAG).cast("long")).alias("d"),
+                     F.sum(F.col(BAD_KEY).cast("long")).alias("bad"))
+                .collect())
+        bad = sum(int(r["bad"] or 0) for r in rows)
+        if bad:
+            fields = ",".join(self.config.table.record_key_fields)
+            raise InvalidRecordError(
+                f"{bad} record(s) have a null or empty record key (field(s) {fields}); every record needs a "
+                "key. Filter or fill them before writing. Nothing was written.")
+        return {str(r[PARTITION_COL]): (int(r["n"]), int(r["d"] or 0)) for r in rows}
+
+    def _tag_and_profile(self, keyed: DataFrame, counts: dict[str, tuple[int, int]],
+                         view: FileSystemView | None) -> tuple[DataFrame, WorkloadProfile]:
+        cfg = self.config
+        op = cfg.operation
+        profile = WorkloadProfile(operation_type=op.operation_type)
+        must_tag = op.needs_tagging and view is not None and bool(view.committed_instants)
+        if not must_tag:
+            tagged = simple_index.with_empty_location(keyed)
+            for part, (n, d) in counts.items():
+                if n - d > 0:
+                    profile.partition(part).num_inserts = n - d
+            return tagged.filter(~F.col(DELETE_FLAG)), profile
+        assert view is not None
+        tagged = self._tag(keyed, counts, view)
+        # Deletes of keys the table does not have are no-ops.
+        tagged = tagged.filter(~(F.col(DELETE_FLAG) & F.col(LOC_FILE_ID).isNull()))
+        rows = (tagged.groupBy(PARTITION_COL, LOC_FILE_ID, LOC_INSTANT)
+                .agg(F.count(F.lit(1)).alias("n")).collect())
+        for r in rows:
+            prof = profile.partition(str(r[PARTITION_COL]))
+            if r[LOC_FILE_ID] is None:
+                prof.num_inserts += int(r["n"])
+            else:
+                base, n = prof.updates.get(r[LOC_FILE_ID], (str(r[LOC_INSTANT]), 0))
+                prof.updates[str(r[LOC_FILE_ID])] = (base, n + int(r["n"]))
+        return tagged, profile
+
+    def _tag(self, keyed: DataFrame, counts: dict[str, tuple[int, int]], view: FileSystemView) -> DataFrame:
+        cfg = self.config
+        if cfg.index.is_global:
+            partitions = view.partition_paths
+        else:
+            partitions = [p for p in counts if p in set(view.partition_paths)]
+        base_files = [bf for p in partitions for bf in view.latest_base_files(p)]
+        if cfg.index.type == "BLOOM":
+            return bloom_index.tag(self.spark, self.storage, keyed, base_files, cfg.index)
+        existing = simple_index.existing_locations(self.spark, self.storage, base_files)
+        return simple_index.tag(keyed, existing, global_index=cfg.index.is_global,
+                                update_partition_path=cfg.index.update_partition_path)
+
+    # ------------------------------------------------------------------ the instant
+    def _commit_write(self, tagged: DataFrame, profile: WorkloadProfile, batch: PreparedBatch,
+                      timeline: ActiveTimeline, view: FileSystemView, replace_all: bool) -> WriteResult:
+        cfg = self.config
+        op = cfg.operation
+        action = Action.REPLACE_COMMIT if op.is_overwrite else (
+            Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT)
+        last = timeline.last()
+        instant = new_instant_time(after=last.timestamp if last else None, local=cfg.table.local_timezone)
+        requested = Instant(instant, action, State.REQUESTED)
+        requested_bytes = am.write_instant_avro("HoodieRequestedReplaceMetadata",
+                                                am.empty_requested_replace_metadata()) \
+            if action is Action.REPLACE_COMMIT else b""
+        plan = self._plan(profile, view, timeline)
+        timeline.create_requested(requested, requested_bytes)
+        timeline.transition_to_inflight(requested, profile.to_inflight_bytes())
+        stats = self._run_handles(tagged, plan, batch, instant) if plan.num_buckets else []
+        self._reconcile_markers(instant, stats)
+        meta = CommitMetadata(operation_type=op.operation_type)
+        for s in stats:
+            meta.add(s)
+        meta.extra_metadata = {"schema": S.to_json(batch.avro_schema), **cfg.extra_metadata}
+        if op.is_overwrite:
+            meta.partition_to_replace_file_ids = self._replaced_file_ids(view, profile, replace_all)
+        timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes())
+        delete_markers(self.storage, instant)
+        log.info("completed %s %s: %d files written", action.value, instant, len(stats))
+        return WriteResult(instant, stats, op)
+
+    def _plan(self, profile: WorkloadProfile, view: FileSystemView, timeline: ActiveTimeline) -> BucketPlan:
+        cfg = self.config
+        avg = average_record_size(timeline, cfg.sizing)
+        small = {} if not cfg.operation.uses_small_files else cow_small_files(
+            view, timeline, [p for p, prof in profile.partitions.items() if prof.num_inserts > 0], cfg.sizing)
+        base_files: dict[tuple[str, str], str | None] = {}
+        for part, prof in profile.partitions.items():
+            if not prof.updates:
+                continue
+            latest = {bf.file_id: bf for bf in view.latest_base_files(part)}
+            for fid in prof.updates:
+                bf = latest.get(fid)
+                base_files[(part, fid)] = bf.path if bf else None
+        return plan_buckets(profile, small, base_files, cfg.sizing, avg)
+
+    def _run_handles(self, tagged: DataFrame, plan: BucketPlan, batch: PreparedBatch, instant: str) -> list[WriteStat]:
+        cfg = self.config
+        salts = partition_salts(plan.num_buckets)
+        router = make_router(plan, salts)
+        route_udf = _arrow_udf(router)
+        routed = tagged.withColumn(SALT, route_udf(F.col(RECORD_KEY_COL), F.col(PARTITION_COL), F.col(LOC_FILE_ID)))
+        keep = [c for c in routed.columns if c not in (LOC_FILE_ID, LOC_INSTANT, BAD_KEY)]
+        shuffled = routed.select(*keep).repartition(plan.num_buckets, SALT)
+        ctx = HandleContext(
+            base_uri=self.storage.base_uri, instant=instant, operation=cfg.operation,
+            file_schema=S.avro_to_arrow(S.with_meta_fields(batch.avro_schema)),
+            avro_schema_with_meta=S.to_json(S.with_meta_fields(batch.avro_schema)),
+            populate_meta=cfg.table.populate_meta_fields, precombine_field=cfg.precombine_field,
+            event_time_ordering=cfg.uses_event_time_ordering, combine=cfg.combine_before_write,
+            allow_duplicate_on_inserts=cfg.allow_duplicate_on_inserts, sizing=cfg.sizing,
+            parquet=parquet_settings(cfg), buckets=tuple(plan.buckets), salts=tuple(salts),
+        )
+        rows = shuffled.mapInArrow(lambda it: run_bucket_task(ctx, it), "stat string").collect()
+        return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
+
+    def _reconcile_markers(self, instant: str, stats: list[WriteStat]) -> None:
+        """Delete data files that markers name but no write stat does (failed or speculative attempts)."""
+        written = {s.path for s in stats if s.path}
+        for rel in list_marked_files(self.storage, instant):
+            if rel not in written and self.storage.exists(rel):
+                log.info("deleting %s: written by a failed or duplicate task attempt", rel)
+                self.storage.delete(rel)
+
+    def _replaced_file_ids(self, view: FileSystemView, profile: WorkloadProfile,
+                           replace_all: bool) -> dict[str, list[str]]:
+        op = self.config.operation
+        whole_table = replace_all or op is WriteOperation.INSERT_OVERWRITE_TABLE
+        partitions = view.partition_paths if whole_table else [p for p in profile.partitions if p in
+                                                                set(view.partition_paths)]
+        out: dict[str, list[str]] = {}
+        for part in partitions:
+            ids = sorted(g.file_id for g in view.live_groups(part))
+            if ids:
+                out[part] = ids
+        return out
+
+
+def parquet_settings(cfg: WriteConfig) -> ParquetSettings:
+    return ParquetSettings(
+        codec=cfg.sizing.codec, page_size=cfg.sizing.page_size, block_size=cfg.sizing.block_size,
+        bloom_type=cfg.index.bloom_type, bloom_num_entries=cfg.index.bloom_num_entries,
+        bloom_fpp=cfg.index.bloom_fpp, bloom_max_entries=cfg.index.bloom_max_entries,
+        with_bloom=cfg.table.populate_meta_fields,
+    )
+
+
+def _storage_level(name: str) -> StorageLevel | None:
+    if name in ("", "NONE"):
+        return None
+    return getattr(StorageLevel, name, StorageLevel.MEMORY_AND_DISK)
+
+
+def _arrow_udf(fn):  # type: ignore[no-untyped-def]
+    arrow_udf = getattr(F, "arrow_udf", None)
+    if arrow_udf is not None:
+        return arrow_udf(fn, "int")
+    import pandas as pd
+    import pyarrow as pa
+
+    def via_pandas(k: pd.Series, p: pd.Series, f: pd.Series) -> pd.Series:
+        out = fn(pa.array(k), pa.array(p), pa.array(f.where(f.notna(), None)))
+        return out.to_pandas()
+
+    return F.pandas_udf(via_pandas, "int")  # type: ignore[call-overload]

@@ -1,0 +1,221 @@
+"""Typed write configuration, resolved once from user options and the table's properties.
+
+The options a user passes and the table's `hoodie.properties` must agree on
+the table's identity (type, keys, partitioning); a conflict is an error that
+names both values, as Hudi's `validateTableConfig` does. Everything deeper in
+pyhudi receives these dataclasses, never raw option strings.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyhudi.config import keys as K
+from pyhudi.config.registry import Options
+from pyhudi.errors import InvalidConfigError
+from pyhudi.model.table_config import COW, TableConfig, infer_keygen
+from pyhudi.writer.operation import WriteOperation
+
+GLOBAL_INDEXES = frozenset({"GLOBAL_SIMPLE", "GLOBAL_BLOOM"})
+# Index types whose lookups can see keys in log files (Hudi's canIndexLogFiles).
+LOG_AWARE_INDEXES = frozenset({"INMEMORY", "BUCKET"})
+
+
+@dataclass(frozen=True)
+class SizingConfig:
+    max_file_size: int = 125829120
+    small_file_limit: int = 104857600
+    block_size: int = 125829120
+    page_size: int = 1048576
+    codec: str = "snappy"
+    compression_ratio: float = 0.1
+    insert_split_size: int = 500000
+    auto_split: bool = True
+    record_size_estimate: int = 1024
+    estimation_threshold: float = 1.0
+    small_file_candidates_limit: int = 1
+    log_to_parquet_ratio: float = 0.35
+    log_block_max_size: int = 256 * 1024 * 1024
+    log_max_size: int = 1024 * 1024 * 1024
+    log_block_format: str = "parquet"
+
+    @classmethod
+    def from_options(cls, o: Options) -> SizingConfig:
+        return cls(
+            max_file_size=o.get(K.PARQUET_MAX_FILE_SIZE), small_file_limit=o.get(K.PARQUET_SMALL_FILE_LIMIT),
+            block_size=o.get(K.PARQUET_BLOCK_SIZE), page_size=o.get(K.PARQUET_PAGE_SIZE),
+            codec=o.get(K.PARQUET_COMPRESSION_CODEC), compression_ratio=o.get(K.PARQUET_COMPRESSION_RATIO),
+            insert_split_size=o.get(K.INSERT_SPLIT_SIZE), auto_split=o.get(K.INSERT_AUTO_SPLIT),
+            record_size_estimate=o.get(K.RECORD_SIZE_ESTIMATE),
+            estimation_threshold=o.get(K.RECORD_SIZE_ESTIMATION_THRESHOLD),
+            small_file_candidates_limit=o.get(K.SMALL_FILE_GROUP_CANDIDATES_LIMIT),
+            log_to_parquet_ratio=o.get(K.LOGFILE_TO_PARQUET_RATIO),
+            log_block_max_size=o.get(K.LOGFILE_DATA_BLOCK_MAX_SIZE), log_max_size=o.get(K.LOGFILE_MAX_SIZE),
+            log_block_format=o.get(K.LOGFILE_DATA_BLOCK_FORMAT),
+        )
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    type: str = "SIMPLE"
+    bloom_num_entries: int = 60000
+    bloom_fpp: float = 1e-9
+    bloom_type: str = "DYNAMIC_V0"
+    bloom_max_entries: int = 100000
+    prune_by_ranges: bool = True
+    update_partition_path: bool = True
+    bucket_num: int = 256
+    bucket_hash_fields: tuple[str, ...] = ()
+
+    @property
+    def is_global(self) -> bool:
+        return self.type in GLOBAL_INDEXES
+
+    @property
+    def can_index_log_files(self) -> bool:
+        return self.type in LOG_AWARE_INDEXES
+
+    @classmethod
+    def from_options(cls, o: Options) -> IndexConfig:
+        return cls(
+            type=o.get(K.INDEX_TYPE), bloom_num_entries=o.get(K.BLOOM_NUM_ENTRIES), bloom_fpp=o.get(K.BLOOM_FPP),
+            bloom_type=o.get(K.BLOOM_FILTER_TYPE), bloom_max_entries=o.get(K.BLOOM_DYNAMIC_MAX_ENTRIES),
+            prune_by_ranges=o.get(K.BLOOM_PRUNE_BY_RANGES), update_partition_path=o.get(K.SIMPLE_UPDATE_PARTITION_PATH),
+            bucket_num=o.get(K.BUCKET_NUM_BUCKETS), bucket_hash_fields=o.get(K.BUCKET_HASH_FIELD),
+        )
+
+
+@dataclass(frozen=True)
+class WriteConfig:
+    table: TableConfig
+    operation: WriteOperation
+    sizing: SizingConfig
+    index: IndexConfig
+    payload_class: str
+    combine_before_write: bool
+    allow_duplicate_on_inserts: bool
+    reconcile_schema: bool
+    bulk_insert_sort_mode: str
+    parallelism: int
+    storage_level: str
+    occ: bool
+    failed_writes_lazy: bool
+    extra_metadata: dict[str, str] = field(default_factory=dict)
+    options: Options = field(default_factory=lambda: Options({}, {}), compare=False, repr=False)
+
+    @property
+    def precombine_field(self) -> str | None:
+        return self.table.precombine_field
+
+    @property
+    def uses_event_time_ordering(self) -> bool:
+        return self.payload_class.endswith("DefaultHoodieRecordPayload")
+
+
+_IDENTITY_CHECKS = (
+    (K.TABLE_TYPE, "table_type", "hoodie.table.type"),
+    (K.RECORDKEY_FIELDS, "record_key_fields", "hoodie.table.recordkey.fields"),
+    (K.PARTITIONPATH_FIELDS, "partition_fields", "hoodie.table.partition.fields"),
+    (K.PRECOMBINE_FIELD, "precombine_field", "hoodie.table.precombine.field"),
+    (K.KEYGENERATOR_CLASS, "keygen_class", "hoodie.table.keygenerator.class"),
+    (K.HIVE_STYLE_PARTITIONING, "hive_style_partitioning", "hoodie.datasource.write.hive_style_partitioning"),
+    (K.PARTITIONPATH_URLENCODE, "urlencode_partitions", "hoodie.datasource.write.partitionpath.urlencode"),
+)
+
+
+def _keygen_from_options(o: Options) -> str | None:
+    if o.is_set(K.KEYGENERATOR_CLASS):
+        return str(o.get(K.KEYGENERATOR_CLASS))
+    if o.is_set(K.KEYGENERATOR_TYPE):
+        return K.KEYGENERATOR_CLASS.parse(o.get(K.KEYGENERATOR_TYPE))
+    return None
+
+
+def resolve_table_config(o: Options, existing: TableConfig | None) -> TableConfig:
+    """The table identity this write uses: the existing table's, checked against explicit options."""
+    keygen = _keygen_from_options(o)
+    if existing is not None:
+        for prop, attr, table_key in _IDENTITY_CHECKS:
+            if not o.is_set(prop) and not (prop is K.KEYGENERATOR_CLASS and keygen):
+                continue
+            wanted: Any = keygen if prop is K.KEYGENERATOR_CLASS else o.get(prop)
+            have = getattr(existing, attr)
+            if prop is K.PARTITIONPATH_FIELDS and not existing.is_partitioned and not wanted:
+                continue
+            if wanted != have:
+                raise InvalidConfigError(
+                    f"{prop.key}={_show(wanted)} conflicts with the table's {table_key}={_show(have)}; "
+                    "drop the option or write to a new table")
+        return existing
+    name = o.get(K.TABLE_NAME)
+    if not name:
+        raise InvalidConfigError("hoodie.table.name is required to create a table; add it to the options")
+    record_keys = o.get(K.RECORDKEY_FIELDS)
+    partitions = o.get(K.PARTITIONPATH_FIELDS)
+    if o.get(K.DROP_PARTITION_COLUMNS):
+        raise InvalidConfigError("hoodie.datasource.write.drop.partition.columns=true is not supported by pyhudi")
+    if o.get(K.TABLE_VERSION) != 6:
+        raise InvalidConfigError(f"hoodie.write.table.version={o.get(K.TABLE_VERSION)} is not supported; "
+                                 "pyhudi writes table version 6")
+    if o.get(K.METADATA_ENABLE):
+        warnings.warn("hoodie.metadata.enable=true is ignored: pyhudi writes tables without a metadata table",
+                      UserWarning, stacklevel=3)
+    return TableConfig(
+        name=str(name),
+        table_type=o.get(K.TABLE_TYPE) or COW,
+        record_key_fields=tuple(record_keys),
+        partition_fields=tuple(partitions),
+        precombine_field=o.get(K.PRECOMBINE_FIELD),
+        keygen_class=keygen or infer_keygen(tuple(record_keys), tuple(partitions)),
+        hive_style_partitioning=o.get(K.HIVE_STYLE_PARTITIONING),
+        urlencode_partitions=o.get(K.PARTITIONPATH_URLENCODE),
+        populate_meta_fields=o.get(K.POPULATE_META_FIELDS),
+        database=o.get(K.DATABASE_NAME),
+        payload_class=o.get(K.PAYLOAD_CLASS) if o.is_set(K.PAYLOAD_CLASS) else None,
+        timeline_timezone=o.get(K.TIMELINE_TIMEZONE),
+    )
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(value) or "(none)"
+    return str(value)
+
+
+def build_write_config(o: Options, table: TableConfig, operation: WriteOperation | None = None) -> WriteConfig:
+    op = operation or WriteOperation(o.get(K.OPERATION))
+    combine = {
+        WriteOperation.UPSERT: o.get(K.COMBINE_BEFORE_UPSERT),
+        WriteOperation.DELETE: o.get(K.COMBINE_BEFORE_DELETE),
+    }.get(op, o.get(K.COMBINE_BEFORE_INSERT))
+    parallelism = {
+        WriteOperation.BULK_INSERT: o.get(K.BULKINSERT_PARALLELISM),
+        WriteOperation.UPSERT: o.get(K.UPSERT_PARALLELISM),
+        WriteOperation.DELETE: o.get(K.DELETE_PARALLELISM),
+    }.get(op, o.get(K.INSERT_PARALLELISM))
+    occ = o.get(K.CONCURRENCY_MODE) == "OPTIMISTIC_CONCURRENCY_CONTROL"
+    failed = o.get(K.FAILED_WRITES_POLICY) or ("LAZY" if occ else "EAGER")
+    if occ and failed == "EAGER":
+        raise InvalidConfigError(
+            "hoodie.cleaner.policy.failed.writes=EAGER cannot be used with optimistic concurrency control: "
+            "it would roll back other live writers; use LAZY")
+    index = IndexConfig.from_options(o)
+    if index.type == "GLOBAL_BLOOM":
+        index = IndexConfig(**{**index.__dict__, "type": "GLOBAL_SIMPLE"})
+    payload = table.payload_class if table.payload_class and not o.is_set(K.PAYLOAD_CLASS) else o.get(K.PAYLOAD_CLASS)
+    if index.type in ("SIMPLE", "BLOOM", "GLOBAL_SIMPLE") and not table.populate_meta_fields \
+            and op.needs_tagging:
+        raise InvalidConfigError(
+            f"hoodie.index.type={index.type} needs the _hoodie_record_key column but the table was created with "
+            "hoodie.populate.meta.fields=false; only insert/bulk_insert are supported on such tables")
+    prefix = o.get(K.COMMIT_META_PREFIX)
+    extra = {k: str(v) for k, v in o.extras.items() if prefix and k.startswith(prefix)}
+    return WriteConfig(
+        table=table, operation=op, sizing=SizingConfig.from_options(o), index=index, payload_class=str(payload),
+        combine_before_write=bool(combine), allow_duplicate_on_inserts=o.get(K.ALLOW_DUPLICATE_ON_INSERTS),
+        reconcile_schema=o.get(K.RECONCILE_SCHEMA), bulk_insert_sort_mode=o.get(K.BULKINSERT_SORT_MODE),
+        parallelism=int(parallelism), storage_level=str(o.get(K.TAGGED_STORAGE_LEVEL)).upper(), occ=occ,
+        failed_writes_lazy=failed == "LAZY", extra_metadata=extra, options=o,
+    )

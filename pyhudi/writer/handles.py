@@ -1,0 +1,272 @@
+"""Write handles: the code that runs in Spark executors and writes base files.
+
+One Spark partition is one bucket (see routing.py). An UPDATE bucket runs a
+merge handle: it rewrites its file group's base file as a new version with
+updates applied, deletes removed and topped-up inserts appended, and never
+splits (as in Hudi). An INSERT bucket runs a create handle, which rolls over
+to `<prefix>-1`, `<prefix>-2`, ... whenever the next file would pass the max
+size. Every data file gets its marker first. Only write stats leave the task.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.io.base_file import ParquetSettings, bloom_overhead, estimate_bytes_per_row, read_parquet, write_parquet
+from pyhudi.io.schema import conform_table
+from pyhudi.model.file_names import base_file_name, file_id, join_path, write_token
+from pyhudi.model.write_stat import RuntimeStats, WriteStat
+from pyhudi.storage import Storage
+from pyhudi.writer.config import SizingConfig
+from pyhudi.writer.markers import create_marker
+from pyhudi.writer.operation import WriteOperation
+from pyhudi.writer.partition_meta import ensure_partition_metadata
+from pyhudi.writer.partitioner import Bucket, BucketKind
+
+COMMIT_TIME = "_hoodie_commit_time"
+SEQNO = "_hoodie_commit_seqno"
+RECORD_KEY = "_hoodie_record_key"
+PARTITION = "_hoodie_partition_path"
+FILE_NAME = "_hoodie_file_name"
+META_COLUMNS = (COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION, FILE_NAME)
+DELETE_FLAG = "_pyhudi_delete"
+SALT = "_pyhudi_salt"
+STAT_SCHEMA = pa.schema([("stat", pa.string())])
+
+
+@dataclass(frozen=True)
+class HandleContext:
+    """Everything a task needs, shipped once in the closure; small and picklable."""
+
+    base_uri: str
+    instant: str
+    operation: WriteOperation
+    file_schema: pa.Schema  # meta columns + data columns, as written
+    avro_schema_with_meta: str
+    populate_meta: bool
+    precombine_field: str | None
+    event_time_ordering: bool
+    combine: bool
+    allow_duplicate_on_inserts: bool
+    sizing: SizingConfig
+    parquet: ParquetSettings
+    buckets: tuple[Bucket, ...]
+    salts: tuple[int, ...]
+
+
+def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: gather this task's bucket, run its handle, emit write stats as JSON rows."""
+    from pyspark import TaskContext
+
+    import json
+
+    tc = TaskContext.get()
+    assert tc is not None
+    pid = tc.partitionId()
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    records = pa.Table.from_batches(collected)
+    bucket = ctx.buckets[pid]
+    salts = pc.unique(records.column(SALT)).to_pylist()
+    if salts != [ctx.salts[pid]]:
+        raise RuntimeError(f"task {pid} received rows of salts {salts}, expected only {ctx.salts[pid]}")
+    token = write_token(pid, tc.stageId(), tc.taskAttemptId())
+    storage = Storage(ctx.base_uri)
+    ensure_partition_metadata(storage, bucket.partition, ctx.instant)
+    if bucket.kind is BucketKind.UPDATE:
+        stats = [merge_handle(ctx, storage, bucket, records, token, pid)]
+    else:
+        stats = create_handle(ctx, storage, bucket, records, token, pid)
+    rows = [json.dumps(s.to_json()) for s in stats]
+    yield pa.RecordBatch.from_pydict({"stat": rows}, schema=STAT_SCHEMA)
+
+
+# --------------------------------------------------------------------------- record prep
+def dedupe(records: pa.Table, precombine: str | None) -> pa.Table:
+    """Keep one record per key: the one with the greatest precombine value (input order breaks ties)."""
+    if records.num_rows <= 1:
+        return records
+    keys = records.column(RECORD_KEY)
+    if pc.count_distinct(keys).as_py() == records.num_rows:
+        return records
+    order = [(RECORD_KEY, "ascending")]
+    if precombine and precombine in records.column_names:
+        order.append((precombine, "ascending"))
+    positions = pa.array(np.arange(records.num_rows), type=pa.int64())
+    with_pos = records.append_column("__pos", positions)
+    order.append(("__pos", "ascending"))
+    ordered = with_pos.take(pc.sort_indices(with_pos, sort_keys=order, null_placement="at_start"))
+    k = ordered.column(RECORD_KEY).combine_chunks()
+    last = pc.not_equal(k.slice(1), k.slice(0, len(k) - 1))
+    keep = pa.concat_arrays([last.cast(pa.bool_()), pa.array([True])])
+    return ordered.filter(keep).drop_columns(["__pos"])
+
+
+def _is_delete(records: pa.Table) -> np.ndarray:
+    if DELETE_FLAG not in records.column_names:
+        return np.zeros(records.num_rows, dtype=bool)
+    return np.asarray(records.column(DELETE_FLAG).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _with_meta(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, seq_start: int) -> pa.Table:
+    """Records in file layout: fresh meta columns for a new write, then the data columns."""
+    n = records.num_rows
+    if ctx.populate_meta:
+        prefix = f"{ctx.instant}_{pid}_"
+        seqs = pa.array([prefix + str(i) for i in range(seq_start, seq_start + n)], type=pa.string())
+        meta = {
+            COMMIT_TIME: pa.array([ctx.instant] * n, type=pa.string()), SEQNO: seqs,
+            RECORD_KEY: records.column(RECORD_KEY), PARTITION: records.column(PARTITION),
+        }
+    else:
+        meta = {c: pa.nulls(n, type=pa.string()) for c in (COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION)}
+    meta[FILE_NAME] = pa.array([file_name] * n, type=pa.string())
+    cols = dict(meta)
+    data_fields = [f for f in ctx.file_schema if f.name not in META_COLUMNS]
+    data = conform_table(records.select([c for c in records.column_names if c in {f.name for f in data_fields}]),
+                         pa.schema(data_fields))
+    for f in data_fields:
+        cols[f.name] = data.column(f.name)
+    return pa.table(cols, schema=ctx.file_schema)
+
+
+def _data_only(records: pa.Table) -> pa.Table:
+    drop = [c for c in (DELETE_FLAG, SALT) if c in records.column_names]
+    return records.drop_columns(drop)
+
+
+# --------------------------------------------------------------------------- create handle
+def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table, token: str,
+                  pid: int) -> list[WriteStat]:
+    start = time.monotonic()
+    if ctx.combine:
+        records = dedupe(records, ctx.precombine_field)
+    records = records.filter(pa.array(~_is_delete(records)))
+    records = _data_only(records)
+    if records.num_rows == 0:
+        return []
+    probe = _with_meta(ctx, records.slice(0, min(records.num_rows, 4000)), "x" * 80, pid, 0)
+    per_row = estimate_bytes_per_row(probe, ctx.parquet)
+    chunks = _rollover_chunks(records.num_rows, per_row, ctx.sizing.max_file_size, ctx.parquet)
+    stats: list[WriteStat] = []
+    offset = 0
+    for rollover, rows in enumerate(chunks):
+        fid = file_id(bucket.file_id, rollover)
+        name = base_file_name(fid, token, ctx.instant)
+        path = join_path(bucket.partition, name)
+        part = _with_meta(ctx, records.slice(offset, rows), name, pid, offset)
+        create_marker(storage, ctx.instant, bucket.partition, name, "CREATE")
+        size = write_parquet(storage, path, part, ctx.avro_schema_with_meta, ctx.parquet, per_row)
+        stats.append(WriteStat(
+            file_id=fid, path=path, partition_path=bucket.partition, num_writes=rows, num_inserts=rows,
+            total_write_bytes=size, file_size_in_bytes=size,
+            runtime_stats=RuntimeStats(total_create_time=int((time.monotonic() - start) * 1000)),
+        ))
+        offset += rows
+    return stats
+
+
+def _rollover_chunks(n: int, bytes_per_row: float, max_file_size: int, settings: ParquetSettings) -> list[int]:
+    """Rows per file so that no file passes the max size; the last file takes the remainder."""
+    overhead = bloom_overhead(min(n, settings.bloom_num_entries + 1), settings) + 4096
+    fits = int((max_file_size - overhead) / max(bytes_per_row, 1.0))
+    per_file = max(1, fits)
+    if n <= per_file:
+        return [n]
+    full, rest = divmod(n, per_file)
+    return [per_file] * full + ([rest] if rest else [])
+
+
+# --------------------------------------------------------------------------- merge handle
+def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming: pa.Table, token: str,
+                 pid: int) -> WriteStat:
+    start = time.monotonic()
+    if ctx.combine:
+        incoming = dedupe(incoming, ctx.precombine_field)
+    deletes_mask = _is_delete(incoming)
+    name = base_file_name(bucket.file_id, token, ctx.instant)
+    path = join_path(bucket.partition, name)
+    old = _read_old(ctx, storage, bucket)
+    old_keys = old.column(RECORD_KEY)
+    in_keys = incoming.column(RECORD_KEY)
+    # For each old row, the incoming row carrying the same key (or null).
+    match = pc.index_in(old_keys, value_set=in_keys)
+    match_np = match.to_numpy(zero_copy_only=False)
+    matched = ~pc.is_null(match).to_numpy(zero_copy_only=False)
+    inserts_only = ctx.operation in (WriteOperation.INSERT, WriteOperation.BULK_INSERT) and \
+        ctx.allow_duplicate_on_inserts
+    if inserts_only:
+        matched[:] = False
+    idx = np.where(matched, np.nan_to_num(match_np.astype(float), nan=0).astype(np.int64), -1)
+    deleted_old = np.zeros(old.num_rows, dtype=bool)
+    replaced_old = np.zeros(old.num_rows, dtype=bool)
+    if matched.any():
+        hit = np.nonzero(matched)[0]
+        is_del = deletes_mask[idx[hit]]
+        keep_old = _stored_wins(ctx, old, incoming, hit, idx[hit]) & ~(
+            is_del & (ctx.operation is WriteOperation.DELETE))
+        deleted_old[hit[is_del & ~keep_old]] = True
+        replaced_old[hit[~is_del & ~keep_old]] = True
+    used_incoming = np.zeros(incoming.num_rows, dtype=bool)
+    used_incoming[idx[matched]] = True
+    new_inserts = np.nonzero(~used_incoming & ~deletes_mask)[0]
+    fresh_rows = np.concatenate([idx[replaced_old], new_inserts]).astype(np.int64)
+    fresh = _with_meta(ctx, _data_only(incoming).take(pa.array(fresh_rows)), name, pid, 0)
+    carried = _carry_over(old, name)
+    combined = pa.concat_tables([carried, fresh.cast(carried.schema)])
+    order = _merge_order(old.num_rows, deleted_old, replaced_old, len(idx[replaced_old]), len(new_inserts))
+    out = combined.take(pa.array(order, type=pa.int64()))
+    create_marker(storage, ctx.instant, bucket.partition, name, "MERGE")
+    size = write_parquet(storage, path, out, ctx.avro_schema_with_meta, ctx.parquet)
+    return WriteStat(
+        file_id=bucket.file_id, path=path, partition_path=bucket.partition,
+        prev_commit=bucket.base_instant or "null", num_writes=out.num_rows,
+        num_deletes=int(deleted_old.sum()), num_update_writes=int(replaced_old.sum()),
+        num_inserts=len(new_inserts), total_write_bytes=size, file_size_in_bytes=size,
+        runtime_stats=RuntimeStats(total_upsert_time=int((time.monotonic() - start) * 1000)),
+    )
+
+
+def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> pa.Table:
+    if not bucket.base_file:
+        raise RuntimeError(f"update bucket {bucket.number} for file group {bucket.file_id} has no base file")
+    old = read_parquet(storage, bucket.base_file)
+    return conform_table(old, ctx.file_schema)
+
+
+def _carry_over(old: pa.Table, new_name: str) -> pa.Table:
+    """Old records keep their commit time and sequence number; only the file name changes."""
+    names = pa.array([new_name] * old.num_rows, type=pa.string())
+    idx = old.schema.get_field_index(FILE_NAME)
+    return old.set_column(idx, old.schema.field(idx), names)
+
+
+def _merge_order(n_old: int, deleted: np.ndarray, replaced: np.ndarray, n_replaced: int,
+                 n_inserts: int) -> np.ndarray:
+    """Row order of the merged file: old rows in file order (updated ones in place), then inserts."""
+    order = np.arange(n_old, dtype=np.int64)
+    replacement_slots = np.nonzero(replaced)[0]
+    order[replacement_slots] = n_old + np.arange(n_replaced, dtype=np.int64)
+    order = order[~deleted]
+    tail = n_old + n_replaced + np.arange(n_inserts, dtype=np.int64)
+    return np.concatenate([order, tail])
+
+
+def _stored_wins(ctx: HandleContext, old: pa.Table, incoming: pa.Table, old_rows: np.ndarray,
+                 new_rows: np.ndarray) -> np.ndarray:
+    """DefaultHoodieRecordPayload: the stored record stays when its ordering value is greater."""
+    field = ctx.precombine_field
+    if not ctx.event_time_ordering or not field or field not in old.column_names \
+            or field not in incoming.column_names:
+        return np.zeros(len(old_rows), dtype=bool)
+    stored = old.column(field).take(pa.array(old_rows))
+    fresh = incoming.column(field).take(pa.array(new_rows)).cast(stored.type)
+    greater = pc.greater(stored, fresh).fill_null(False)
+    return np.asarray(greater.to_numpy(zero_copy_only=False), dtype=bool)

@@ -1,0 +1,129 @@
+"""Turning a user's DataFrame into records ready to tag and route.
+
+All checks that can be made without reading data happen here, on the driver,
+before anything is written: key/partition/precombine columns exist, and the
+batch's schema can be written into the table's (a new nullable column is
+fine, a safe widening is fine, anything else is a SchemaMismatchError).
+The per-row work (keys, partition paths, delete flags, casts) is expressed as
+Spark columns so it runs in the JVM.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import AtomicType, StructField, StructType
+
+from pyhudi.errors import InvalidRecordError, SchemaMismatchError
+from pyhudi.io import schema as S
+from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator, field_type
+from pyhudi.model.table_config import TableConfig
+from pyhudi.timeline.instant import WRITE_ACTIONS, Action
+from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.writer.config import WriteConfig
+from pyhudi.writer.operation import WriteOperation
+
+DELETE_FLAG = "_pyhudi_delete"
+BAD_KEY = "_pyhudi_bad_key"
+IS_DELETED_FIELD = "_hoodie_is_deleted"
+META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
+                "_hoodie_file_name", "_hoodie_operation")
+
+
+@dataclass
+class PreparedBatch:
+    df: DataFrame
+    avro_schema: dict[str, Any]
+    schema_json: str
+
+
+def table_schema(timeline: ActiveTimeline, config: TableConfig, as_of: str | None = None) -> dict[str, Any] | None:
+    """The table's Avro schema (no meta fields): newest completed write's, else the create schema."""
+    writes = timeline.completed().actions(*WRITE_ACTIONS, Action.COMMIT)
+    for inst in reversed(writes.instants):
+        if as_of is not None and inst.timestamp > as_of:
+            continue
+        meta = timeline.commit_metadata(inst)
+        if meta.schema:
+            return S.without_meta_fields(S.from_json(meta.schema))
+    if config.create_schema:
+        return S.without_meta_fields(S.from_json(config.create_schema))
+    return None
+
+
+def _incoming_struct(df: DataFrame) -> StructType:
+    return StructType([f for f in df.schema.fields if f.name not in META_COLUMNS])
+
+
+def _check_precombine(config: WriteConfig, schema: StructType) -> None:
+    field = config.precombine_field
+    if field and config.operation is not WriteOperation.DELETE and field_type(schema, field) is None:
+        raise InvalidRecordError(
+            f"precombine field {field!r} is not a column of the batch (columns: {', '.join(schema.fieldNames())}); "
+            "add it or fix hoodie.datasource.write.precombine.field")
+
+
+def _conformed(df: DataFrame, target: StructType) -> list[Column]:
+    """Select the target schema from the batch: casts for widened atomic types, nulls for missing columns."""
+    have = {f.name: f for f in df.schema.fields}
+    cols = []
+    for f in target.fields:
+        src = have.get(f.name)
+        if src is None:
+            cols.append(F.lit(None).cast(f.dataType).alias(f.name))
+        elif src.dataType != f.dataType and isinstance(f.dataType, AtomicType):
+            cols.append(F.col(f"`{f.name}`").cast(f.dataType).alias(f.name))
+        else:
+            cols.append(F.col(f"`{f.name}`"))
+    return cols
+
+
+def prepare_batch(df: DataFrame, config: WriteConfig, table_avro: dict[str, Any] | None) -> PreparedBatch:
+    keygen = KeyGenerator.for_table(config.table)
+    incoming = _incoming_struct(df)
+    op = config.operation
+    keygen.check_columns(incoming, need_partition=not config.index.is_global or op is not WriteOperation.DELETE)
+    _check_precombine(config, incoming)
+    if op is WriteOperation.DELETE:
+        if table_avro is None:
+            target_avro = S.spark_to_avro(incoming, config.table.name)
+        else:
+            target_avro = table_avro
+        target = StructType([])
+    else:
+        incoming_avro = S.spark_to_avro(incoming, config.table.name)
+        try:
+            target_avro = S.evolve(table_avro, incoming_avro, reconcile=config.reconcile_schema) \
+                if table_avro is not None else incoming_avro
+        except SchemaMismatchError:
+            raise
+        target = S.avro_to_spark(target_avro)
+    internal = {
+        RECORD_KEY_COL: keygen.record_key(incoming),
+        PARTITION_COL: keygen.partition_path(incoming),
+        DELETE_FLAG: _delete_flag(df, op),
+        BAD_KEY: keygen.bad_key(incoming),
+    }
+    data_cols = _conformed(df, target) if target.fields else []
+    keyed = df.select(*data_cols, *[c.alias(name) for name, c in internal.items()])
+    return PreparedBatch(keyed, target_avro, json.dumps(target_avro))
+
+
+def _delete_flag(df: DataFrame, op: WriteOperation) -> Column:
+    if op is WriteOperation.DELETE:
+        return F.lit(True)
+    if IS_DELETED_FIELD in df.columns:
+        return F.coalesce(F.col(IS_DELETED_FIELD).cast("boolean"), F.lit(False))
+    return F.lit(False)
+
+
+def data_struct(avro: dict[str, Any]) -> StructType:
+    return S.avro_to_spark(avro)
+
+
+def struct_field_names(struct: StructType) -> list[str]:
+    return [f.name for f in struct.fields if isinstance(f, StructField)]
