@@ -89,6 +89,7 @@ def create_session(master: str = "local[2]", app_name: str = "pyhudi", conf: dic
 
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.pyspark.python", sys.executable)
                .config("spark.sql.session.timeZone", "UTC")

@@ -40,6 +40,7 @@ from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSystemView
+from pyhudi.writer.bulk_insert import layout, run_bulk_task
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.handles import HandleContext, run_bucket_task
 from pyhudi.writer.markers import delete_markers, list_marked_files
@@ -84,7 +85,10 @@ class WriteClient:
         try:
             counts = self._partition_counts(keyed)
             view = build_view(self.storage, cfg.table, timeline) if timeline is not None else None
-            tagged, profile = self._tag_and_profile(keyed, counts, view)
+            if cfg.operation is WriteOperation.BULK_INSERT:
+                tagged, profile = keyed, self._insert_profile(counts)
+            else:
+                tagged, profile = self._tag_and_profile(keyed, counts, view)
             self._ensure_table()
             timeline = ActiveTimeline.load(self.storage)
             if not cfg.occ:
@@ -130,10 +134,7 @@ class WriteClient:
         must_tag = op.needs_tagging and view is not None and bool(view.committed_instants)
         if not must_tag:
             tagged = simple_index.with_empty_location(keyed)
-            for part, (n, d) in counts.items():
-                if n - d > 0:
-                    profile.partition(part).num_inserts = n - d
-            return tagged.filter(~F.col(DELETE_FLAG)), profile
+            return tagged.filter(~F.col(DELETE_FLAG)), self._insert_profile(counts)
         assert view is not None
         tagged = self._tag(keyed, counts, view)
         # Deletes of keys the table does not have are no-ops.
@@ -148,6 +149,13 @@ class WriteClient:
                 base, n = prof.updates.get(r[LOC_FILE_ID], (str(r[LOC_INSTANT]), 0))
                 prof.updates[str(r[LOC_FILE_ID])] = (base, n + int(r["n"]))
         return tagged, profile
+
+    def _insert_profile(self, counts: dict[str, tuple[int, int]]) -> WorkloadProfile:
+        profile = WorkloadProfile(operation_type=self.config.operation.operation_type)
+        for part, (n, d) in counts.items():
+            if n - d > 0:
+                profile.partition(part).num_inserts = n - d
+        return profile
 
     def _tag(self, keyed: DataFrame, counts: dict[str, tuple[int, int]], view: FileSystemView) -> DataFrame:
         cfg = self.config
@@ -175,10 +183,15 @@ class WriteClient:
         requested_bytes = am.write_instant_avro("HoodieRequestedReplaceMetadata",
                                                 am.empty_requested_replace_metadata()) \
             if action is Action.REPLACE_COMMIT else b""
-        plan = self._plan(profile, view, timeline)
+        bulk = op is WriteOperation.BULK_INSERT
+        plan = None if bulk else self._plan(profile, view, timeline)
         timeline.create_requested(requested, requested_bytes)
         timeline.transition_to_inflight(requested, profile.to_inflight_bytes())
-        stats = self._run_handles(tagged, plan, batch, instant) if plan.num_buckets else []
+        if bulk:
+            stats = self._run_bulk(tagged, batch, instant) if profile.total_inserts else []
+        else:
+            assert plan is not None
+            stats = self._run_handles(tagged, plan, batch, instant) if plan.num_buckets else []
         self._reconcile_markers(instant, stats)
         meta = CommitMetadata(operation_type=op.operation_type)
         for s in stats:
@@ -214,17 +227,32 @@ class WriteClient:
         routed = tagged.withColumn(SALT, route_udf(F.col(RECORD_KEY_COL), F.col(PARTITION_COL), F.col(LOC_FILE_ID)))
         keep = [c for c in routed.columns if c not in (LOC_FILE_ID, LOC_INSTANT, BAD_KEY)]
         shuffled = routed.select(*keep).repartition(plan.num_buckets, SALT)
-        ctx = HandleContext(
+        ctx = self._handle_context(batch, instant, plan, salts)
+        rows = shuffled.mapInArrow(lambda it: run_bucket_task(ctx, it), "stat string").collect()
+        return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
+
+    def _run_bulk(self, keyed: DataFrame, batch: PreparedBatch, instant: str) -> list[WriteStat]:
+        cfg = self.config
+        ctx = self._handle_context(batch, instant, None, [])
+        laid_out = layout(keyed.drop(BAD_KEY), cfg.bulk_insert_sort_mode, cfg.parallelism, cfg.precombine_field,
+                          cfg.combine_before_write)
+        rows = laid_out.mapInArrow(lambda it: run_bulk_task(ctx, it), "stat string").collect()
+        return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
+
+    def _handle_context(self, batch: PreparedBatch, instant: str, plan: BucketPlan | None,
+                        salts: list[int]) -> HandleContext:
+        cfg = self.config
+        return HandleContext(
             base_uri=self.storage.base_uri, instant=instant, operation=cfg.operation,
             file_schema=S.avro_to_arrow(S.with_meta_fields(batch.avro_schema)),
             avro_schema_with_meta=S.to_json(S.with_meta_fields(batch.avro_schema)),
             populate_meta=cfg.table.populate_meta_fields, precombine_field=cfg.precombine_field,
-            event_time_ordering=cfg.uses_event_time_ordering, combine=cfg.combine_before_write,
+            event_time_ordering=cfg.uses_event_time_ordering,
             allow_duplicate_on_inserts=cfg.allow_duplicate_on_inserts, sizing=cfg.sizing,
-            parquet=parquet_settings(cfg), buckets=tuple(plan.buckets), salts=tuple(salts),
+            parquet=parquet_settings(cfg), buckets=tuple(plan.buckets) if plan else (), salts=tuple(salts),
+            # bulk_insert deduplicates in Spark (layout) when asked; handles must not redo it per file.
+            combine=cfg.combine_before_write and plan is not None,
         )
-        rows = shuffled.mapInArrow(lambda it: run_bucket_task(ctx, it), "stat string").collect()
-        return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
 
     def _reconcile_markers(self, instant: str, stats: list[WriteStat]) -> None:
         """Delete data files that markers name but no write stat does (failed or speculative attempts)."""

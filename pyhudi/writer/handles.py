@@ -83,7 +83,7 @@ def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> It
     if bucket.kind is BucketKind.UPDATE:
         stats = [merge_handle(ctx, storage, bucket, records, token, pid)]
     else:
-        stats = create_handle(ctx, storage, bucket, records, token, pid)
+        stats, _ = create_handle(ctx, storage, bucket, records, token, pid)
     rows = [json.dumps(s.to_json()) for s in stats]
     yield pa.RecordBatch.from_pydict({"stat": rows}, schema=STAT_SCHEMA)
 
@@ -115,7 +115,7 @@ def _is_delete(records: pa.Table) -> np.ndarray:
     return np.asarray(records.column(DELETE_FLAG).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _with_meta(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, seq_start: int) -> pa.Table:
+def with_meta(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, seq_start: int) -> pa.Table:
     """Records in file layout: fresh meta columns for a new write, then the data columns."""
     n = records.num_rows
     if ctx.populate_meta:
@@ -144,24 +144,32 @@ def _data_only(records: pa.Table) -> pa.Table:
 
 # --------------------------------------------------------------------------- create handle
 def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table, token: str,
-                  pid: int) -> list[WriteStat]:
+                  pid: int, first_rollover: int = 0, keep_tail: bool = False) -> tuple[list[WriteStat], pa.Table | None]:
+    """Write `records` as new file groups `<prefix>-N`, rolling over before a file passes the max size.
+
+    With `keep_tail`, a last partial file is not written but returned, so a streaming caller
+    (bulk_insert) can top it up with later rows.
+    """
     start = time.monotonic()
     if ctx.combine:
         records = dedupe(records, ctx.precombine_field)
-    records = records.filter(pa.array(~_is_delete(records)))
-    records = _data_only(records)
+    records = _data_only(records.filter(pa.array(~_is_delete(records))))
     if records.num_rows == 0:
-        return []
-    probe = _with_meta(ctx, records.slice(0, min(records.num_rows, 4000)), "x" * 80, pid, 0)
+        return [], None
+    probe = with_meta(ctx, records.slice(0, min(records.num_rows, 4000)), "x" * 80, pid, 0)
     per_row = estimate_bytes_per_row(probe, ctx.parquet)
     chunks = _rollover_chunks(records.num_rows, per_row, ctx.sizing.max_file_size, ctx.parquet)
+    tail = None
+    if keep_tail and (len(chunks) == 1 or chunks[-1] < chunks[0]):
+        tail = records.slice(records.num_rows - chunks[-1])
+        chunks = chunks[:-1]
     stats: list[WriteStat] = []
     offset = 0
-    for rollover, rows in enumerate(chunks):
-        fid = file_id(bucket.file_id, rollover)
+    for i, rows in enumerate(chunks):
+        fid = file_id(bucket.file_id, first_rollover + i)
         name = base_file_name(fid, token, ctx.instant)
         path = join_path(bucket.partition, name)
-        part = _with_meta(ctx, records.slice(offset, rows), name, pid, offset)
+        part = with_meta(ctx, records.slice(offset, rows), name, pid, offset)
         create_marker(storage, ctx.instant, bucket.partition, name, "CREATE")
         size = write_parquet(storage, path, part, ctx.avro_schema_with_meta, ctx.parquet, per_row)
         stats.append(WriteStat(
@@ -170,7 +178,7 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
             runtime_stats=RuntimeStats(total_create_time=int((time.monotonic() - start) * 1000)),
         ))
         offset += rows
-    return stats
+    return stats, tail
 
 
 def _rollover_chunks(n: int, bytes_per_row: float, max_file_size: int, settings: ParquetSettings) -> list[int]:
@@ -218,7 +226,10 @@ def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming:
     used_incoming[idx[matched]] = True
     new_inserts = np.nonzero(~used_incoming & ~deletes_mask)[0]
     fresh_rows = np.concatenate([idx[replaced_old], new_inserts]).astype(np.int64)
-    fresh = _with_meta(ctx, _data_only(incoming).take(pa.array(fresh_rows)), name, pid, 0)
+    if len(fresh_rows):
+        fresh = with_meta(ctx, _data_only(incoming).take(pa.array(fresh_rows)), name, pid, 0)
+    else:  # pure deletes carry key columns only; nothing new is written
+        fresh = ctx.file_schema.empty_table()
     carried = _carry_over(old, name)
     combined = pa.concat_tables([carried, fresh.cast(carried.schema)])
     order = _merge_order(old.num_rows, deleted_old, replaced_old, len(idx[replaced_old]), len(new_inserts))

@@ -1,0 +1,85 @@
+"""Opening a table for the read-only CLI commands, without Spark.
+
+Both commands need the same three things (storage, table config, active
+timeline); loading them here keeps the error wording identical everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+
+from pyhudi.errors import TableNotFoundError
+from pyhudi.model.table_config import TableConfig, load_table_config
+from pyhudi.storage import Storage
+from pyhudi.timeline.timeline import ActiveTimeline
+
+
+@dataclass
+class OpenTable:
+    storage: Storage
+    config: TableConfig
+    timeline: ActiveTimeline
+
+
+def open_table(path: str) -> OpenTable:
+    """Load config and timeline; a missing table gets a hint when a child directory is a table
+    (a common slip with unzipped samples, whose table sits one level down)."""
+    storage = Storage(path)
+    try:
+        config = load_table_config(storage)
+    except TableNotFoundError as exc:
+        hint = _child_table_hint(storage)
+        if hint:
+            raise TableNotFoundError(f"{exc} (did you mean {hint}?)") from exc
+        raise
+    return OpenTable(storage, config, ActiveTimeline.load(storage))
+
+
+def _child_table_hint(storage: Storage) -> str | None:
+    try:
+        children = [c for c in storage.list_dir("") if c.is_dir and not c.name.startswith(".")]
+        for child in sorted(children, key=lambda c: c.name):
+            if storage.exists(f"{child.path}/.hoodie/hoodie.properties"):
+                return f"{storage.base_uri}/{child.name}"
+    except OSError:
+        return None
+    return None
+
+
+def table_header(t: OpenTable) -> dict[str, object]:
+    """The identity lines both commands print first."""
+    c = t.config
+    return {
+        "path": t.storage.base_uri,
+        "name": c.name,
+        "type": c.table_type,
+        "version": c.version,
+        "partition_fields": list(c.partition_fields),
+        "record_key_fields": list(c.record_key_fields),
+    }
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
+               "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+
+
+def parse_size(text: str) -> int:
+    """Bytes, optionally with a binary unit (`104857600`, `100MB`, `100MiB`, `100m`), because Hudi's
+    size options are powers of two and typing them in bytes is error-prone."""
+    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size; use bytes or e.g. 100MB")
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
+    return value

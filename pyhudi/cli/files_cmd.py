@@ -1,0 +1,206 @@
+"""`pyhudi files PATH`: file groups per partition and how well they are sized.
+
+The point of pyhudi is Hudi's file sizing, so this command answers "are my
+files the right size?": a listing of file groups (from the same
+FileSystemView the writer uses, so it agrees with what the writer sees) and a
+histogram of the latest base files of live groups against the small-file
+limit and max file size. Only names and sizes are read; no data file is
+opened and Spark is never started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from pyhudi.cli import render
+from pyhudi.cli.common import OpenTable, open_table, parse_size, table_header
+from pyhudi.config import keys
+from pyhudi.errors import HudiError
+from pyhudi.view.builder import build_view
+from pyhudi.view.file_system_view import FileGroup, FileSystemView
+
+BUCKET_LABELS = ("< 10% of limit", "10-50% of limit", "50-100% of limit (small)", "limit .. max",
+                 "max .. 1.1x max", "> 1.1x max")
+ROOT_LABEL = "(table root)"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("files", help="list file groups and a file size histogram",
+                       description="File groups per partition, then latest base file sizes of live groups "
+                                   "against the small-file limit and max file size.")
+    p.add_argument("path", help="table base path")
+    p.add_argument("--partition", default=None, metavar="P", help="only this partition path (e.g. city=sf)")
+    p.add_argument("--small-file-limit", type=parse_size, default=None, metavar="BYTES",
+                   help=f"hoodie.parquet.small.file.limit (default {keys.PARQUET_SMALL_FILE_LIMIT.default})")
+    p.add_argument("--max-file-size", type=parse_size, default=None, metavar="BYTES",
+                   help=f"hoodie.parquet.max.file.size (default {keys.PARQUET_MAX_FILE_SIZE.default})")
+    p.add_argument("--json", action="store_true", help="machine-readable JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    limit = args.small_file_limit if args.small_file_limit is not None else keys.PARQUET_SMALL_FILE_LIMIT.default
+    max_size = args.max_file_size if args.max_file_size is not None else keys.PARQUET_MAX_FILE_SIZE.default
+    if max_size is None or max_size <= 0:
+        raise HudiError(f"--max-file-size must be positive, got {max_size}")
+    data = collect(open_table(args.path), int(limit or 0), int(max_size), args.partition)
+    if args.json:
+        render.emit_json(data)
+    else:
+        render.emit(render_text(data))
+    return 0
+
+
+def bucket_of(size: int, limit: int, max_size: int) -> int:
+    """Index into BUCKET_LABELS; integer arithmetic so boundaries are exact (small = strictly < limit,
+    as in Hudi; [limit, 1.1 x max] is the well-sized band)."""
+    if size * 10 < limit:
+        return 0
+    if size * 2 < limit:
+        return 1
+    if size < limit:
+        return 2
+    if size <= max_size:
+        return 3
+    if size * 10 <= max_size * 11:
+        return 4
+    return 5
+
+
+def bucket_ranges(limit: int, max_size: int) -> list[str]:
+    """Byte ranges of the buckets, for the reader who does not want to do the arithmetic."""
+    hb = render.human_bytes
+    return [f"< {hb(limit // 10)}", f"{hb(limit // 10)} .. {hb(limit // 2)}", f"{hb(limit // 2)} .. {hb(limit)}",
+            f"{hb(limit)} .. {hb(max_size)}", f"{hb(max_size)} .. {hb(max_size * 11 // 10)}",
+            f"> {hb(max_size * 11 // 10)}"]
+
+
+def histogram(sizes: list[int], limit: int, max_size: int) -> dict[str, Any]:
+    """Buckets (count, bytes) plus the totals the command prints under them."""
+    counts, totals = [0] * len(BUCKET_LABELS), [0] * len(BUCKET_LABELS)
+    for size in sizes:
+        b = bucket_of(size, limit, max_size)
+        counts[b] += 1
+        totals[b] += size
+    total = sum(sizes)
+    well = sum(s for s in sizes if limit <= s and s * 10 <= max_size * 11)
+    return {
+        "buckets": [{"label": label, "range": rng, "files": c, "bytes": b}
+                    for label, rng, c, b in zip(BUCKET_LABELS, bucket_ranges(limit, max_size), counts, totals)],
+        "files": len(sizes),
+        "bytes": total,
+        "small_files": sum(1 for s in sizes if s < limit),
+        "ideal_file_count": math.ceil(total / max_size) if total else 0,
+        "well_sized_bytes": well,
+        "well_sized_pct": round(100.0 * well / total, 1) if total else None,
+    }
+
+
+def collect(t: OpenTable, limit: int, max_size: int, partition: str | None = None) -> dict[str, Any]:
+    view = build_view(t.storage, t.config, t.timeline)
+    partitions = _select_partitions(view, partition)
+    replaced = view.replaced_file_ids()
+    compacting = view.pending_compaction_file_ids()
+    clustering = view.pending_clustering_file_ids()
+    out_parts, live_sizes, live_groups, log_bytes = [], [], 0, 0
+    for p in partitions:
+        rows = [_group_row(g, replaced, compacting, clustering) for g in view.file_groups(p)]
+        live = [r for r in rows if not r["replaced"]]
+        sizes = [r["base_size"] for r in live if r["base_file"] is not None]
+        live_sizes.extend(sizes)
+        live_groups += len(live)
+        log_bytes += sum(r["log_bytes"] for r in live)
+        out_parts.append({"partition": p, "file_groups": rows, "summary": {
+            "file_groups": len(rows), "live": len(live), "replaced": len(rows) - len(live),
+            "base_bytes": sum(sizes), "log_files": sum(r["log_files"] for r in live),
+            "log_bytes": sum(r["log_bytes"] for r in live), "small_files": sum(1 for s in sizes if s < limit),
+        }})
+    hist = histogram(live_sizes, limit, max_size)
+    return {
+        "table": table_header(t), "small_file_limit": limit, "max_file_size": max_size,
+        "partitions": out_parts, "histogram": hist["buckets"],
+        "totals": {"live_file_groups": live_groups, "base_files": hist["files"], "bytes": hist["bytes"],
+                   "log_bytes": log_bytes, "small_files": hist["small_files"],
+                   "ideal_file_count": hist["ideal_file_count"], "well_sized_bytes": hist["well_sized_bytes"],
+                   "well_sized_pct": hist["well_sized_pct"]},
+    }
+
+
+def _select_partitions(view: FileSystemView, partition: str | None) -> list[str]:
+    paths = view.partition_paths
+    if partition is None:
+        return paths
+    wanted = partition.strip("/")
+    if wanted not in paths:
+        shown = ", ".join(p or ROOT_LABEL for p in paths[:10]) + (", ..." if len(paths) > 10 else "")
+        raise HudiError(f"partition {partition!r} not found in {view.storage.base_uri}; partitions: "
+                        f"{shown or 'none'}")
+    return [wanted]
+
+
+def _group_row(g: FileGroup, replaced: set[tuple[str, str]], compacting: dict[tuple[str, str], str],
+               clustering: dict[tuple[str, str], str]) -> dict[str, Any]:
+    key = (g.partition, g.file_id)
+    base = next((s.base_file for s in reversed(g.slices) if s.base_file is not None), None)
+    latest = g.slices[-1] if g.slices else None
+    logs = latest.log_files if latest else []
+    return {
+        "file_id": g.file_id, "base_file": base.name if base else None, "base_size": base.size if base else 0,
+        "base_instant": base.instant if base else None, "versions": len(g.slices),
+        "log_files": len(logs), "log_bytes": sum(lf.size for lf in logs),
+        "replaced": key in replaced, "pending_compaction": compacting.get(key),
+        "pending_clustering": clustering.get(key),
+    }
+
+
+def _flags(r: dict[str, Any]) -> str:
+    flags = []
+    if r["replaced"]:
+        flags.append("replaced")
+    if r["pending_compaction"]:
+        flags.append(f"compaction@{r['pending_compaction']}")
+    if r["pending_clustering"]:
+        flags.append(f"clustering@{r['pending_clustering']}")
+    return ",".join(flags)
+
+
+def render_text(data: dict[str, Any]) -> list[str]:
+    tbl, hb = data["table"], render.human_bytes
+    mor = tbl["type"] == "MERGE_ON_READ"
+    lines = [f"table {tbl['name']}  ({tbl['type']}, version {tbl['version']})  {tbl['path']}",
+             f"small-file limit {hb(data['small_file_limit'])}, max file size {hb(data['max_file_size'])}"]
+    for part in data["partitions"]:
+        s = part["summary"]
+        text = (f"partition {part['partition'] or ROOT_LABEL}: {render.plural(s['file_groups'], 'file group')} "
+                f"({s['live']} live" + (f", {s['replaced']} replaced" if s["replaced"] else "")
+                + f"), {hb(s['base_bytes'])} in live base files")
+        if mor:
+            text += f", {render.plural(s['log_files'], 'log file')} ({hb(s['log_bytes'])})"
+        lines += ["", text + f", {s['small_files']} small"]
+        headers = ["FILE ID", "BASE SIZE", "BASE INSTANT", "VERSIONS"] + (["LOGS", "LOG SIZE"] if mor else [])
+        rows = []
+        for r in part["file_groups"]:
+            row = [r["file_id"], hb(r["base_size"]) if r["base_file"] else "-", r["base_instant"] or "-",
+                   r["versions"]] + ([r["log_files"], hb(r["log_bytes"])] if mor else [])
+            rows.append(row + [_flags(r)])
+        if rows:
+            right = [1, 3] + ([4, 5] if mor else [])
+            lines += render.table(headers + ["FLAGS"], rows, right=right, indent="  ")
+    if not data["partitions"]:
+        lines += ["", "(no partitions)"]
+    lines += ["", "latest base files of live file groups:"]
+    tot = data["totals"]
+    most = max((b["files"] for b in data["histogram"]), default=0)
+    rows = [[b["label"], b["range"], b["files"], hb(b["bytes"]), render.percent(b["bytes"], tot["bytes"]),
+             render.bar(b["files"], most)] for b in data["histogram"]]
+    lines += render.table(["BUCKET", "RANGE", "FILES", "BYTES", "% BYTES", ""], rows, right=[2, 3, 4],
+                          indent="  ")
+    well = "-" if tot["well_sized_pct"] is None else f"{tot['well_sized_pct']:.1f}%"
+    lines += ["", f"live file groups: {tot['live_file_groups']} ({tot['base_files']} with a base file, "
+                  f"{tot['small_files']} small)",
+              f"total base bytes: {hb(tot['bytes'])}" + (f", log bytes: {hb(tot['log_bytes'])}" if mor else ""),
+              f"ideal file count: {tot['ideal_file_count']} (ceil(total / max file size))",
+              f"bytes in well-sized files [limit, 1.1x max]: {well}"]
+    return lines

@@ -1,0 +1,223 @@
+"""`pyhudi timeline PATH`: what happened to a table, one line per instant.
+
+Reads only `.hoodie/` (commit JSON and Avro plans), never data files and
+never Spark, so it answers in well under a second even on large tables. Each
+instant is summarised on its own and an unreadable instant file becomes a
+note on its line instead of aborting the whole listing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from typing import Any
+
+from pyhudi.cli import render
+from pyhudi.cli.common import OpenTable, non_negative_int, open_table, table_header
+from pyhudi.errors import HudiError
+from pyhudi.model import avro_models as am
+from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State
+from pyhudi.timeline.timeline import ActiveTimeline
+
+ARCHIVED_NOT_AVAILABLE = "archived timeline not available yet"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("timeline", help="list the instants of a table's active timeline",
+                       description="One line per instant, oldest first, with what each write did.")
+    p.add_argument("path", help="table base path")
+    p.add_argument("--limit", type=non_negative_int, default=None, metavar="N", help="show only the newest N instants")
+    p.add_argument("--json", action="store_true", help="machine-readable JSON")
+    p.add_argument("--archived", action="store_true", help="also show the archived timeline (not yet)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    t = open_table(args.path)
+    if args.archived and _has_archived(t):
+        # Issue 5 will read the archived timeline; until then say so, on stderr to keep --json clean.
+        print(ARCHIVED_NOT_AVAILABLE, file=sys.stderr)
+    data = collect(t, args.limit)
+    if args.json:
+        render.emit_json(data)
+    else:
+        render.emit(render_text(data))
+    return 0
+
+
+def _has_archived(t: OpenTable) -> bool:
+    return bool(t.storage.list_dir(f".hoodie/{t.config.archive_folder}"))
+
+
+def collect(t: OpenTable, limit: int | None = None) -> dict[str, Any]:
+    """Everything the command shows, as JSON-ready values."""
+    instants = list(t.timeline.instants)
+    actions = Counter(_action_label(t.timeline, i) for i in instants)
+    shown = instants if limit is None else instants[max(0, len(instants) - limit):]
+    return {
+        "table": table_header(t),
+        "counts": {
+            "instants": len(instants),
+            "completed": sum(1 for i in instants if i.is_completed),
+            "pending": sum(1 for i in instants if i.is_pending),
+            "by_action": dict(sorted(actions.items())),
+            "shown": len(shown),
+        },
+        "instants": [describe_instant(t.timeline, i) for i in shown],
+    }
+
+
+def _action_label(tl: ActiveTimeline, inst: Instant) -> str:
+    return "compaction" if tl.is_compaction_commit(inst) else inst.action.value
+
+
+def describe_instant(tl: ActiveTimeline, inst: Instant) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "timestamp": inst.timestamp, "action": inst.action.value, "state": inst.state.value,
+        "compaction": tl.is_compaction_commit(inst), "operation": None, "records": None, "inserts": None,
+        "updates": None, "deletes": None, "bytes": None, "files": None, "replaced_file_groups": None,
+        "summary": "",
+    }
+    try:
+        if inst.action in WRITE_ACTIONS and inst.is_completed:
+            _commit_stats(tl, inst, row)
+        elif inst.action in WRITE_ACTIONS:
+            _pending_write(tl, inst, row)
+        elif inst.action in (Action.COMPACTION, Action.LOG_COMPACTION):
+            row["summary"] = compaction_summary(am.read_instant_avro(tl.requested_details(inst)))
+        elif inst.action is Action.CLEAN:
+            row["summary"] = (clean_summary(am.read_instant_avro(tl.details(inst))) if inst.is_completed
+                              else clean_plan_summary(am.read_instant_avro(tl.requested_details(inst))))
+        elif inst.action is Action.ROLLBACK:
+            row["summary"] = (rollback_summary(am.read_instant_avro(tl.details(inst))) if inst.is_completed
+                              else rollback_plan_summary(am.read_instant_avro(tl.requested_details(inst))))
+        elif inst.action is Action.RESTORE:
+            data = am.read_instant_avro(tl.details(inst) if inst.is_completed else tl.requested_details(inst))
+            row["summary"] = restore_summary(data, inst.is_completed)
+        elif inst.action is Action.SAVEPOINT and inst.is_completed:
+            data = am.read_instant_avro(tl.details(inst))
+            row["summary"] = (f"savepoint by {data.get('savepointedBy') or '?'} of "
+                              f"{len(data.get('partitionMetadata') or {})} partitions")
+    except HudiError as exc:
+        row["summary"] = "unreadable: " + " ".join(str(exc).split())
+    return row
+
+
+def _commit_stats(tl: ActiveTimeline, inst: Instant, row: dict[str, Any]) -> None:
+    meta = tl.commit_metadata(inst)
+    stats = meta.all_stats()
+    row.update(
+        operation=meta.operation_type, records=sum(s.num_writes for s in stats),
+        inserts=sum(s.num_inserts for s in stats), updates=sum(s.num_update_writes for s in stats),
+        deletes=sum(s.num_deletes for s in stats), bytes=sum(s.total_write_bytes for s in stats),
+        files=sum(1 for s in stats if s.path),
+    )
+    if meta.partition_to_replace_file_ids is not None:
+        row["replaced_file_groups"] = sum(len(ids) for ids in meta.partition_to_replace_file_ids.values())
+    if row["compaction"]:
+        compacted = sum(s.total_log_files_compacted for s in stats)
+        row["summary"] = f"compaction of {len(stats)} file groups, {compacted} log files compacted"
+
+
+def _pending_write(tl: ActiveTimeline, inst: Instant, row: dict[str, Any]) -> None:
+    """Pending replacecommits carry an Avro request; other pending writes an inflight profile (JSON)."""
+    notes = []
+    if inst.action is Action.REPLACE_COMMIT:
+        notes.append(replace_request_summary(am.read_instant_avro(tl.requested_details(inst))))
+    if inst.state is State.INFLIGHT:
+        profile = tl.commit_metadata(inst)
+        stats = profile.all_stats()
+        if stats:
+            row["operation"] = profile.operation_type
+            ins = sum(s.num_inserts for s in stats)
+            upd = sum(s.num_update_writes for s in stats)
+            notes.append(f"planned {ins:,} inserts, {upd:,} updates")
+    row["summary"] = "; ".join(n for n in notes if n)
+
+
+# -- Avro plan/metadata summaries (dicts as read_instant_avro returns them) --------------------
+def compaction_summary(plan: dict[str, Any]) -> str:
+    ops = plan.get("operations") or []
+    partitions = {op.get("partitionPath") for op in ops}
+    logs = sum(len(op.get("deltaFilePaths") or []) for op in ops)
+    return f"plan: compact {len(ops)} file groups in {len(partitions)} partitions ({logs} log files)"
+
+
+def clean_plan_summary(plan: dict[str, Any]) -> str:
+    per_part = plan.get("filePathsToBeDeletedPerPartition") or plan.get("filesToBeDeletedPerPartition") or {}
+    files = sum(len(v or []) for v in per_part.values())
+    retain = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+    text = f"plan: delete {files} files in {len(per_part)} partitions ({plan.get('policy') or '?'}"
+    text += f", retain from {retain})" if retain else ")"
+    dropped = plan.get("partitionsToBeDeleted") or []
+    return text + (f", drop {len(dropped)} partitions" if dropped else "")
+
+
+def clean_summary(meta: dict[str, Any]) -> str:
+    parts = meta.get("partitionMetadata") or {}
+    retain = meta.get("earliestCommitToRetain") or "-"
+    return (f"deleted {meta.get('totalFilesDeleted', 0)} files in {len(parts)} partitions, "
+            f"earliest retained {retain}")
+
+
+def rollback_plan_summary(plan: dict[str, Any]) -> str:
+    target = plan.get("instantToRollback") or {}
+    reqs = plan.get("RollbackRequests") or []
+    files = sum(len(r.get("filesToBeDeleted") or []) for r in reqs)
+    logs = sum(len(r.get("logBlocksToBeDeleted") or {}) for r in reqs)
+    return (f"plan: roll back {target.get('commitTime', '?')} ({target.get('action', '?')}): "
+            f"delete {files} files, {logs} log files")
+
+
+def rollback_summary(meta: dict[str, Any]) -> str:
+    commits = ", ".join(meta.get("commitsRollback") or []) or "?"
+    return f"rolled back {commits}: {meta.get('totalFilesDeleted', 0)} files deleted"
+
+
+def restore_summary(data: dict[str, Any], completed: bool) -> str:
+    if completed:
+        return "restored: rolled back " + (", ".join(data.get("instantsToRollback") or []) or "nothing")
+    instants = data.get("instantsToRollback") or []
+    target = data.get("savepointToRestoreTimestamp")
+    return f"plan: roll back {len(instants)} instants" + (f" to savepoint {target}" if target else "")
+
+
+def replace_request_summary(req: dict[str, Any]) -> str:
+    plan = req.get("clusteringPlan")
+    if not plan:
+        op = req.get("operationType")
+        return f"requested {op}" if op else "requested insert overwrite / delete partition (no plan)"
+    groups = plan.get("inputGroups") or []
+    slices = sum(len(g.get("slices") or []) for g in groups)
+    outputs = sum(int(g.get("numOutputFileGroups") or 0) for g in groups)
+    return f"plan: cluster {slices} file slices in {len(groups)} groups into {outputs} file groups"
+
+
+# -- text -----------------------------------------------------------------------------------
+def render_text(data: dict[str, Any]) -> list[str]:
+    tbl, counts = data["table"], data["counts"]
+    by_action = ", ".join(f"{a} {n}" for a, n in counts["by_action"].items())
+    summary = f"instants: {counts['instants']}"
+    if counts["instants"]:
+        summary += f" ({counts['completed']} completed, {counts['pending']} pending); {by_action}"
+    lines = [f"table {tbl['name']}  ({tbl['type']}, version {tbl['version']})  {tbl['path']}", summary]
+    if counts["shown"] < counts["instants"]:
+        lines.append(f"showing the newest {counts['shown']}")
+    if not data["instants"]:
+        lines.append("(no instants)" if counts["instants"] == 0 else "")
+        return [ln for ln in lines if ln]
+    rows = []
+    for r in data["instants"]:
+        action = r["action"] + (" (compaction)" if r["compaction"] else "")
+        rows.append([
+            r["timestamp"], action, r["state"], r["operation"] or "-", render.number(r["records"]),
+            render.number(r["inserts"]), render.number(r["updates"]), render.number(r["deletes"]),
+            render.human_bytes(r["bytes"]), render.number(r["files"]),
+            render.number(r["replaced_file_groups"]), r["summary"],
+        ])
+    headers = ["INSTANT", "ACTION", "STATE", "OPERATION", "RECORDS", "INSERTS", "UPDATES", "DELETES",
+               "BYTES", "FILES", "REPLACED", "NOTE"]
+    lines.append("")
+    lines.extend(render.table(headers, rows, right=range(4, 11)))
+    return lines
