@@ -8,12 +8,31 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyhudi.errors import TableNotFoundError
+from pyhudi.errors import HudiError, TableNotFoundError
 from pyhudi.model.table_config import TableConfig, load_table_config
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
+
+EXIT_ERROR = 2
+
+
+def guarded(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
+    """Run a command; pyhudi's own errors (and I/O errors) become one line on stderr and exit code 2."""
+    try:
+        return int(func(args))
+    except HudiError as exc:
+        print(f"{prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:  # `pyhudi timeline ... | head`
+        sys.stderr.close()
+        return 0
+    except OSError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 @dataclass

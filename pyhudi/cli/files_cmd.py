@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from pyhudi.cli import render
-from pyhudi.cli.common import OpenTable, open_table, parse_size, table_header
+from pyhudi.cli.common import OpenTable, guarded, open_table, parse_size, table_header
 from pyhudi.config import keys
 from pyhudi.errors import HudiError
 from pyhudi.view.builder import build_view
@@ -30,6 +31,11 @@ def register(sub: Any) -> None:
     p = sub.add_parser("files", help="list file groups and a file size histogram",
                        description="File groups per partition, then latest base file sizes of live groups "
                                    "against the small-file limit and max file size.")
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="table base path")
     p.add_argument("--partition", default=None, metavar="P", help="only this partition path (e.g. city=sf)")
     p.add_argument("--small-file-limit", type=parse_size, default=None, metavar="BYTES",
@@ -37,7 +43,14 @@ def register(sub: Any) -> None:
     p.add_argument("--max-file-size", type=parse_size, default=None, metavar="BYTES",
                    help=f"hoodie.parquet.max.file.size (default {keys.PARQUET_MAX_FILE_SIZE.default})")
     p.add_argument("--json", action="store_true", help="machine-readable JSON")
-    p.set_defaults(func=run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`pyhudi files ...` without the dispatcher, for callers such as pyhudi.demo."""
+    parser = argparse.ArgumentParser(prog="pyhudi files")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return guarded(run, args, "pyhudi files")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,7 +101,7 @@ def histogram(sizes: list[int], limit: int, max_size: int) -> dict[str, Any]:
     well = sum(s for s in sizes if limit <= s and s * 10 <= max_size * 11)
     return {
         "buckets": [{"label": label, "range": rng, "files": c, "bytes": b}
-                    for label, rng, c, b in zip(BUCKET_LABELS, bucket_ranges(limit, max_size), counts, totals)],
+                    for label, rng, c, b in zip(BUCKET_LABELS, bucket_ranges(limit, max_size), counts, totals, strict=True)],
         "files": len(sizes),
         "bytes": total,
         "small_files": sum(1 for s in sizes if s < limit),

@@ -9,27 +9,36 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pyhudi.cli import files_cmd, timeline_cmd
-from pyhudi.cli.common import non_negative_int, parse_size
+from pyhudi.cli.common import guarded, non_negative_int, parse_size
 from pyhudi.errors import HudiError
-
-EXIT_ERROR = 2
 
 
 def _register_demo(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The demo's options (and their defaults) belong to pyhudi.demo; importing it does not start Spark."""
     p = sub.add_parser("demo", help="write a demo table with Spark and show how files are sized",
                        description="Runs pyhudi.demo (starts Spark).")
+    add_arguments: Callable[[argparse.ArgumentParser], None] = _demo_arguments
+    try:
+        from pyhudi import demo  # type: ignore[attr-defined,unused-ignore]
+
+        add_arguments = getattr(demo, "add_arguments", _demo_arguments)
+    except ImportError:
+        pass
+    add_arguments(p)
+    p.set_defaults(func=_run_demo)
+
+
+def _demo_arguments(p: argparse.ArgumentParser) -> None:
+    """Fallback when pyhudi.demo is missing, so `pyhudi demo` reports that instead of a usage error."""
     p.add_argument("--path", default="./demo", metavar="DIR", help="table path (default ./demo)")
     p.add_argument("--batches", type=non_negative_int, default=None, metavar="N", help="number of batches")
     p.add_argument("--rows-per-batch", type=non_negative_int, default=None, metavar="N", help="rows per batch")
-    p.add_argument("--max-file-size", type=parse_size, default=None, metavar="BYTES",
-                   help="hoodie.parquet.max.file.size")
-    p.add_argument("--small-file-limit", type=parse_size, default=None, metavar="BYTES",
-                   help="hoodie.parquet.small.file.limit")
+    p.add_argument("--max-file-size", type=parse_size, default=None, metavar="BYTES")
+    p.add_argument("--small-file-limit", type=parse_size, default=None, metavar="BYTES")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    p.set_defaults(func=_run_demo)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -54,17 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (console script wrappers pass it to sys.exit)."""
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except HudiError as exc:
-        print(f"pyhudi {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return EXIT_ERROR
-    except BrokenPipeError:  # `pyhudi timeline ... | head`
-        sys.stderr.close()
-        return 0
-    except OSError as exc:
-        print(f"pyhudi {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+    return guarded(args.func, args, f"pyhudi {args.command}")
 
 
 if __name__ == "__main__":

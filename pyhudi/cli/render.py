@@ -48,7 +48,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence
     right_set = set(right)
     out = []
     for row in cells:
-        parts = [c.rjust(w) if i in right_set else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        parts = [c.rjust(w) if i in right_set else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
         out.append((indent + "  ".join(parts)).rstrip())
     return out
 

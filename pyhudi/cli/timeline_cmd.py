@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from pyhudi.cli import render
-from pyhudi.cli.common import OpenTable, non_negative_int, open_table, table_header
+from pyhudi.cli.common import OpenTable, guarded, non_negative_int, open_table, table_header
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State
@@ -26,11 +27,24 @@ ARCHIVED_NOT_AVAILABLE = "archived timeline not available yet"
 def register(sub: Any) -> None:
     p = sub.add_parser("timeline", help="list the instants of a table's active timeline",
                        description="One line per instant, oldest first, with what each write did.")
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="table base path")
-    p.add_argument("--limit", type=non_negative_int, default=None, metavar="N", help="show only the newest N instants")
+    p.add_argument("--limit", type=non_negative_int, default=None, metavar="N",
+                   help="show only the newest N instants")
     p.add_argument("--json", action="store_true", help="machine-readable JSON")
     p.add_argument("--archived", action="store_true", help="also show the archived timeline (not yet)")
-    p.set_defaults(func=run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`pyhudi timeline ...` without the dispatcher, for callers such as pyhudi.demo."""
+    parser = argparse.ArgumentParser(prog="pyhudi timeline")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return guarded(run, args, "pyhudi timeline")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,10 +138,13 @@ def _pending_write(tl: ActiveTimeline, inst: Instant, row: dict[str, Any]) -> No
     """Pending replacecommits carry an Avro request; other pending writes an inflight profile (JSON)."""
     notes = []
     if inst.action is Action.REPLACE_COMMIT:
-        notes.append(replace_request_summary(am.read_instant_avro(tl.requested_details(inst))))
+        request = tl.requested_details(inst)
+        notes.append(replace_request_summary(am.read_instant_avro(request)) if request else "no plan")
     if inst.state is State.INFLIGHT:
-        profile = tl.commit_metadata(inst)
-        stats = profile.all_stats()
+        try:
+            stats = (profile := tl.commit_metadata(inst)).all_stats()
+        except HudiError:  # not every inflight file is a JSON profile (clustering may write Avro)
+            stats = []
         if stats:
             row["operation"] = profile.operation_type
             ins = sum(s.num_inserts for s in stats)

@@ -205,6 +205,7 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_demo_forwards_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without pyhudi.demo.add_arguments the CLI's own option list is used and the namespace forwarded."""
     import sys
     import types
 
@@ -218,6 +219,31 @@ def test_demo_forwards_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
     assert seen["path"] == "./demo" and seen["batches"] == 3 and seen["rows_per_batch"] == 1000
     assert seen["max_file_size"] == 1024 * 1024 and seen["small_file_limit"] == 524288
     assert seen["master"] == "local[2]"
+
+
+def test_demo_uses_demo_module_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    demo = pytest.importorskip("pyhudi.demo")
+    if not hasattr(demo, "add_arguments"):
+        pytest.skip("pyhudi.demo has no add_arguments")
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(demo, "main", lambda args: seen.update(vars(args)) or 0)
+    assert main(["demo", "--batches", "2", "--master", "local[1]"]) == 0  # Spark is not started
+    assert seen["batches"] == 2 and seen["master"] == "local[1]"
+    assert {"path", "rows_per_batch", "max_file_size", "small_file_limit"} <= set(seen)
+
+
+def test_command_mains_standalone(samples: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                  tmp_path: Path) -> None:
+    """pyhudi.demo calls files_cmd.main([...]) directly."""
+    from pyhudi.cli import files_cmd, timeline_cmd
+
+    table = str(samples["trips_mor_avro__v6_trips_8i1u"])
+    assert files_cmd.main([table, "--small-file-limit", "3145728", "--max-file-size", "4194304"]) == 0
+    assert "small-file limit 3.0 MiB, max file size 4.0 MiB" in capsys.readouterr().out
+    assert timeline_cmd.main([table, "--limit", "1"]) == 0
+    assert "showing the newest 1" in capsys.readouterr().out
+    assert files_cmd.main([str(tmp_path)]) == 2
+    assert "pyhudi files: error:" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- histogram arithmetic
@@ -403,3 +429,20 @@ def test_render_helpers() -> None:
     lines = render.table(["A", "NUM"], [["x", 1], ["yy", 100]], right=[1])
     assert lines == ["A   NUM", "x     1", "yy  100"]
     assert len(BUCKET_LABELS) == 6
+
+
+def test_pending_insert_overwrite(samples: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                  tmp_path: Path) -> None:
+    """Without its completed file the replacecommit is inflight: nothing is replaced, its file is hidden."""
+    table = tmp_path / "t"
+    shutil.copytree(samples["cow__v6_simplekeygen_nonhivestyle_overwritetable"], table)
+    done = next((table / ".hoodie").glob("*.replacecommit"))
+    done.unlink()
+    tl = run_json(capsys, "timeline", str(table))
+    row = tl["instants"][-1]
+    assert row["state"] == "inflight" and row["records"] is None
+    assert row["summary"].startswith("requested insert overwrite / delete partition (no plan)")
+    files = run_json(capsys, "files", str(table))
+    groups = [g for p in files["partitions"] for g in p["file_groups"]]
+    assert not any(g["replaced"] for g in groups) and len(groups) == 3
+    assert all(done.name.split(".")[0] not in (g["base_file"] or "") for g in groups)

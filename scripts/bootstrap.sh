@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Shared set-up for scripts/demo.sh and scripts/test.sh: Java check, Python check, .venv, install.
+# Sourced, not executed. Idempotent: re-installs only when pyproject.toml changed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+
+java_bin() {
+  if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then echo "$JAVA_HOME/bin/java"; return; fi
+  command -v java || true
+}
+
+check_java() {
+  local java version major
+  java="$(java_bin)"
+  if [ -z "$java" ]; then
+    echo "pyhudi needs Java 17 or newer (PySpark 4 runs on the JVM), and no 'java' was found." >&2
+    echo "Install one, e.g. 'sudo apt-get install -y openjdk-17-jre-headless' (Debian/Ubuntu)," >&2
+    echo "'brew install openjdk@17' (macOS) or from https://adoptium.net, then re-run this command." >&2
+    exit 1
+  fi
+  version="$("$java" -version 2>&1 | sed -n 's/.*version "\([0-9][0-9.]*\).*/\1/p' | head -1)"
+  major="${version%%.*}"
+  if [ "$major" = "1" ]; then major="$(echo "$version" | cut -d. -f2)"; fi
+  if [ -z "$major" ] || [ "$major" -lt 17 ]; then
+    echo "pyhudi needs Java 17 or newer; found '${version:-unknown}' at $java." >&2
+    echo "Install Java 17+ (e.g. 'sudo apt-get install -y openjdk-17-jre-headless') and put it on PATH or set JAVA_HOME." >&2
+    exit 1
+  fi
+}
+
+find_python() {
+  local candidate
+  for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3.10 python3; do
+    [ -z "$candidate" ] && continue
+    if command -v "$candidate" >/dev/null 2>&1 && \
+       "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
+      command -v "$candidate"; return
+    fi
+  done
+  echo "pyhudi needs Python 3.10 or newer; none was found (set PYTHON=/path/to/python3.x)." >&2
+  exit 1
+}
+
+ensure_venv() {
+  local extras="$1" stamp
+  if [ ! -x "$VENV/bin/python" ]; then
+    echo "[pyhudi] creating $VENV" >&2
+    "$(find_python)" -m venv "$VENV"
+  fi
+  stamp="$VENV/.installed-$extras"
+  if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+    echo "[pyhudi] installing pyhudi[$extras] and its dependencies into .venv (first run downloads PySpark, ~400 MB)" >&2
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[$extras]"
+    touch "$stamp"
+  fi
+  # Spark's Python workers must be this interpreter, activated venv or not.
+  export PYSPARK_PYTHON="$VENV/bin/python"
+  export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
+  export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+}

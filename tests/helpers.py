@@ -1,0 +1,83 @@
+"""Shared test helpers: sample extraction, the independent reader (hudi-rs), row comparison."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import pathlib
+import zipfile
+from typing import Any
+
+import pyarrow as pa
+
+SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
+SAMPLES = SHARED / "samples"
+
+
+def manifest() -> list[dict[str, Any]]:
+    data = json.loads((SAMPLES / "manifest.json").read_text())
+    return data["tables"] if isinstance(data, dict) else data
+
+
+def extract_sample(zip_name: str, dest: pathlib.Path) -> pathlib.Path:
+    with zipfile.ZipFile(SAMPLES / "tables" / zip_name) as z:
+        keep = [m for m in z.namelist() if not m.startswith("__MACOSX/")]
+        z.extractall(dest, keep)
+        roots = {m.split("/")[0] for m in keep} - {"gold_data", "gold_options"}
+    (root,) = roots
+    return dest / root
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, float):
+        return round(v, 6)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _norm(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return tuple(_norm(x) for x in v)
+    if hasattr(v, "isoformat"):
+        try:
+            return v.replace(tzinfo=None).isoformat()
+        except TypeError:
+            return v.isoformat()
+    return v
+
+
+def row_bag(table: pa.Table, columns: list[str]) -> collections.Counter:
+    return collections.Counter(tuple(repr(_norm(r[c])) for c in columns) for r in table.select(columns).to_pylist())
+
+
+def same_rows(actual: pa.Table, expected: pa.Table, columns: list[str] | None = None) -> bool:
+    cols = columns or expected.column_names
+    return actual.num_rows == expected.num_rows and row_bag(actual, cols) == row_bag(expected, cols)
+
+
+def hudi_rs(path: str | os.PathLike[str], *, as_of: str | None = None, start: str | None = None,
+            end: str | None = None, read_optimized: bool = False) -> pa.Table | None:
+    """Read with the independent hudi-rs reader; None for an empty result."""
+    from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
+
+    table = HudiTableBuilder.from_base_uri(os.path.abspath(path)).build()
+    opts = HudiReadOptions()
+    if as_of:
+        opts = opts.with_as_of_timestamp(as_of)
+    if start is not None:
+        opts = opts.with_query_type(HudiQueryType.Incremental).with_start_timestamp(start)
+        if end:
+            opts = opts.with_end_timestamp(end)
+    if read_optimized:
+        opts = opts.with_hudi_option("hoodie.read.use.read_optimized.mode", "true")
+    batches = table.read(opts)
+    return pa.Table.from_batches(batches) if batches else None
+
+
+def rows_by_key(table: pa.Table | None, key: str, columns: list[str]) -> dict[Any, tuple[Any, ...]]:
+    """key -> normalised data columns; asserts keys are unique."""
+    if table is None:
+        return {}
+    out: dict[Any, tuple[Any, ...]] = {}
+    for r in table.select([key, *columns]).to_pylist():
+        assert r[key] not in out, f"duplicate key {r[key]!r}"
+        out[r[key]] = tuple(_norm(r[c]) for c in columns)
+    return out
