@@ -92,7 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--rows-per-batch", type=int, default=25000)
     parser.add_argument("--max-file-size", type=int, default=4 * 1024 * 1024)
-    parser.add_argument("--small-file-limit", type=int, default=3 * 1024 * 1024)
+    # Same proportion as Hudi's defaults (100 MB limit for a 120 MB max).
+    parser.add_argument("--small-file-limit", type=int, default=4 * 1024 * 1024 * 5 // 6)
     parser.add_argument("--master", default="local[2]")
 
 
