@@ -36,7 +36,7 @@ def test_every_sample_instant_file_round_trips_byte_for_byte(samples, name):
         meta = CommitMetadata.from_bytes(data, what=path.name)
         out = meta.to_bytes()
         if out != data:
-            pos = next((i for i, (a, b) in enumerate(zip(out, data)) if a != b), min(len(out), len(data)))
+            pos = next((i for i, (a, b) in enumerate(zip(out, data, strict=False)) if a != b), min(len(out), len(data)))
             pytest.fail(f"{name}/{path.name} differs at byte {pos}: sample {data[pos - 40:pos + 40]!r} "
                         f"vs ours {out[pos - 40:pos + 40]!r}")
         # stable under a second cycle, and semantically equal to the raw JSON

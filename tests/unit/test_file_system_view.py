@@ -10,12 +10,13 @@ import pytest
 
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.file_names import parse_base_file
-from pyhudi.model.table_config import COW, MOR, NONPARTITIONED_KEYGEN, TableConfig, load_table_config
+from pyhudi.model.table_config import COW, MOR, load_table_config
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileGroup, FileSlice, FileSystemView, LogFile, PendingCompaction
 from tests.unit._samples import SampleTables, manifest, sample_names
+from tests.unit._tables import T, Table
 
 
 @pytest.fixture(scope="module")
@@ -123,58 +124,6 @@ def test_mor_sample_slice_with_log(samples):
 
 
 # ----------------------------------------------------------------------------- synthetic tables
-def T(n: int) -> str:
-    return f"2025010100000{n:04d}"
-
-
-class Table:
-    """A hand-made table: instant files in .hoodie/ and tiny data files named like Hudi's."""
-
-    def __init__(self, root: Path, table_type: str = COW, partitioned: bool = True) -> None:
-        self.root = root
-        self.hoodie = root / ".hoodie"
-        self.hoodie.mkdir(parents=True)
-        (self.hoodie / "archived").mkdir()
-        self.config = TableConfig(
-            name="t", table_type=table_type, record_key_fields=("id",),
-            partition_fields=("p",) if partitioned else (), hive_style_partitioning=partitioned,
-            keygen_class="org.apache.hudi.keygen.SimpleKeyGenerator" if partitioned else NONPARTITIONED_KEYGEN)
-
-    def instant(self, ts: str, action: str, state: str = "completed", meta: CommitMetadata | None = None) -> None:
-        requested = f"{ts}.{action}.requested"
-        if action == "compaction":
-            inflight, completed = f"{ts}.compaction.inflight", f"{ts}.commit"
-        elif action == "commit":
-            inflight, completed = f"{ts}.inflight", f"{ts}.commit"
-        else:
-            inflight, completed = f"{ts}.{action}.inflight", f"{ts}.{action}"
-        (self.hoodie / requested).write_bytes(b"")
-        if state in ("inflight", "completed"):
-            (self.hoodie / inflight).write_bytes(b"{}")
-        if state == "completed":
-            (self.hoodie / completed).write_bytes((meta or CommitMetadata(operation_type="UPSERT")).to_bytes())
-
-    def _dir(self, partition: str) -> Path:
-        d = self.root / partition if partition else self.root
-        d.mkdir(parents=True, exist_ok=True)
-        return d
-
-    def base(self, partition: str, fid: str, ts: str, token: str = "0-1-1", size: int = 10) -> str:
-        name = f"{fid}_{token}_{ts}.parquet"
-        (self._dir(partition) / name).write_bytes(b"x" * size)
-        return name
-
-    def log(self, partition: str, fid: str, base_ts: str, version: int = 1, token: str = "0-1-1",
-            size: int = 10) -> str:
-        name = f".{fid}_{base_ts}.log.{version}_{token}"
-        (self._dir(partition) / name).write_bytes(b"x" * size)
-        return name
-
-    def view(self, **kw) -> FileSystemView:
-        storage = Storage(str(self.root))
-        return FileSystemView(storage, self.config, ActiveTimeline.load(storage), **kw)
-
-
 def _names(files) -> set[str]:
     return {f.name for f in files}
 

@@ -50,7 +50,7 @@ def test_now_instant_is_close_to_the_clock():
 def test_burst_of_10k_is_strictly_increasing():
     seq = [new_instant_time() for _ in range(10_000)]
     assert all(_is17(s) for s in seq)
-    assert all(a < b for a, b in zip(seq, seq[1:]))
+    assert all(a < b for a, b in zip(seq, seq[1:], strict=False))
     assert len(set(seq)) == len(seq)
 
 
@@ -74,7 +74,7 @@ def test_strictly_increasing_across_threads():
     assert len(everything) == per_thread * n_threads
     assert len(set(everything)) == len(everything), "two threads got the same instant"
     for r in results:
-        assert all(a < b for a, b in zip(r, r[1:]))
+        assert all(a < b for a, b in zip(r, r[1:], strict=False))
 
 
 def test_after_is_respected_even_far_in_the_future():

@@ -161,30 +161,35 @@ def test_create_exclusive_basic(tmp_path, storage):
     assert (tmp_path / "deep" / "new" / "dir" / "x").read_bytes() == b"data"
 
 
-def test_create_exclusive_race_exactly_one_wins(tmp_path):
+def _race(tmp_path, rel: str, n: int) -> list[tuple[int, bool]]:
+    barrier = threading.Barrier(n)
+    results: list[tuple[int, bool]] = []
+    lock = threading.Lock()
+
+    def attempt(i: int) -> None:
+        s = Storage(str(tmp_path))  # separate instances, like separate writers
+        barrier.wait()
+        ok = s.create_exclusive(rel, f"writer-{i}".encode())
+        with lock:
+            results.append((i, ok))
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+@pytest.mark.parametrize("round_", range(5))
+def test_create_exclusive_race_exactly_one_wins(tmp_path, round_):
     n = 32
-    for round_ in range(5):
-        barrier = threading.Barrier(n)
-        results: list[tuple[int, bool]] = []
-        lock = threading.Lock()
-
-        def attempt(i: int, rnd: int = round_, b: threading.Barrier = barrier) -> None:
-            s = Storage(str(tmp_path))  # separate instances, like separate writers
-            b.wait()
-            ok = s.create_exclusive(f".hoodie/{rnd}.commit.requested", f"writer-{i}".encode())
-            with lock:
-                results.append((i, ok))
-
-        threads = [threading.Thread(target=attempt, args=(i,)) for i in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        winners = [i for i, ok in results if ok]
-        assert len(results) == n
-        assert len(winners) == 1, winners
-        content = (tmp_path / ".hoodie" / f"{round_}.commit.requested").read_bytes()
-        assert content == f"writer-{winners[0]}".encode()
+    rel = f".hoodie/2025010100000000{round_}.commit.requested"
+    results = _race(tmp_path, rel, n)
+    winners = [i for i, ok in results if ok]
+    assert len(results) == n
+    assert len(winners) == 1, winners
+    assert (tmp_path / rel).read_bytes() == f"writer-{winners[0]}".encode()
 
 
 def test_delete_is_idempotent(tmp_path, storage):
