@@ -75,9 +75,9 @@ def ensure_worker_python(spark: object) -> None:
     if sc is None:
         return
     master = sc.master or ""
-    if master.startswith("local") and getattr(sc, "pythonExec", None) != sys.executable:
-        if os.environ.get("PYSPARK_PYTHON") in (None, "", sys.executable):
-            sc.pythonExec = sys.executable
+    if master.startswith("local") and getattr(sc, "pythonExec", None) != sys.executable and \
+            os.environ.get("PYSPARK_PYTHON") in (None, "", sys.executable):
+        sc.pythonExec = sys.executable
 
 
 def create_session(master: str = "local[2]", app_name: str = "pyhudi", conf: dict[str, str] | None = None,

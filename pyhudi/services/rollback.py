@@ -64,7 +64,9 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
         timeline.transition_to_inflight(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED), b"")
     partitions: dict[str, dict[str, object]] = {}
     deleted: list[str] = []
-    for request in plan.get("RollbackRequests") or []:  # type: ignore[union-attr]
+    requests = plan.get("RollbackRequests") or []
+    assert isinstance(requests, list)
+    for request in requests:
         partition = str(request["partitionPath"])
         ok, failed = [], []
         for uri in request.get("filesToBeDeleted") or []:
@@ -90,7 +92,8 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
 
 
 def rollback_pending_write(storage: Storage, timeline: ActiveTimeline, target: Instant) -> RollbackResult:
-    rollback_ts = new_instant_time(after=(timeline.last().timestamp if timeline.last() else None))
+    last = timeline.last()
+    rollback_ts = new_instant_time(after=last.timestamp if last else None)
     plan = plan_rollback(storage, target)
     timeline.create_requested(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED),
                               am.write_instant_avro("HoodieRollbackPlan", plan))

@@ -220,7 +220,6 @@ class WriteClient:
         return plan_buckets(profile, small, base_files, cfg.sizing, avg)
 
     def _run_handles(self, tagged: DataFrame, plan: BucketPlan, batch: PreparedBatch, instant: str) -> list[WriteStat]:
-        cfg = self.config
         salts = partition_salts(plan.num_buckets)
         router = make_router(plan, salts)
         route_udf = _arrow_udf(router)

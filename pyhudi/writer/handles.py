@@ -18,7 +18,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.io.base_file import ParquetSettings, bloom_overhead, estimate_bytes_per_row, read_parquet, write_parquet
+from pyhudi.io.base_file import (
+    ParquetSettings,
+    bloom_overhead,
+    estimate_bytes_per_row,
+    read_parquet,
+    write_parquet,
+)
 from pyhudi.io.schema import conform_table
 from pyhudi.model.file_names import base_file_name, file_id, join_path, write_token
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
@@ -62,9 +68,9 @@ class HandleContext:
 
 def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: gather this task's bucket, run its handle, emit write stats as JSON rows."""
-    from pyspark import TaskContext
-
     import json
+
+    from pyspark import TaskContext
 
     tc = TaskContext.get()
     assert tc is not None

@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import AtomicType, StructField, StructType
 
-from pyhudi.errors import InvalidRecordError, SchemaMismatchError
+from pyhudi.errors import InvalidRecordError
 from pyhudi.io import schema as S
 from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator, field_type
 from pyhudi.model.table_config import TableConfig
@@ -89,18 +89,12 @@ def prepare_batch(df: DataFrame, config: WriteConfig, table_avro: dict[str, Any]
     keygen.check_columns(incoming, need_partition=not config.index.is_global or op is not WriteOperation.DELETE)
     _check_precombine(config, incoming)
     if op is WriteOperation.DELETE:
-        if table_avro is None:
-            target_avro = S.spark_to_avro(incoming, config.table.name)
-        else:
-            target_avro = table_avro
+        target_avro = S.spark_to_avro(incoming, config.table.name) if table_avro is None else table_avro
         target = StructType([])
     else:
         incoming_avro = S.spark_to_avro(incoming, config.table.name)
-        try:
-            target_avro = S.evolve(table_avro, incoming_avro, reconcile=config.reconcile_schema) \
-                if table_avro is not None else incoming_avro
-        except SchemaMismatchError:
-            raise
+        target_avro = S.evolve(table_avro, incoming_avro, reconcile=config.reconcile_schema) \
+            if table_avro is not None else incoming_avro
         target = S.avro_to_spark(target_avro)
     internal = {
         RECORD_KEY_COL: keygen.record_key(incoming),

@@ -55,7 +55,8 @@ def _check_write_stats(path: str, instant: str) -> None:
     hoodie = os.path.join(path, ".hoodie")
     action = next(a for a in ("commit", "deltacommit", "replacecommit")
                   if os.path.exists(os.path.join(hoodie, f"{instant}.{a}")))
-    meta = json.loads(open(os.path.join(hoodie, f"{instant}.{action}")).read())
+    with open(os.path.join(hoodie, f"{instant}.{action}")) as fh:
+        meta = json.loads(fh.read())
     for part, stats in meta["partitionToWriteStats"].items():
         for s in stats:
             f = os.path.join(path, s["path"])

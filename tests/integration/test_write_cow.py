@@ -23,6 +23,11 @@ def opts(name: str, **extra: str) -> dict[str, str]:
     return base
 
 
+def _read_json(path):
+    with open(path) as fh:
+        return json.load(fh)
+
+
 def frame(spark, rows):
     return spark.createDataFrame(rows, "id long, name string, city string, ts long")
 
@@ -168,12 +173,13 @@ def test_insert_overwrite_and_mode_overwrite(spark, tmp_path):
     i2 = pyhudi.write(frame(spark, [(9, "z", "sf", 2)]), path, {**o, "hoodie.datasource.write.operation":
                                                                     "insert_overwrite"})
     assert_table(spark, path, {9: ("z", "sf", 2), 2: ("b", "ny", 1), 3: ("c", "la", 1)})
-    meta = json.loads(open(os.path.join(path, ".hoodie", f"{i2}.replacecommit")).read())
+    meta = _read_json(os.path.join(path, ".hoodie", f"{i2}.replacecommit"))
     assert meta["operationType"] == "INSERT_OVERWRITE" and list(meta["partitionToReplaceFileIds"]) == ["sf"]
-    assert open(os.path.join(path, ".hoodie", f"{i2}.replacecommit.requested"), "rb").read(4) == b"Obj\x01"
+    with open(os.path.join(path, ".hoodie", f"{i2}.replacecommit.requested"), "rb") as fh:
+        assert fh.read(4) == b"Obj\x01"
     i3 = pyhudi.write(frame(spark, [(5, "only", "ny", 3)]), path, o, mode="overwrite")
     assert_table(spark, path, {5: ("only", "ny", 3)})
-    meta3 = json.loads(open(os.path.join(path, ".hoodie", f"{i3}.replacecommit")).read())
+    meta3 = _read_json(os.path.join(path, ".hoodie", f"{i3}.replacecommit"))
     assert meta3["operationType"] == "INSERT_OVERWRITE_TABLE"
     assert_table(spark, path, {9: ("z", "sf", 2), 2: ("b", "ny", 1), 3: ("c", "la", 1)}, as_of=i2)
 
