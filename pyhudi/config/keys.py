@@ -73,8 +73,7 @@ METADATA_ENABLE = declare("hoodie.metadata.enable", "bool", False,
 # --------------------------------------------------------------------------- write
 OPERATION = declare(
     "hoodie.datasource.write.operation", "enum", "upsert", "Write operation.", Group.WRITE,
-    choices=("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table",
-             "delete_partition"),
+    choices=("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table"),
 )
 PAYLOAD_CLASS = declare(
     "hoodie.datasource.write.payload.class", "enum", "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",

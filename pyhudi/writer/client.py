@@ -22,7 +22,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyhudi.errors import InvalidRecordError, TableNotFoundError
+from pyhudi.errors import InvalidRecordError, TableNotFoundError, TimelineError
 from pyhudi.index import bloom as bloom_index
 from pyhudi.index import simple as simple_index
 from pyhudi.io import schema as S
@@ -177,15 +177,13 @@ class WriteClient:
         op = cfg.operation
         action = Action.REPLACE_COMMIT if op.is_overwrite else (
             Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT)
-        last = timeline.last()
-        instant = new_instant_time(after=last.timestamp if last else None, local=cfg.table.local_timezone)
-        requested = Instant(instant, action, State.REQUESTED)
         requested_bytes = am.write_instant_avro("HoodieRequestedReplaceMetadata",
                                                 am.empty_requested_replace_metadata()) \
             if action is Action.REPLACE_COMMIT else b""
         bulk = op is WriteOperation.BULK_INSERT
         plan = None if bulk else self._plan(profile, view, timeline)
-        timeline.create_requested(requested, requested_bytes)
+        requested = self._start_instant(timeline, action, requested_bytes)
+        instant = requested.timestamp
         timeline.transition_to_inflight(requested, profile.to_inflight_bytes())
         if bulk:
             stats = self._run_bulk(tagged, batch, instant) if profile.total_inserts else []
@@ -203,6 +201,18 @@ class WriteClient:
         delete_markers(self.storage, instant)
         log.info("completed %s %s: %d files written", action.value, instant, len(stats))
         return WriteResult(instant, stats, op)
+
+    def _start_instant(self, timeline: ActiveTimeline, action: Action, content: bytes) -> Instant:
+        """Take a fresh instant time; if another writer took the same one first, take the next."""
+        after = timeline.last().timestamp if timeline.last() else None  # type: ignore[union-attr]
+        for _ in range(20):
+            instant = new_instant_time(after=after, local=self.config.table.local_timezone)
+            try:
+                return timeline.create_requested(Instant(instant, action, State.REQUESTED), content)
+            except TimelineError:
+                after = instant
+        raise TimelineError("could not take a new instant time after 20 attempts; is the clock or the "
+                            "storage misbehaving?")
 
     def _plan(self, profile: WorkloadProfile, view: FileSystemView, timeline: ActiveTimeline) -> BucketPlan:
         cfg = self.config
