@@ -165,9 +165,11 @@ class Registry:
         self._by_key: dict[str, ConfigProperty[Any]] = {}
 
     def register(self, prop: ConfigProperty[T]) -> ConfigProperty[T]:
-        for name in (prop.key, *prop.aliases):
-            if name in self._by_key:
-                raise ValueError(f"config key declared twice: {name}")
+        names = (prop.key, *prop.aliases)
+        clashes = [n for n in names if n in self._by_key] + [n for i, n in enumerate(names) if n in names[:i]]
+        if clashes:
+            raise ValueError(f"config key declared twice: {', '.join(clashes)}")
+        for name in names:
             self._by_key[name] = prop
         return prop
 

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 BASE_FILE_EXTENSION = ".parquet"
 PARTITION_METAFILE = ".hoodie_partition_metadata"
-_BASE_RE = re.compile(r"^([^_]+)_([^_]+)_([^_.]+)(?:_[^.]*)?\.parquet$")
+# The instant part must be digits, so `._<name>.parquet` (macOS AppleDouble) or Spark's `part-0000-...`
+# files never pass for base files.
+_BASE_RE = re.compile(r"^([^_.][^_]*)_([^_]+)_(\d{14,17})(?:_[^.]*)?\.parquet$")
 _LOG_RE = re.compile(r"^\.([^_]+)_([^.]+)\.(log|archive)\.(\d+)(?:_(.+))?$")
 
 

@@ -65,10 +65,18 @@ def normalize_instant(text: str) -> str:
     """
     raw = str(text).strip()
     digits = re.sub(r"[-: T.]", "", raw)
-    if _DIGITS.match(digits):
-        return digits if len(digits) == 17 else digits + "000"
     if re.fullmatch(r"\d{8}", digits):
-        return digits + "000000000"
+        digits += "000000000"
+    if _DIGITS.match(digits):
+        padded = digits if len(digits) == 17 else digits + "000"
+        if set(padded) == {"0"} or set(padded[:14]) == {"9"}:
+            return padded  # Hudi's "before everything" / "after everything" sentinels
+        try:
+            datetime.strptime(padded[:14], "%Y%m%d%H%M%S")
+        except ValueError:
+            pass
+        else:
+            return padded
     raise InvalidConfigError(
         f"instant {text!r} is not a valid instant time; use yyyyMMddHHmmssSSS (e.g. 20240418173213674) "
         "or 'yyyy-MM-dd HH:mm:ss[.SSS]'"

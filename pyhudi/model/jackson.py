@@ -6,7 +6,6 @@ keeps `diff` against Spark-written tables meaningful and costs nothing.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 
@@ -21,7 +20,24 @@ def _scalar(value: Any) -> str:
         return repr(value)
     if isinstance(value, int):
         return str(value)
-    return json.dumps(str(value), ensure_ascii=False)
+    return _string(str(value))
+
+
+_SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _string(text: str) -> str:
+    """A JSON string as Jackson writes it: short escapes, other control characters as upper-case \\u00XX."""
+    out = ['"']
+    for ch in text:
+        if ch in _SHORT:
+            out.append(_SHORT[ch])
+        elif ord(ch) < 0x20:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
 
 
 def _dump(value: Any, indent: int, out: list[str]) -> None:
@@ -33,7 +49,7 @@ def _dump(value: Any, indent: int, out: list[str]) -> None:
         out.append("{\n")
         items = list(value.items())
         for i, (key, item) in enumerate(items):
-            out.append(f"{pad}  {json.dumps(str(key), ensure_ascii=False)} : ")
+            out.append(f"{pad}  {_string(str(key))} : ")
             _dump(item, indent + 1, out)
             out.append(",\n" if i < len(items) - 1 else "\n")
         out.append(f"{pad}}}")

@@ -68,8 +68,15 @@ def parse_properties(text: str) -> dict[str, str]:
         rest = stripped[i:].lstrip(" \t")
         if rest[:1] in ("=", ":"):
             rest = rest[1:].lstrip(" \t")
-        props[_unescape("".join(key_chars))] = _unescape(rest)
+        props[_join_surrogates(_unescape("".join(key_chars)))] = _join_surrogates(_unescape(rest))
     return props
+
+
+def _join_surrogates(text: str) -> str:
+    """Java escapes characters beyond the BMP as UTF-16 surrogate pairs (\\uD83D\\uDE80); rejoin them."""
+    if not any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
 
 
 def _escape(text: str, is_key: bool) -> str:
@@ -89,6 +96,9 @@ def _escape(text: str, is_key: bool) -> str:
             out.append("\\r")
         elif ch == "\f":
             out.append("\\f")
+        elif ord(ch) > 0xFFFF:  # Java writes one escape per UTF-16 code unit
+            units = ch.encode("utf-16-be")
+            out.append("".join(f"\\u{int.from_bytes(units[j:j + 2], 'big'):04X}" for j in (0, 2)))
         elif ord(ch) < 0x20 or ord(ch) > 0x7E:
             out.append(f"\\u{ord(ch):04X}")
         else:

@@ -41,6 +41,13 @@ class FileInfo:
     mtime_ns: int = 0
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
 def _normalize_uri(uri: str) -> str:
     if "://" in uri or uri.startswith("file:"):
         if uri.startswith("file:") and not uri.startswith("file://"):
@@ -156,12 +163,18 @@ class Storage:
         if not self.is_local:
             self.write_bytes(rel, data)
             return
-        tmp = f"{TEMP_DIR}/{uuid.uuid4().hex}"
-        self.write_bytes(tmp, data)
+        tmp = self.full_path(f"{TEMP_DIR}/{uuid.uuid4().hex}")
+        os.makedirs(os.path.dirname(tmp), exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)  # the renamed file must never turn out empty after a power loss
+        finally:
+            os.close(fd)
         parent = posixpath.dirname(rel.strip("/"))
         if parent:
             self.makedirs(parent)
-        os.replace(self.full_path(tmp), self.full_path(rel))
+        os.replace(tmp, self.full_path(rel))
 
     def create_exclusive(self, rel: str, data: bytes = b"") -> bool:
         """Create `rel` only if absent; returns False when someone else got there first."""
@@ -173,7 +186,7 @@ class Storage:
             except FileExistsError:
                 return False
             try:
-                os.write(fd, data)
+                _write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)

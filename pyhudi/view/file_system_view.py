@@ -140,7 +140,10 @@ class FileSystemView:
 
     @cached_property
     def _first_active(self) -> str | None:
-        first = self.timeline.first()
+        """Start of the active write timeline; older data instants were archived (Hudi's
+        containsOrBeforeTimelineStarts). Cleans and rollbacks are archived on their own schedule,
+        so they must not move this cutoff."""
+        first = self.timeline.write_timeline().first()
         return first.timestamp if first else None
 
     @cached_property
@@ -226,10 +229,10 @@ class FileSystemView:
         return self.is_committed(instant)
 
     def _log_base_visible(self, base_instant: str) -> bool:
-        """A log attaches to a slice whose base is committed, a pending compaction, or a log-only
-        slice started by a deltacommit; uncommitted blocks are dropped later, block by block."""
-        return (self.is_committed(base_instant) or base_instant in self.pending_compaction_instants
-                or self.timeline.contains(base_instant))
+        """A log attaches to a slice whose base instant is committed (including a log-only slice
+        started by a completed deltacommit) or is a pending compaction; uncommitted blocks inside
+        visible logs are dropped later, block by block."""
+        return self.is_committed(base_instant) or base_instant in self.pending_compaction_instants
 
     # -- queries ---------------------------------------------------------------------------
     def live_groups(self, partition: str, as_of: str | None = None) -> list[FileGroup]:

@@ -67,13 +67,15 @@ def pack_sequential(items: Sequence[T], size: Callable[[T], int], capacity: int,
 
 
 def take_within_budget(items: Sequence[T], size: Callable[[T], int], budget: int) -> list[T]:
-    """Items in order while the running total stays within `budget` (the first item always fits)."""
+    """Items in order until the budget is spent; the item that spends it is included.
+
+    This is Hudi's BoundedIOCompactionStrategy: subtract, add, stop once nothing remains.
+    """
     taken: list[T] = []
-    total = 0
+    remaining = budget
     for item in items:
-        s = size(item)
-        if taken and total + s > budget:
-            break
+        remaining -= size(item)
         taken.append(item)
-        total += s
+        if remaining <= 0:
+            break
     return taken

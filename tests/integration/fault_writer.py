@@ -31,29 +31,34 @@ BLOCK_LIMIT_SECONDS = 900  # a gate nobody kills gives up eventually instead of 
 
 def model_rows(spec: dict[str, Any]) -> dict[int, tuple[str, str, int]]:
     """What `rows_frame(spec)` holds, as id -> (name, city, ts): the tests' model of a batch."""
-    version, parts = int(spec["version"]), int(spec.get("partitions", 3))
-    return {i: (f"v{version}-{i}", f"p{i % parts}", version) for i in range(spec["start"], spec["stop"])}
+    version, parts, city = int(spec["version"]), int(spec.get("partitions", 3)), spec.get("city")
+    return {i: (f"v{version}-{i}", city or f"p{i % parts}", version) for i in range(spec["start"], spec["stop"])}
 
 
 def rows_frame(spark: Any, spec: dict[str, Any]) -> Any:
     version, parts = int(spec["version"]), int(spec.get("partitions", 3))
     slices = int(spec.get("slices", 2))
+    city = f"'{spec['city']}'" if spec.get("city") else f"concat('p', cast(id % {parts} as string))"
     return spark.range(spec["start"], spec["stop"], 1, slices).selectExpr(
-        "id", f"concat('v{version}-', cast(id as string)) as name",
-        f"concat('p', cast(id % {parts} as string)) as city", f"cast({version} as bigint) as ts")
+        "id", f"concat('v{version}-', cast(id as string)) as name", f"{city} as city",
+        f"cast({version} as bigint) as ts")
 
 
 def inflight_instants(table: str) -> set[str]:
+    """Write instants with an `.inflight` file but no completed file (Hudi keeps both once completed)."""
     try:
         names = os.listdir(os.path.join(table, ".hoodie"))
     except FileNotFoundError:
         return set()
-    out = set()
+    inflight, done = set(), set()
     for name in names:
         parts = name.split(".")
-        if len(parts) == 3 and parts[1] in WRITE_ACTIONS and parts[2] == "inflight":
-            out.add(parts[0])
-    return out
+        # Timeline layout 1: a commit's inflight file is `<ts>.inflight`, the others `<ts>.<action>.inflight`.
+        if parts[-1] == "inflight" and (len(parts) == 2 or (len(parts) == 3 and parts[1] in WRITE_ACTIONS)):
+            inflight.add(parts[0])
+        elif len(parts) == 2 and parts[1] in WRITE_ACTIONS:
+            done.add(parts[0])
+    return inflight - done
 
 
 def data_files_of(table: str, instants: set[str]) -> list[str]:
@@ -120,6 +125,7 @@ def main(spec_path: str) -> None:
                            conf=spec.get("conf", {}))
     emit({"event": "started", "master": spark.sparkContext.master})
     for i, job in enumerate(spec["jobs"]):
+        emit({"event": "job_start", "job": i})
         df = rows_frame(spark, job["rows"])
         if job.get("gate"):
             gate = make_gate(job["path"], job["gate"], job["signal"])
