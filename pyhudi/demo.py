@@ -31,7 +31,7 @@ def demo_options(args: argparse.Namespace) -> dict[str, str]:
         "hoodie.parquet.max.file.size": str(args.max_file_size),
         "hoodie.parquet.small.file.limit": str(args.small_file_limit),
         # A smaller bloom filter keeps the fixed per-file footer cost proportionate to demo-sized files.
-        "hoodie.index.bloom.num_entries": "20000",
+        "hoodie.index.bloom.num_entries": "10000",
     }
 
 
@@ -89,11 +89,11 @@ def run(args: argparse.Namespace) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default="./demo/trips", help="table location (default ./demo/trips)")
-    parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument("--batches", type=int, default=25)
     parser.add_argument("--rows-per-batch", type=int, default=25000)
-    parser.add_argument("--max-file-size", type=int, default=4 * 1024 * 1024)
+    parser.add_argument("--max-file-size", type=int, default=2 * 1024 * 1024)
     # Same proportion as Hudi's defaults (100 MB limit for a 120 MB max).
-    parser.add_argument("--small-file-limit", type=int, default=4 * 1024 * 1024 * 5 // 6)
+    parser.add_argument("--small-file-limit", type=int, default=2 * 1024 * 1024 * 5 // 6)
     parser.add_argument("--master", default="local[2]")
 
 

@@ -137,7 +137,9 @@ def collect(t: OpenTable, limit: int, max_size: int, partition: str | None = Non
         "totals": {"live_file_groups": live_groups, "base_files": hist["files"], "bytes": hist["bytes"],
                    "log_bytes": log_bytes, "small_files": hist["small_files"],
                    "ideal_file_count": hist["ideal_file_count"], "well_sized_bytes": hist["well_sized_bytes"],
-                   "well_sized_pct": hist["well_sized_pct"]},
+                   "well_sized_pct": hist["well_sized_pct"],
+                   "max_small_files_per_partition": max(
+                       (pp["summary"]["small_files"] for pp in out_parts), default=0)},
     }
 
 
@@ -216,4 +218,7 @@ def render_text(data: dict[str, Any]) -> list[str]:
               f"total base bytes: {hb(tot['bytes'])}" + (f", log bytes: {hb(tot['log_bytes'])}" if mor else ""),
               f"ideal file count: {tot['ideal_file_count']} (ceil(total / max file size))",
               f"bytes in well-sized files [limit, 1.1x max]: {well}"]
+    if tot["small_files"] and tot["max_small_files_per_partition"] <= 1:
+        lines.append("(each small file is the only one in its partition: the newest file group, still filling; "
+                     "the next commit with inserts tops it up)")
     return lines
