@@ -139,7 +139,7 @@ def collect(t: OpenTable, limit: int, max_size: int, partition: str | None = Non
                    "ideal_file_count": hist["ideal_file_count"], "well_sized_bytes": hist["well_sized_bytes"],
                    "well_sized_pct": hist["well_sized_pct"],
                    "max_small_files_per_partition": max(
-                       (pp["summary"]["small_files"] for pp in out_parts), default=0)},
+                       (int(pp["summary"]["small_files"]) for pp in out_parts), default=0)},  # type: ignore[index]
     }
 
 

@@ -275,6 +275,45 @@ class FileSystemView:
             return sl
         return None
 
+    def latest_merged_file_slices(self, partition: str, as_of: str | None = None) -> list[FileSlice]:
+        """Latest slice of each live group as a reader must merge it.
+
+        While a compaction C is pending, new logs are written against C, forming a slice with no
+        base file yet; readers merge those logs onto the previous slice (Hudi's merged file slice).
+        """
+        pending = self.pending_compaction_instants
+        out = []
+        for group in self.live_groups(partition, as_of):
+            sl = self._latest_slice(group, as_of)
+            if sl is None:
+                continue
+            if sl.base_file is None and sl.base_instant in pending:
+                prev = next((s for s in reversed(group.slices) if s.base_instant < sl.base_instant
+                             and (s.base_file is not None or s.log_files)), None)
+                if prev is not None:
+                    sl = FileSlice(partition, group.file_id, prev.base_instant, prev.base_file,
+                                   [*prev.log_files, *sl.log_files])
+            out.append(sl)
+        return out
+
+    def log_target(self, partition: str, file_id: str) -> tuple[str, int]:
+        """(base instant, next version) for a new log file of a group: the pending compaction's instant
+        if there is one, else the latest slice's base instant; versions are never reused."""
+        group = next((g for g in self.file_groups(partition) if g.file_id == file_id), None)
+        pending = self.pending_compaction_file_ids().get((partition, file_id))
+        if group is None:
+            return pending or "", 1
+        if pending is not None:
+            base = pending
+        else:
+            latest = self._latest_slice(group, None)
+            base = latest.base_instant if latest else ""
+        versions = [lf.version for s in group.slices for lf in s.log_files if lf.base_instant == base]
+        return base, max(versions, default=0) + 1
+
+    def all_latest_merged_file_slices(self, as_of: str | None = None) -> list[FileSlice]:
+        return [sl for p in self.partition_paths for sl in self.latest_merged_file_slices(p, as_of)]
+
     def all_latest_base_files(self, as_of: str | None = None) -> list[BaseFile]:
         return [bf for p in self.partition_paths for bf in self.latest_base_files(p, as_of)]
 

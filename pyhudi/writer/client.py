@@ -23,7 +23,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyhudi.errors import InvalidRecordError, TableNotFoundError, TimelineError
-from pyhudi.index import bloom as bloom_index
 from pyhudi.index import simple as simple_index
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings
@@ -45,12 +44,20 @@ from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.handles import HandleContext, run_bucket_task
 from pyhudi.writer.markers import delete_markers, list_marked_files
 from pyhudi.writer.operation import WriteOperation
-from pyhudi.writer.partitioner import BucketPlan, plan_buckets
+from pyhudi.writer.partitioner import (
+    BucketPlan,
+    LogTarget,
+    MergeOnRead,
+    SmallFile,
+    plan_bucket_index,
+    plan_buckets,
+)
 from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG, PreparedBatch, prepare_batch, table_schema
 from pyhudi.writer.profile import WorkloadProfile
 from pyhudi.writer.record_size import average_record_size
 from pyhudi.writer.routing import make_router, partition_salts
-from pyhudi.writer.small_files import cow_small_files
+from pyhudi.writer.small_files import cow_small_files, mor_small_files
+from pyhudi.writer.tagging import tag_and_profile
 
 log = logging.getLogger(__name__)
 LOC_FILE_ID = simple_index.LOC_FILE_ID
@@ -85,10 +92,7 @@ class WriteClient:
         try:
             counts = self._partition_counts(keyed)
             view = build_view(self.storage, cfg.table, timeline) if timeline is not None else None
-            if cfg.operation is WriteOperation.BULK_INSERT:
-                tagged, profile = keyed, self._insert_profile(counts)
-            else:
-                tagged, profile = self._tag_and_profile(keyed, counts, view)
+            tagged, profile = tag_and_profile(self.spark, self.storage, cfg, keyed, counts, view)
             self._ensure_table()
             timeline = ActiveTimeline.load(self.storage)
             if not cfg.occ:
@@ -125,50 +129,6 @@ class WriteClient:
                 f"{bad} record(s) have a null or empty record key (field(s) {fields}); every record needs a "
                 "key. Filter or fill them before writing. Nothing was written.")
         return {str(r[PARTITION_COL]): (int(r["n"]), int(r["d"] or 0)) for r in rows}
-
-    def _tag_and_profile(self, keyed: DataFrame, counts: dict[str, tuple[int, int]],
-                         view: FileSystemView | None) -> tuple[DataFrame, WorkloadProfile]:
-        cfg = self.config
-        op = cfg.operation
-        profile = WorkloadProfile(operation_type=op.operation_type)
-        must_tag = op.needs_tagging and view is not None and bool(view.committed_instants)
-        if not must_tag:
-            tagged = simple_index.with_empty_location(keyed)
-            return tagged.filter(~F.col(DELETE_FLAG)), self._insert_profile(counts)
-        assert view is not None
-        tagged = self._tag(keyed, counts, view)
-        # Deletes of keys the table does not have are no-ops.
-        tagged = tagged.filter(~(F.col(DELETE_FLAG) & F.col(LOC_FILE_ID).isNull()))
-        rows = (tagged.groupBy(PARTITION_COL, LOC_FILE_ID, LOC_INSTANT)
-                .agg(F.count(F.lit(1)).alias("n")).collect())
-        for r in rows:
-            prof = profile.partition(str(r[PARTITION_COL]))
-            if r[LOC_FILE_ID] is None:
-                prof.num_inserts += int(r["n"])
-            else:
-                base, n = prof.updates.get(r[LOC_FILE_ID], (str(r[LOC_INSTANT]), 0))
-                prof.updates[str(r[LOC_FILE_ID])] = (base, n + int(r["n"]))
-        return tagged, profile
-
-    def _insert_profile(self, counts: dict[str, tuple[int, int]]) -> WorkloadProfile:
-        profile = WorkloadProfile(operation_type=self.config.operation.operation_type)
-        for part, (n, d) in counts.items():
-            if n - d > 0:
-                profile.partition(part).num_inserts = n - d
-        return profile
-
-    def _tag(self, keyed: DataFrame, counts: dict[str, tuple[int, int]], view: FileSystemView) -> DataFrame:
-        cfg = self.config
-        if cfg.index.is_global:
-            partitions = view.partition_paths
-        else:
-            partitions = [p for p in counts if p in set(view.partition_paths)]
-        base_files = [bf for p in partitions for bf in view.latest_base_files(p)]
-        if cfg.index.type == "BLOOM":
-            return bloom_index.tag(self.spark, self.storage, keyed, base_files, cfg.index)
-        existing = simple_index.existing_locations(self.spark, self.storage, base_files)
-        return simple_index.tag(keyed, existing, global_index=cfg.index.is_global,
-                                update_partition_path=cfg.index.update_partition_path)
 
     # ------------------------------------------------------------------ the instant
     def _commit_write(self, tagged: DataFrame, profile: WorkloadProfile, batch: PreparedBatch,
@@ -217,8 +177,33 @@ class WriteClient:
     def _plan(self, profile: WorkloadProfile, view: FileSystemView, timeline: ActiveTimeline) -> BucketPlan:
         cfg = self.config
         avg = average_record_size(timeline, cfg.sizing)
-        small = {} if not cfg.operation.uses_small_files else cow_small_files(
-            view, timeline, [p for p, prof in profile.partitions.items() if prof.num_inserts > 0], cfg.sizing)
+        base_files = self._update_base_files(profile, view)
+        mor = None
+        if cfg.table.is_mor and not cfg.operation.is_overwrite:
+            targets = {(p, fid): LogTarget(*view.log_target(p, fid))
+                       for p, prof in profile.partitions.items() for fid in prof.updates}
+            mor = MergeOnRead(cfg.index.can_index_log_files, targets)
+        if cfg.index.type == "BUCKET" and not cfg.operation.is_overwrite:
+            fields = cfg.index.bucket_hash_fields or cfg.table.record_key_fields
+            return plan_bucket_index(profile, base_files, tuple(fields), cfg.index.bucket_num, mor, avg)
+        small = self._small_files(profile, view, timeline)
+        if mor is not None:
+            for p, files in small.items():
+                for sf in files:
+                    mor.log_targets.setdefault((p, sf.file_id), LogTarget(*view.log_target(p, sf.file_id)))
+        return plan_buckets(profile, small, base_files, cfg.sizing, avg, mor)
+
+    def _small_files(self, profile: WorkloadProfile, view: FileSystemView,
+                     timeline: ActiveTimeline) -> dict[str, list[SmallFile]]:
+        cfg = self.config
+        if not cfg.operation.uses_small_files:
+            return {}
+        partitions = [p for p, prof in profile.partitions.items() if prof.num_inserts > 0]
+        if cfg.table.is_mor:
+            return mor_small_files(view, timeline, partitions, cfg.sizing, cfg.index.can_index_log_files)
+        return cow_small_files(view, timeline, partitions, cfg.sizing)
+
+    def _update_base_files(self, profile: WorkloadProfile, view: FileSystemView) -> dict[tuple[str, str], str | None]:
         base_files: dict[tuple[str, str], str | None] = {}
         for part, prof in profile.partitions.items():
             if not prof.updates:
@@ -227,12 +212,12 @@ class WriteClient:
             for fid in prof.updates:
                 bf = latest.get(fid)
                 base_files[(part, fid)] = bf.path if bf else None
-        return plan_buckets(profile, small, base_files, cfg.sizing, avg)
+        return base_files
 
     def _run_handles(self, tagged: DataFrame, plan: BucketPlan, batch: PreparedBatch, instant: str) -> list[WriteStat]:
         salts = partition_salts(plan.num_buckets)
         router = make_router(plan, salts)
-        route_udf = _arrow_udf(router)
+        route_udf = arrow_udf(router, "int")
         routed = tagged.withColumn(SALT, route_udf(F.col(RECORD_KEY_COL), F.col(PARTITION_COL), F.col(LOC_FILE_ID)))
         keep = [c for c in routed.columns if c not in (LOC_FILE_ID, LOC_INSTANT, BAD_KEY)]
         shuffled = routed.select(*keep).repartition(plan.num_buckets, SALT)
@@ -300,15 +285,15 @@ def _storage_level(name: str) -> StorageLevel | None:
     return getattr(StorageLevel, name, StorageLevel.MEMORY_AND_DISK)
 
 
-def _arrow_udf(fn):  # type: ignore[no-untyped-def]
-    arrow_udf = getattr(F, "arrow_udf", None)
-    if arrow_udf is not None:
-        return arrow_udf(fn, "int")
+def arrow_udf(fn, return_type: str):  # type: ignore[no-untyped-def]
+    """A vectorized UDF over Arrow arrays (PySpark 4.1+), falling back to a pandas UDF on 4.0."""
+    native = getattr(F, "arrow_udf", None)
+    if native is not None:
+        return native(fn, return_type)
     import pandas as pd
     import pyarrow as pa
 
-    def via_pandas(k: pd.Series, p: pd.Series, f: pd.Series) -> pd.Series:
-        out = fn(pa.array(k), pa.array(p), pa.array(f.where(f.notna(), None)))
-        return out.to_pandas()
+    def via_pandas(*cols: pd.Series) -> pd.Series:
+        return fn(*[pa.array(c.where(c.notna(), None)) for c in cols]).to_pandas()
 
-    return F.pandas_udf(via_pandas, "int")  # type: ignore[call-overload]
+    return F.pandas_udf(via_pandas, return_type)  # type: ignore[call-overload]

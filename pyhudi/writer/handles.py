@@ -43,6 +43,7 @@ FILE_NAME = "_hoodie_file_name"
 META_COLUMNS = (COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION, FILE_NAME)
 DELETE_FLAG = "_pyhudi_delete"
 SALT = "_pyhudi_salt"
+IS_UPDATE = "_pyhudi_is_update"  # the index located the key in this file group
 STAT_SCHEMA = pa.schema([("stat", pa.string())])
 
 
@@ -88,6 +89,10 @@ def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> It
     ensure_partition_metadata(storage, bucket.partition, ctx.instant)
     if bucket.kind is BucketKind.UPDATE:
         stats = [merge_handle(ctx, storage, bucket, records, token, pid)]
+    elif bucket.writes_logs:
+        from pyhudi.writer.append_handle import append_handle
+
+        stats = append_handle(ctx, storage, bucket, records, token, pid)
     else:
         stats, _ = create_handle(ctx, storage, bucket, records, token, pid)
     rows = [json.dumps(s.to_json()) for s in stats]
@@ -115,7 +120,7 @@ def dedupe(records: pa.Table, precombine: str | None) -> pa.Table:
     return ordered.filter(keep).drop_columns(["__pos"])
 
 
-def _is_delete(records: pa.Table) -> np.ndarray:
+def is_delete(records: pa.Table) -> np.ndarray:
     if DELETE_FLAG not in records.column_names:
         return np.zeros(records.num_rows, dtype=bool)
     return np.asarray(records.column(DELETE_FLAG).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
@@ -143,8 +148,8 @@ def with_meta(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, s
     return pa.table(cols, schema=ctx.file_schema)
 
 
-def _data_only(records: pa.Table) -> pa.Table:
-    drop = [c for c in (DELETE_FLAG, SALT) if c in records.column_names]
+def data_only(records: pa.Table) -> pa.Table:
+    drop = [c for c in (DELETE_FLAG, SALT, IS_UPDATE) if c in records.column_names]
     return records.drop_columns(drop)
 
 
@@ -159,12 +164,13 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     start = time.monotonic()
     if ctx.combine:
         records = dedupe(records, ctx.precombine_field)
-    records = _data_only(records.filter(pa.array(~_is_delete(records))))
+    records = data_only(records.filter(pa.array(~is_delete(records))))
     if records.num_rows == 0:
         return [], None
     probe = with_meta(ctx, records.slice(0, min(records.num_rows, 4000)), "x" * 80, pid, 0)
     per_row = estimate_bytes_per_row(probe, ctx.parquet)
-    chunks = _rollover_chunks(records.num_rows, per_row, ctx.sizing.max_file_size, ctx.parquet)
+    chunks = [records.num_rows] if bucket.fixed_file_id else \
+        _rollover_chunks(records.num_rows, per_row, ctx.sizing.max_file_size, ctx.parquet)
     tail = None
     if keep_tail and (len(chunks) == 1 or chunks[-1] < chunks[0]):
         tail = records.slice(records.num_rows - chunks[-1])
@@ -172,7 +178,7 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     stats: list[WriteStat] = []
     offset = 0
     for i, rows in enumerate(chunks):
-        fid = file_id(bucket.file_id, first_rollover + i)
+        fid = bucket.file_id if bucket.fixed_file_id else file_id(bucket.file_id, first_rollover + i)
         name = base_file_name(fid, token, ctx.instant)
         path = join_path(bucket.partition, name)
         part = with_meta(ctx, records.slice(offset, rows), name, pid, offset)
@@ -204,7 +210,7 @@ def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming:
     start = time.monotonic()
     if ctx.combine:
         incoming = dedupe(incoming, ctx.precombine_field)
-    deletes_mask = _is_delete(incoming)
+    deletes_mask = is_delete(incoming)
     name = base_file_name(bucket.file_id, token, ctx.instant)
     path = join_path(bucket.partition, name)
     old = _read_old(ctx, storage, bucket)
@@ -233,7 +239,7 @@ def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming:
     new_inserts = np.nonzero(~used_incoming & ~deletes_mask)[0]
     fresh_rows = np.concatenate([idx[replaced_old], new_inserts]).astype(np.int64)
     if len(fresh_rows):
-        fresh = with_meta(ctx, _data_only(incoming).take(pa.array(fresh_rows)), name, pid, 0)
+        fresh = with_meta(ctx, data_only(incoming).take(pa.array(fresh_rows)), name, pid, 0)
     else:  # pure deletes carry key columns only; nothing new is written
         fresh = ctx.file_schema.empty_table()
     carried = _carry_over(old, name)

@@ -21,8 +21,10 @@ from pyhudi.writer.profile import WorkloadProfile
 
 
 class BucketKind(str, Enum):
-    UPDATE = "UPDATE"
-    INSERT = "INSERT"
+    UPDATE = "UPDATE"  # merge handle: rewrite the file group's base file
+    INSERT = "INSERT"  # create handle: new file group(s) with base files
+    APPEND = "APPEND"  # append handle (MOR): new log file for an existing file group
+    INSERT_LOG = "INSERT_LOG"  # append handle (MOR, log-aware index): a new, log-only file group
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,13 @@ class Bucket:
     base_file: str | None = None
     expected_inserts: int = 0
     expected_updates: int = 0
+    log_base_instant: str | None = None  # APPEND: base instant the new log file is named with
+    log_version: int = 1  # APPEND: version of the new log file (never append to an existing one)
+    fixed_file_id: bool = False  # BUCKET index: the file id is the bucket's, no rollover
+
+    @property
+    def writes_logs(self) -> bool:
+        return self.kind in (BucketKind.APPEND, BucketKind.INSERT_LOG)
 
 
 @dataclass
@@ -55,6 +64,9 @@ class BucketPlan:
     insert_routes: dict[str, tuple[list[int], list[float], int]] = field(default_factory=dict)
     update_buckets: dict[tuple[str, str], int] = field(default_factory=dict)
     average_record_size: int = 1024
+    # BUCKET index: inserts go by (partition, bucket number of the key) instead of by weights.
+    bucket_index: tuple[tuple[str, ...], int] | None = None  # (hash fields, number of buckets)
+    bucket_routes: dict[tuple[str, int], int] = field(default_factory=dict)
 
     @property
     def num_buckets(self) -> int:
@@ -64,6 +76,11 @@ class BucketPlan:
         return self.update_buckets[(partition, file_id)]
 
     def bucket_for_insert(self, partition: str, record_key: str) -> int:
+        if self.bucket_index is not None:
+            from pyhudi.index.bucket import bucket_id
+
+            fields, n = self.bucket_index
+            return self.bucket_routes[(partition, bucket_id(record_key, fields, n))]
         numbers, weights, total = self.insert_routes[partition]
         r = (key_hash(record_key) % max(1, total)) / max(1, total)
         idx = bisect.bisect_left(weights, r)
@@ -135,10 +152,71 @@ class UpsertPartitioner:
             self.plan.insert_routes[partition] = (numbers, cumulative, prof.num_inserts)
 
 
+@dataclass(frozen=True)
+class LogTarget:
+    """Where the next log file of a file group goes: its slice's base instant and the next version."""
+
+    base_instant: str
+    next_version: int
+
+
+@dataclass(frozen=True)
+class MergeOnRead:
+    """How a merge-on-read write treats buckets (Hudi's SparkUpsertDeltaCommitPartitioner)."""
+
+    log_aware_index: bool
+    log_targets: dict[tuple[str, str], LogTarget]
+
+
 def plan_buckets(profile: WorkloadProfile, small_files: dict[str, list[SmallFile]],
                  base_files: dict[tuple[str, str], str | None], sizing: SizingConfig,
-                 avg_record_size: int) -> BucketPlan:
+                 avg_record_size: int, mor: MergeOnRead | None = None) -> BucketPlan:
     partitioner = UpsertPartitioner(sizing, avg_record_size)
     partitioner.assign_updates(profile, base_files)
     partitioner.assign_inserts(profile, small_files)
+    if mor is not None:
+        _apply_merge_on_read(partitioner.plan, small_files, mor)
     return partitioner.plan
+
+
+def _apply_merge_on_read(plan: BucketPlan, small_files: dict[str, list[SmallFile]], mor: MergeOnRead) -> None:
+    """Updates go to logs, except into a small file that is being rewritten anyway (index cannot see logs);
+    with an index that sees logs, inserts go to logs too and new file groups start log-only."""
+    rewritten = {(p, sf.file_id) for p, files in small_files.items() for sf in files} \
+        if not mor.log_aware_index else set()
+    for bucket in plan.buckets:
+        key = (bucket.partition, bucket.file_id)
+        if bucket.kind is BucketKind.UPDATE and key not in rewritten:
+            target = mor.log_targets.get(key)
+            bucket.kind = BucketKind.APPEND
+            bucket.log_base_instant = target.base_instant if target else bucket.base_instant
+            bucket.log_version = target.next_version if target else 1
+        elif bucket.kind is BucketKind.INSERT and mor.log_aware_index:
+            bucket.kind = BucketKind.INSERT_LOG
+
+
+def plan_bucket_index(profile: WorkloadProfile, base_files: dict[tuple[str, str], str | None],
+                      hash_fields: tuple[str, ...], num_buckets: int, mor: MergeOnRead | None,
+                      avg_record_size: int) -> BucketPlan:
+    """BUCKET index: one bucket per touched file group, existing (update) or new (fixed file id)."""
+    from pyhudi.index.bucket import new_bucket_file_id
+
+    plan = BucketPlan(average_record_size=avg_record_size, bucket_index=(hash_fields, num_buckets))
+    for partition, prof in sorted(profile.partitions.items()):
+        for fid, (base_instant, count) in sorted(prof.updates.items()):
+            bucket = Bucket(len(plan.buckets), BucketKind.UPDATE, partition, fid, base_instant,
+                            base_files.get((partition, fid)), expected_updates=count, fixed_file_id=True)
+            if mor is not None:
+                target = mor.log_targets.get((partition, fid))
+                bucket.kind = BucketKind.APPEND
+                bucket.log_base_instant = target.base_instant if target else base_instant
+                bucket.log_version = target.next_version if target else 1
+            plan.buckets.append(bucket)
+            plan.update_buckets[(partition, fid)] = bucket.number
+        for bid, count in sorted(prof.bucket_inserts.items()):
+            kind = BucketKind.INSERT_LOG if mor is not None else BucketKind.INSERT
+            bucket = Bucket(len(plan.buckets), kind, partition, new_bucket_file_id(bid), expected_inserts=count,
+                            fixed_file_id=True)
+            plan.buckets.append(bucket)
+            plan.bucket_routes[(partition, bid)] = bucket.number
+    return plan

@@ -17,6 +17,8 @@ class PartitionProfile:
     num_inserts: int = 0
     # fileId -> (base instant of the slice being updated, number of updates/deletes routed there)
     updates: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # BUCKET index: bucket number -> inserts into that (not yet existing) bucket's file group
+    bucket_inserts: dict[int, int] = field(default_factory=dict)
 
     @property
     def num_updates(self) -> int:

@@ -1,0 +1,115 @@
+"""Tagging and profiling: which records update which file group, per index type.
+
+Output of `tag_and_profile`: the records with location columns (file id and
+the base instant of its slice; null for inserts), an `is_update` flag, and a
+workload profile of counts. Only counts reach the driver.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pyhudi.index import bloom as bloom_index
+from pyhudi.index import bucket as bucket_index
+from pyhudi.index import log_index
+from pyhudi.index import simple as simple_index
+from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.storage import Storage
+from pyhudi.view.file_system_view import FileSystemView
+from pyhudi.writer.config import WriteConfig
+from pyhudi.writer.handles import DELETE_FLAG, IS_UPDATE
+from pyhudi.writer.operation import WriteOperation
+from pyhudi.writer.profile import WorkloadProfile
+
+LOC_FILE_ID = simple_index.LOC_FILE_ID
+LOC_INSTANT = simple_index.LOC_INSTANT
+BUCKET_COL = "_pyhudi_bucket_id"
+
+
+def insert_profile(cfg: WriteConfig, counts: dict[str, tuple[int, int]]) -> WorkloadProfile:
+    profile = WorkloadProfile(operation_type=cfg.operation.operation_type)
+    for part, (n, d) in counts.items():
+        if n - d > 0:
+            profile.partition(part).num_inserts = n - d
+    return profile
+
+
+def tag_and_profile(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFrame,
+                    counts: dict[str, tuple[int, int]], view: FileSystemView | None
+                    ) -> tuple[DataFrame, WorkloadProfile]:
+    committed = view is not None and bool(view.committed_instants)
+    if cfg.index.type == "BUCKET" and cfg.operation is not WriteOperation.BULK_INSERT:
+        return _tag_bucket(spark, cfg, keyed, counts, view if committed else None)
+    if cfg.operation is WriteOperation.BULK_INSERT or not (cfg.operation.needs_tagging and committed):
+        untagged = simple_index.with_empty_location(keyed).withColumn(IS_UPDATE, F.lit(False))
+        return untagged.filter(~F.col(DELETE_FLAG)), insert_profile(cfg, counts)
+    assert view is not None
+    tagged = _tag(spark, storage, cfg, keyed, counts, view)
+    # Deletes of keys the table does not have are no-ops.
+    tagged = tagged.filter(~(F.col(DELETE_FLAG) & F.col(LOC_FILE_ID).isNull()))
+    tagged = tagged.withColumn(IS_UPDATE, F.col(LOC_FILE_ID).isNotNull())
+    profile = WorkloadProfile(operation_type=cfg.operation.operation_type)
+    rows = tagged.groupBy(PARTITION_COL, LOC_FILE_ID, LOC_INSTANT).agg(F.count(F.lit(1)).alias("n")).collect()
+    for r in rows:
+        prof = profile.partition(str(r[PARTITION_COL]))
+        if r[LOC_FILE_ID] is None:
+            prof.num_inserts += int(r["n"])
+        else:
+            base, n = prof.updates.get(r[LOC_FILE_ID], (str(r[LOC_INSTANT]), 0))
+            prof.updates[str(r[LOC_FILE_ID])] = (base, n + int(r["n"]))
+    return tagged, profile
+
+
+def _tag(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFrame,
+         counts: dict[str, tuple[int, int]], view: FileSystemView) -> DataFrame:
+    known = set(view.partition_paths)
+    partitions = view.partition_paths if cfg.index.is_global else [p for p in counts if p in known]
+    if cfg.index.type == "INMEMORY":
+        slices = [s for p in partitions for s in view.latest_merged_file_slices(p)]
+        existing = log_index.existing_locations(spark, storage, slices)
+        return simple_index.tag(keyed, existing, global_index=False, update_partition_path=False)
+    base_files = [bf for p in partitions for bf in view.latest_base_files(p)]
+    if cfg.index.type == "BLOOM":
+        return bloom_index.tag(spark, storage, keyed, base_files, cfg.index)
+    existing = simple_index.existing_locations(spark, storage, base_files)
+    return simple_index.tag(keyed, existing, global_index=cfg.index.is_global,
+                            update_partition_path=cfg.index.update_partition_path)
+
+
+def _tag_bucket(spark: SparkSession, cfg: WriteConfig, keyed: DataFrame, counts: dict[str, tuple[int, int]],
+                view: FileSystemView | None) -> tuple[DataFrame, WorkloadProfile]:
+    from pyhudi.writer.client import arrow_udf
+
+    fields = cfg.index.bucket_hash_fields or cfg.table.record_key_fields
+    n = cfg.index.bucket_num
+    bid_udf = arrow_udf(lambda keys: bucket_index.bucket_ids(keys, fields, n), "int")
+    with_bid = keyed.withColumn(BUCKET_COL, bid_udf(F.col(RECORD_KEY_COL)))
+    existing = bucket_index.existing_buckets(view, [p for p in counts]) if view is not None else {}
+    bases = {}
+    if view is not None:
+        for (p, _), fid in existing.items():
+            sl = next((s for s in view.latest_file_slices(p) if s.file_id == fid), None)
+            bases[(p, fid)] = sl.base_instant if sl else ""
+    if existing:
+        groups = spark.createDataFrame(
+            [(p, b, fid, bases.get((p, fid), "")) for (p, b), fid in existing.items()],
+            f"_b_part string, _b_id int, {LOC_FILE_ID} string, {LOC_INSTANT} string")
+        cond = (with_bid[PARTITION_COL] == groups["_b_part"]) & (with_bid[BUCKET_COL] == groups["_b_id"])
+        tagged = with_bid.join(F.broadcast(groups), cond, "left").drop("_b_part", "_b_id")
+    else:
+        tagged = simple_index.with_empty_location(with_bid)
+    tagged = tagged.filter(~(F.col(DELETE_FLAG) & F.col(LOC_FILE_ID).isNull()))
+    tagged = tagged.withColumn(IS_UPDATE, F.col(LOC_FILE_ID).isNotNull())
+    profile = WorkloadProfile(operation_type=cfg.operation.operation_type)
+    rows = tagged.groupBy(PARTITION_COL, LOC_FILE_ID, LOC_INSTANT, BUCKET_COL) \
+        .agg(F.count(F.lit(1)).alias("n")).collect()
+    for r in rows:
+        prof = profile.partition(str(r[PARTITION_COL]))
+        if r[LOC_FILE_ID] is None:
+            prof.num_inserts += int(r["n"])
+            prof.bucket_inserts[int(r[BUCKET_COL])] = prof.bucket_inserts.get(int(r[BUCKET_COL]), 0) + int(r["n"])
+        else:
+            base, cnt = prof.updates.get(r[LOC_FILE_ID], (str(r[LOC_INSTANT] or ""), 0))
+            prof.updates[str(r[LOC_FILE_ID])] = (base, cnt + int(r["n"]))
+    return tagged.drop(BUCKET_COL), profile
