@@ -25,6 +25,13 @@ def write(df, path, options=None, mode="append"):  # type: ignore[no-untyped-def
     return _write(df, path, options, mode)
 
 
+def compact(spark, path, options=None, instant=None):  # type: ignore[no-untyped-def]
+    """Compact a merge-on-read table; returns the completed compaction instants. See pyhudi.api.compact."""
+    from pyhudi.api import compact as _compact
+
+    return _compact(spark, path, options, instant)
+
+
 def read(spark, path, options=None, filters=None):  # type: ignore[no-untyped-def]
     """Read a Hudi table as a Spark DataFrame. See pyhudi.api.read."""
     from pyhudi.api import read as _read
@@ -35,5 +42,6 @@ def read(spark, path, options=None, filters=None):  # type: ignore[no-untyped-de
 __all__ = [
     "ClusteringUpdateConflictError", "CommitConflictError", "CorruptFileError", "HudiError",
     "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
-    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "read", "write",
+    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "compact", "read",
+    "write",
 ]

@@ -62,6 +62,31 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, mo
     return result.instant
 
 
+def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,
+            instant: str | None = None) -> list[str]:
+    """Run compaction on a merge-on-read table; returns the compaction instants completed.
+
+    With `instant`, execute that pending compaction. Otherwise schedule one if none is pending and some
+    file slice has log files (an explicit call does not wait for the inline trigger), then execute every
+    pending compaction, oldest first.
+    """
+    from pyhudi.services import compaction
+    from pyhudi.writer.client import parquet_settings
+
+    storage = Storage(path)
+    table = load_table_config(storage)
+    config = build_write_config(Options.parse(options), table)
+    if instant is not None:
+        todo = [instant]
+    else:
+        if not compaction.pending_compactions(storage):
+            compaction.schedule(storage, table, config.compaction, force=True)
+        todo = compaction.pending_compactions(storage)
+    for inst in todo:
+        compaction.execute(spark, storage, table, inst, parquet_settings(config), config.event_time_field)
+    return todo
+
+
 def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,
          filters: Sequence[Sequence[Any]] | None = None) -> DataFrame:
     """Read the Hudi table at `path` as a Spark DataFrame (snapshot, time travel or incremental)."""
@@ -82,4 +107,4 @@ def _delete_table(storage: Storage) -> None:
         storage.delete_dir("")
 
 
-__all__ = ["K", "read", "write"]
+__all__ = ["K", "compact", "read", "write"]

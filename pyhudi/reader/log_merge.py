@@ -1,41 +1,40 @@
 """Merge one merge-on-read file slice (base file + log files) into its current records.
 
 Snapshot reads, incremental reads and compaction all need the same answer to
-"what does this file slice contain as of instant X", so it lives here as one
-pure, executor-side function over a :class:`~pyhudi.storage.Storage`.
+"what does this file slice hold as of instant X", so it lives here as one pure,
+executor-side function over a :class:`~pyhudi.storage.Storage`.
 
-Which blocks count (Hudi 0.14 ``AbstractHoodieLogRecordReader`` scan, and
-hudi-rs ``LogFileScanner``/``LogFileReader``):
+Which blocks count (Hudi 0.14 ``AbstractHoodieLogRecordReader.scanInternalV1``,
+the two-traversal scan):
 
 * log files are read in order (base instant, version, write token); corrupt
-  ranges are skipped;
+  ranges are skipped (and counted);
 * a data or delete block counts only when its ``INSTANT_TIME`` is a completed
   write instant (or older than the active timeline) and is ``<= as_of``;
-* a ROLLBACK command block (its own instant ``<= as_of``) voids every block
-  whose instant is its ``TARGET_INSTANT_TIME``, wherever that block sits in
-  the slice (the two-pass behaviour of Hudi's scanner V2 and of hudi-rs);
-  the rollback instant itself is not a write instant, so it need not be in
-  ``committed``.
+* a ROLLBACK command block whose own instant is ``<= as_of`` voids every block
+  of its ``TARGET_INSTANT_TIME``, before or after it in the slice. The rollback
+  instant is not a write instant, so it need not be in ``committed``. (hudi-rs
+  0.5.0 only voids blocks read before the command block; Spark's rollbacks
+  always put it after them, where both agree.)
 
-How records combine (hudi-rs ``reader_v2/record_merger.rs``, which mirrors
-Hudi 1.x ``BufferedRecordMergerFactory``), in the order base, then log blocks:
+How records combine (hudi-rs 0.5.0 ``reader_v2/record_merger.rs``, mirroring
+Hudi's ``BufferedRecordMergerFactory``; checked case by case against the
+installed ``hudi`` reader, see ``tests/unit/test_log_merge.py``): log records
+are merged among themselves in block order, then the result is merged with the
+base record.
 
 * commit-time ordering (``event_time_field=None``; what hudi-rs infers for
-  ``OverwriteWithLatestAvroPayload``): the last occurrence of a key wins; a
-  later delete removes it;
-* event-time ordering: a newer record wins when its ordering value is ``>=``
-  the current one (ties go to the later record); a delete is obsolete only if
-  the current record's ordering value is strictly greater and of the same
-  class. A delete whose ordering value is the default (``IntWrapper(0)``, as
-  Spark SQL DELETE writes, or null) is a "commit-time ordering delete": it
-  always wins, and the record after it always wins too. A record with a null
-  ordering value or a delete whose wrapper does not match the column type
-  behaves the same way (Java compares only same-class values).
+  ``OverwriteWithLatestAvroPayload``): the latest record or delete wins;
+* event-time ordering (``DefaultHoodieRecordPayload``): the greater ordering
+  value wins, ties to the later record; a delete whose value is lower than the
+  current record's is ignored. A delete whose ordering value is null or
+  ``IntWrapper(0)`` (what Spark SQL DELETE writes) always wins, absorbs later
+  deletes, and is overridden by the next data record whatever its value; but the base
+  record is then still compared by value with the surviving log record.
 
-That rule is a fold, but it vectorizes: within a key, the last "reset" (a
-record that wins unconditionally) discards everything before it, and among
-the records after it the winner is the maximum by (ordering value, position).
-So the whole merge is one lexsort over (key, tier, ordering rank, position).
+Vectorized form: per key, log records before the last default-ordering delete
+are irrelevant; the winner among the rest is the maximum by (ordering value,
+position) - one lexsort over (key, tier, ordering rank, position) in numpy.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ import io
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 import fastavro
@@ -154,14 +154,15 @@ def merge_file_slice(
     target = spec.target_schema
     ord_type = _ordering_type(spec)
     blocks = _valid_blocks(storage, _sorted_logs(log_paths), spec, stats)
-    base = _conform(read_parquet(storage, base_path), target) if base_path else target.empty_table()
+    raw_base = read_parquet(storage, base_path) if base_path else target.empty_table()
+    base = _conform(raw_base, target)
     if not blocks:  # nothing to merge: the base file is the answer (Hudi does not dedupe it either)
         return base, stats
 
     parts: list[pa.Table] = [base]
     events = _Events()
     n_base = n_rows = base.num_rows
-    events.add(_keys(base, base, spec), np.arange(n_base, dtype=np.int64), _ordering(base, spec.event_time_field),
+    events.add(_keys(raw_base, base, spec), np.arange(n_base, dtype=np.int64), _ordering(base, spec.event_time_field),
                np.full(n_base, ord_type is None))
     for block in blocks:
         if block.block_type == BlockType.DELETE_BLOCK:
@@ -197,13 +198,12 @@ def merge_file_slice(
 # ----------------------------------------------------------------------------- block selection
 
 def _sorted_logs(log_paths: list[str]) -> list[str]:
-    """Hudi's log file order: base instant, version, write token (names that do not parse keep their place)."""
-    parsed = [LogFileName.parse(p.rsplit("/", 1)[-1]) for p in log_paths]
-    if any(p is None for p in parsed):
+    """Hudi's log file order: base instant, version, write token (unparseable names keep the given order)."""
+    names = [LogFileName.parse(p.rsplit("/", 1)[-1]) for p in log_paths]
+    keys = [(n.base_instant, n.version, n.write_token or "") for n in names if n is not None]
+    if len(keys) != len(log_paths):
         return list(log_paths)
-    order = sorted(range(len(log_paths)), key=lambda i: (parsed[i].base_instant, parsed[i].version,  # type: ignore[union-attr]
-                                                         parsed[i].write_token or ""))  # type: ignore[union-attr]
-    return [log_paths[i] for i in order]
+    return [log_paths[i] for i in sorted(range(len(log_paths)), key=keys.__getitem__)]
 
 
 def _valid_blocks(storage: Storage, log_paths: list[str], spec: MergeSpec, stats: MergeStats) -> list[LogBlock]:
@@ -329,7 +329,7 @@ def _decode_deletes(block: LogBlock) -> list[tuple[str | None, str | None, Any]]
         raise CorruptFileError(f"unsupported or truncated delete block (version {version}, length {length})")
     rec: Any = fastavro.schemaless_reader(io.BytesIO(content[8:8 + length]), _DELETE_PARSED, None,
                                           return_record_name=True)
-    out = []
+    out: list[tuple[str | None, str | None, Any]] = []
     for item in rec["deleteRecordList"]:
         wrapped = item["orderingVal"]
         if wrapped is None:
@@ -407,7 +407,8 @@ def _ranks(events: _Events, ord_type: pa.DataType | None, n: int) -> np.ndarray:
     ordering = pa.concat_arrays([o.cast(ord_type) for o in events.ordering])
     numeric = pa.types.is_integer(ord_type) or pa.types.is_floating(ord_type) or pa.types.is_decimal(ord_type)
     if numeric:
-        ordering = pc.fill_null(ordering, pa.scalar(0).cast(ord_type))
+        zero = Decimal(0) if pa.types.is_decimal(ord_type) else 0
+        ordering = pc.fill_null(ordering, pa.scalar(zero, ord_type))
     rank = np.asarray(pc.rank(ordering, sort_keys="ascending", tiebreaker="dense").to_numpy(), dtype=np.int64)
     rank[np.asarray(pc.is_null(ordering).to_numpy(zero_copy_only=False), dtype=bool)] = 0
     return rank

@@ -22,12 +22,13 @@ from pyhudi.errors import InvalidConfigError
 from pyhudi.io import schema as S
 from pyhudi.model.instant_time import INIT_INSTANT, normalize_instant
 from pyhudi.model.table_config import TableConfig, load_table_config
+from pyhudi.reader.mor import merge_spec, read_mor
 from pyhudi.reader.spark_files import read_parquet_files
 from pyhudi.spark_env import ensure_worker_python
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
-from pyhudi.view.file_system_view import FileSystemView
+from pyhudi.view.file_system_view import FileSlice, FileSystemView
 from pyhudi.view.partitions import Condition, PartitionFilter
 from pyhudi.writer.prepare import table_schema
 
@@ -44,6 +45,8 @@ class ReadPlan:
     end: str | None
     files: list[str]
     schema: StructType
+    slices: list[FileSlice] | None = None  # merge-on-read slices to merge (None for base-file reads)
+    avro: dict[str, Any] | None = None
 
 
 def _meta_names() -> list[str]:
@@ -71,7 +74,7 @@ def plan_and_read(spark: SparkSession, path: str, options: dict[str, Any] | None
         plan = _incremental_plan(opts, config, timeline, view)
     else:
         plan = _snapshot_plan(opts, config, timeline, view, query)
-    df = _load(spark, storage, plan)
+    df = _load(spark, storage, plan, view, config)
     if query == "incremental":
         df = df.filter((F.col(COMMIT_TIME) > F.lit(plan.begin)) & (F.col(COMMIT_TIME) <= F.lit(plan.end)))
     if not config.populate_meta_fields:
@@ -81,13 +84,12 @@ def plan_and_read(spark: SparkSession, path: str, options: dict[str, Any] | None
     return df, plan
 
 
-def _schema(config: TableConfig, timeline: ActiveTimeline, as_of: str | None) -> StructType:
-    avro = table_schema(timeline, config, as_of)
-    if avro is None:
-        avro = table_schema(timeline, config, None)
-    if avro is None:
-        return StructType(S.avro_to_spark(S.with_meta_fields({"type": "record", "name": "empty",
-                                                               "fields": []})).fields)
+def _avro(config: TableConfig, timeline: ActiveTimeline, as_of: str | None) -> dict[str, Any]:
+    avro = table_schema(timeline, config, as_of) or table_schema(timeline, config, None)
+    return avro or {"type": "record", "name": f"{config.name}_record", "fields": []}
+
+
+def _schema(avro: dict[str, Any]) -> StructType:
     return S.avro_to_spark(S.with_meta_fields(avro))
 
 
@@ -95,12 +97,12 @@ def _snapshot_plan(opts: Options, config: TableConfig, timeline: ActiveTimeline,
                    query: str) -> ReadPlan:
     as_of = opts.get(K.AS_OF_INSTANT)
     as_of = normalize_instant(as_of) if as_of else None
+    avro = _avro(config, timeline, as_of)
     if config.is_mor and query == "snapshot":
-        from pyhudi.reader.mor import ensure_mor_supported
-
-        ensure_mor_supported(view, as_of)
+        slices = view.all_latest_merged_file_slices(as_of)
+        return ReadPlan(query, as_of, None, None, [], _schema(avro), slices, avro)
     files = [bf.path for bf in view.all_latest_base_files(as_of)]
-    return ReadPlan(query, as_of, None, None, files, _schema(config, timeline, as_of))
+    return ReadPlan(query, as_of, None, None, files, _schema(avro), None, avro)
 
 
 def _incremental_plan(opts: Options, config: TableConfig, timeline: ActiveTimeline,
@@ -116,11 +118,23 @@ def _incremental_plan(opts: Options, config: TableConfig, timeline: ActiveTimeli
     last = timeline.commits().completed().last()
     end_opt = opts.get(K.END_INSTANT)
     end = normalize_instant(end_opt) if end_opt else (last.timestamp if last else begin)
+    avro = _avro(config, timeline, end)
+    if config.is_mor:
+        # A slice can only hold rows committed after `begin` if it was created after it or has logs.
+        slices = [s for s in view.all_latest_merged_file_slices(end) if s.base_instant > begin or s.log_files]
+        return ReadPlan("incremental", end, begin, end, [], _schema(avro), slices, avro)
     files = [bf.path for bf in view.all_latest_base_files(end) if bf.instant > begin]
-    return ReadPlan("incremental", None, begin, end, files, _schema(config, timeline, end))
+    return ReadPlan("incremental", None, begin, end, files, _schema(avro), None, avro)
 
 
-def _load(spark: SparkSession, storage: Storage, plan: ReadPlan) -> DataFrame:
+def _load(spark: SparkSession, storage: Storage, plan: ReadPlan, view: FileSystemView,
+          config: TableConfig) -> DataFrame:
+    if plan.slices is not None:
+        assert plan.avro is not None
+        event_field = config.precombine_field if (config.payload_class or "").endswith(
+            "DefaultHoodieRecordPayload") else None
+        spec = merge_spec(view, config, plan.avro, plan.as_of, event_field)
+        return read_mor(spark, storage, plan.slices, plan.schema, spec)
     if not plan.files:
         return spark.createDataFrame([], plan.schema)
     return read_parquet_files(spark, [storage.uri(p) for p in plan.files], plan.schema)

@@ -99,10 +99,25 @@ class WriteClient:
                 rollback_failed_writes(self.storage, timeline)
                 timeline = timeline.reload()
             view = build_view(self.storage, cfg.table, timeline)
-            return self._commit_write(tagged, profile, batch, timeline, view, replace_all)
+            result = self._commit_write(tagged, profile, batch, timeline, view, replace_all)
         finally:
             if level is not None:
                 keyed.unpersist()
+        self._inline_services()
+        return result
+
+    def _inline_services(self) -> None:
+        """Table services that run inside the writer after its commit (compaction, for now)."""
+        cfg = self.config
+        if not cfg.table.is_mor or not (cfg.compaction.inline or cfg.compaction.schedule_inline):
+            return
+        from pyhudi.services import compaction
+
+        compaction.schedule(self.storage, cfg.table, cfg.compaction)
+        if cfg.compaction.inline:
+            for instant in compaction.pending_compactions(self.storage):
+                compaction.execute(self.spark, self.storage, cfg.table, instant, parquet_settings(cfg),
+                                   cfg.event_time_field)
 
     # ------------------------------------------------------------------ steps
     def _timeline(self) -> ActiveTimeline | None:

@@ -104,6 +104,7 @@ class WriteConfig:
     failed_writes_lazy: bool
     extra_metadata: dict[str, str] = field(default_factory=dict)
     options: Options = field(default_factory=lambda: Options({}, {}), compare=False, repr=False)
+    compaction: CompactionConfig = field(default_factory=lambda: CompactionConfig())
 
     @property
     def precombine_field(self) -> str | None:
@@ -112,6 +113,11 @@ class WriteConfig:
     @property
     def uses_event_time_ordering(self) -> bool:
         return self.payload_class.endswith("DefaultHoodieRecordPayload")
+
+    @property
+    def event_time_field(self) -> str | None:
+        """Ordering field when merging by event time (DefaultHoodieRecordPayload), else commit time."""
+        return self.precombine_field if self.uses_event_time_ordering else None
 
 
 _IDENTITY_CHECKS = (
@@ -218,4 +224,27 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         reconcile_schema=o.get(K.RECONCILE_SCHEMA), bulk_insert_sort_mode=o.get(K.BULKINSERT_SORT_MODE),
         parallelism=int(parallelism), storage_level=str(o.get(K.TAGGED_STORAGE_LEVEL)).upper(), occ=occ,
         failed_writes_lazy=failed == "LAZY", extra_metadata=extra, options=o,
+        compaction=CompactionConfig.from_options(o),
     )
+
+
+@dataclass(frozen=True)
+class CompactionConfig:
+    inline: bool = False
+    schedule_inline: bool = False
+    trigger: str = "NUM_COMMITS"
+    max_delta_commits: int = 5
+    max_delta_seconds: int = 3600
+    log_size_threshold: int = 0
+    target_io: int = 500 * 1024 * 1024 * 1024
+    strategy: str = "LogFileSizeBasedCompactionStrategy"
+
+    @classmethod
+    def from_options(cls, o: Options) -> CompactionConfig:
+        return cls(
+            inline=o.get(K.COMPACT_INLINE), schedule_inline=o.get(K.COMPACT_SCHEDULE_INLINE),
+            trigger=o.get(K.COMPACT_TRIGGER_STRATEGY), max_delta_commits=o.get(K.COMPACT_MAX_DELTA_COMMITS),
+            max_delta_seconds=o.get(K.COMPACT_MAX_DELTA_SECONDS),
+            log_size_threshold=o.get(K.COMPACTION_LOGFILE_SIZE_THRESHOLD), target_io=o.get(K.COMPACTION_TARGET_IO),
+            strategy=o.get(K.COMPACTION_STRATEGY),
+        )

@@ -1,0 +1,245 @@
+"""Compaction: fold a file slice's log files into a new base file of the same file group.
+
+Schedule (driver): pick the latest slices with log files, largest log volume
+first, until `hoodie.compaction.target.io` is spent; store them as an Avro
+HoodieCompactionPlan in `<C>.compaction.requested`. From then on new logs of
+those groups are written against C and the groups take no new inserts.
+
+Execute (executors): merge base + plan's logs (committed blocks only) into
+`<fileId>_<token>_<C>.parquet`, then complete as `<C>.commit` with
+`"compacted": true`. An interrupted execution is resumed from its plan: files
+it left behind are deleted (via markers) and the merge runs again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from pyhudi.errors import HudiError, TimelineError
+from pyhudi.io import schema as S
+from pyhudi.io.base_file import ParquetSettings, write_parquet
+from pyhudi.model import avro_models as am
+from pyhudi.model.commit_metadata import CommitMetadata
+from pyhudi.model.file_names import base_file_name, join_path, write_token
+from pyhudi.model.instant_time import instant_to_ms, new_instant_time, zone
+from pyhudi.model.table_config import TableConfig
+from pyhudi.model.write_stat import RuntimeStats, WriteStat
+from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.view.builder import build_view
+from pyhudi.view.file_system_view import FileSlice, FileSystemView
+from pyhudi.writer.binpack import take_within_budget
+from pyhudi.writer.config import CompactionConfig
+from pyhudi.writer.markers import create_marker, delete_markers, list_marked_files
+from pyhudi.writer.partition_meta import ensure_partition_metadata
+from pyhudi.writer.prepare import table_schema
+
+log = logging.getLogger(__name__)
+OPS_SCHEMA = "partition string, file_id string, base_instant string, base_file string, log_files string"
+
+
+@dataclass(frozen=True)
+class CompactionCandidate:
+    slice: FileSlice
+
+    @property
+    def log_bytes(self) -> int:
+        return self.slice.log_size
+
+    @property
+    def io_bytes(self) -> int:
+        """Read (base + logs) plus write (the new base, estimated as the old base size)."""
+        return 2 * self.slice.base_size + self.slice.log_size
+
+
+# --------------------------------------------------------------------------- triggers
+def deltas_since_last_compaction(timeline: ActiveTimeline) -> tuple[int, str | None]:
+    """Completed deltacommits after the last completed compaction, and that compaction's instant."""
+    last = None
+    for inst in timeline.completed().actions(Action.COMMIT):
+        if timeline.is_compaction_commit(inst):
+            last = inst.timestamp
+    deltas = [i for i in timeline.completed().actions(Action.DELTA_COMMIT) if last is None or i.timestamp > last]
+    return len(deltas), last
+
+
+def trigger_fired(timeline: ActiveTimeline, cfg: CompactionConfig, local_tz: bool = False,
+                  now_ms: int | None = None) -> bool:
+    """Hudi's inline compaction triggers (counts since the last *completed* compaction)."""
+    count, last = deltas_since_last_compaction(timeline)
+    if cfg.trigger == "NUM_COMMITS_AFTER_LAST_REQUEST":
+        requested = [i.timestamp for i in timeline.actions(Action.COMPACTION)]
+        anchor = max([*requested, last or ""]) or None
+        count = sum(1 for i in timeline.completed().actions(Action.DELTA_COMMIT)
+                    if anchor is None or i.timestamp > anchor)
+    enough = count >= cfg.max_delta_commits
+    first = timeline.completed().actions(Action.DELTA_COMMIT).first()
+    start = last or (first.timestamp if first else None)
+    now = now_ms if now_ms is not None else int(datetime.now(timezone.utc).timestamp() * 1000)
+    elapsed = start is not None and (now - instant_to_ms(start, zone(local_tz))) / 1000 >= cfg.max_delta_seconds
+    return {
+        "NUM_COMMITS": enough, "NUM_COMMITS_AFTER_LAST_REQUEST": enough, "TIME_ELAPSED": elapsed,
+        "NUM_AND_TIME": enough and elapsed, "NUM_OR_TIME": enough or elapsed,
+    }[cfg.trigger]
+
+
+# --------------------------------------------------------------------------- planning
+def candidates(view: FileSystemView, cfg: CompactionConfig) -> list[CompactionCandidate]:
+    """Slices with logs, not under pending compaction or clustering, ordered by Hudi's strategy."""
+    clustering = view.pending_clustering_file_ids()
+    found = [CompactionCandidate(s) for p in view.partition_paths
+             for s in view.latest_file_slices(p, include_pending_compaction=False)
+             if s.log_files and (p, s.file_id) not in clustering]
+    if cfg.strategy == "UnBoundedCompactionStrategy":
+        return found
+    found = [c for c in found if c.log_bytes >= cfg.log_size_threshold]
+    found.sort(key=lambda c: c.log_bytes, reverse=True)
+    return take_within_budget(found, lambda c: c.io_bytes, cfg.target_io)
+
+
+def _operation(c: CompactionCandidate) -> dict[str, object]:
+    s = c.slice
+    mb = 1024.0 * 1024.0
+    return am.compaction_operation(
+        base_instant_time=s.base_instant, file_id=s.file_id, partition_path=s.partition,
+        data_file_path=s.base_file.name if s.base_file else None,
+        delta_file_paths=[lf.name for lf in s.log_files],
+        metrics={"TOTAL_LOG_FILES": float(len(s.log_files)), "TOTAL_LOG_FILES_SIZE": float(s.log_size),
+                 "TOTAL_IO_READ_MB": (s.base_size + s.log_size) / mb, "TOTAL_IO_WRITE_MB": s.base_size / mb,
+                 "TOTAL_IO_MB": c.io_bytes / mb})
+
+
+def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, force: bool = False) -> str | None:
+    """Write a compaction plan if the trigger fired (or `force`) and something has logs; return its instant."""
+    timeline = ActiveTimeline.load(storage)
+    if not table.is_mor:
+        raise HudiError(f"{storage.base_uri} is a {table.table_type} table; only merge-on-read tables compact")
+    pending_writes = [i for i in timeline.pending() if i.action in (Action.DELTA_COMMIT, Action.COMMIT)]
+    if pending_writes:
+        log.info("not scheduling compaction: write %s is still pending", pending_writes[0])
+        return None
+    if not force and not trigger_fired(timeline, cfg, table.local_timezone):
+        return None
+    chosen = candidates(build_view(storage, table, timeline), cfg)
+    if not chosen:
+        return None
+    last = timeline.last()
+    instant = new_instant_time(after=last.timestamp if last else None, local=table.local_timezone)
+    plan = am.compaction_plan(operations=[_operation(c) for c in chosen])
+    timeline.create_requested(Instant(instant, Action.COMPACTION, State.REQUESTED),
+                              am.write_instant_avro("HoodieCompactionPlan", plan))
+    log.info("scheduled compaction %s of %d file slices", instant, len(chosen))
+    return instant
+
+
+# --------------------------------------------------------------------------- execution
+@dataclass(frozen=True)
+class CompactContext:
+    base_uri: str
+    instant: str
+    spec: MergeSpec
+    avro_with_meta: str
+    parquet: ParquetSettings
+
+
+def _compact_task(ctx: CompactContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    assert tc is not None
+    token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
+    storage = Storage(ctx.base_uri)
+    out = []
+    for batch in batches:
+        for row in batch.to_pylist():
+            out.append(json.dumps(_compact_one(ctx, storage, row, token).to_json()))
+    if out:
+        yield pa.RecordBatch.from_pydict({"stat": out}, schema=pa.schema([("stat", pa.string())]))
+
+
+def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], token: str) -> WriteStat:
+    start = time.monotonic()
+    partition, fid = op["partition"], op["file_id"]
+    base = join_path(partition, op["base_file"]) if op["base_file"] else None
+    logs = [join_path(partition, n) for n in json.loads(op["log_files"])]
+    merged, stats = merge_file_slice(storage, fid, base, logs, ctx.spec)
+    name = base_file_name(fid, token, ctx.instant)
+    path = join_path(partition, name)
+    ensure_partition_metadata(storage, partition, ctx.instant)
+    create_marker(storage, ctx.instant, partition, name, "MERGE" if base else "CREATE")
+    size = write_parquet(storage, path, merged, ctx.avro_with_meta, ctx.parquet)
+    return WriteStat(
+        file_id=fid, path=path, partition_path=partition, prev_commit=op["base_instant"],
+        num_writes=merged.num_rows, num_update_writes=stats.updated_records, num_deletes=stats.deleted_records,
+        total_write_bytes=size, file_size_in_bytes=size, total_log_records=stats.total_log_records,
+        total_log_files_compacted=len(logs), total_log_size_compacted=stats.log_bytes_read,
+        total_updated_records_compacted=stats.updated_records, total_log_blocks=stats.total_log_blocks,
+        total_corrupt_log_block=stats.total_corrupt_blocks, total_rollback_blocks=stats.total_rollback_blocks,
+        runtime_stats=RuntimeStats(total_upsert_time=int((time.monotonic() - start) * 1000)),
+    )
+
+
+def execute(spark: SparkSession, storage: Storage, table: TableConfig, instant: str,
+            parquet: ParquetSettings, event_time_field: str | None) -> CommitMetadata:
+    timeline = ActiveTimeline.load(storage)
+    current = timeline.find(instant)
+    if current is None or current.action is not Action.COMPACTION or current.is_completed:
+        raise TimelineError(f"{instant} is not a pending compaction on {storage.base_uri}")
+    plan = am.read_instant_avro(timeline.requested_details(current))
+    if current.state is State.INFLIGHT:
+        _undo_partial(storage, instant)  # a previous attempt died part-way; start clean
+    else:
+        timeline.transition_to_inflight(current, b"")
+    avro = table_schema(timeline, table)
+    if avro is None:
+        raise HudiError(f"cannot compact {storage.base_uri}: the table has no schema yet")
+    first = timeline.write_timeline().first()
+    spec = MergeSpec(committed=frozenset(i.timestamp for i in timeline.write_timeline().completed()),
+                     as_of=instant, event_time_field=event_time_field,
+                     target_schema=S.avro_to_arrow(S.with_meta_fields(avro)),
+                     populate_meta=table.populate_meta_fields, record_key_fields=table.record_key_fields,
+                     committed_before=first.timestamp if first else None)
+    ctx = CompactContext(storage.base_uri, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet)
+    ops = [(o["partitionPath"] or "", o["fileId"], o["baseInstantTime"], o.get("dataFilePath"),
+            json.dumps(list(o.get("deltaFilePaths") or []))) for o in plan.get("operations") or []]
+    stats: list[WriteStat] = []
+    if ops:
+        df = spark.createDataFrame(ops, OPS_SCHEMA).repartition(len(ops))
+        rows = df.mapInArrow(lambda it: _compact_task(ctx, it), "stat string").collect()
+        stats = [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
+    _reconcile(storage, instant, stats)
+    meta = CommitMetadata(compacted=True, operation_type="COMPACT", extra_metadata={"schema": S.to_json(avro)})
+    for s in stats:
+        meta.add(s)
+    timeline.complete(Instant(instant, Action.COMPACTION, State.INFLIGHT), meta.to_bytes())
+    delete_markers(storage, instant)
+    log.info("completed compaction %s: %d file groups", instant, len(stats))
+    return meta
+
+
+def _undo_partial(storage: Storage, instant: str) -> None:
+    for rel in list_marked_files(storage, instant):
+        storage.delete(rel)
+    delete_markers(storage, instant)
+
+
+def _reconcile(storage: Storage, instant: str, stats: list[WriteStat]) -> None:
+    written = {s.path for s in stats}
+    for rel in list_marked_files(storage, instant):
+        if rel not in written:
+            storage.delete(rel)
+
+
+def pending_compactions(storage: Storage) -> list[str]:
+    timeline = ActiveTimeline.load(storage)
+    return [i.timestamp for i in timeline.actions(Action.COMPACTION).pending()]
