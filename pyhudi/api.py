@@ -75,7 +75,8 @@ def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
 
     storage = Storage(path)
     table = load_table_config(storage)
-    config = build_write_config(Options.parse(options), table)
+    # Compaction never looks up keys, so configure it as an insert (no index requirements).
+    config = build_write_config(Options.parse(options), table, WriteOperation.INSERT)
     if instant is not None:
         todo = [instant]
     else:
