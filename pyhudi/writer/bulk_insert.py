@@ -101,6 +101,8 @@ def run_bulk_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> Iter
         table = pa.Table.from_batches([batch])
         if DELETE_FLAG in table.column_names:
             table = table.filter(pc.invert(table.column(DELETE_FLAG).fill_null(False)))
+        # Buffered tails and new batches must share one schema: keep only what gets written.
+        table = table.select([c for c in table.column_names if not c.startswith("_pyhudi_")])
         parts = table.column(PARTITION_COL)
         for part in pc.unique(parts).to_pylist():
             rows = table.filter(pc.equal(parts, part))

@@ -243,7 +243,7 @@ class WriteClient:
     def _run_bulk(self, keyed: DataFrame, batch: PreparedBatch, instant: str) -> list[WriteStat]:
         cfg = self.config
         ctx = self._handle_context(batch, instant, None, [])
-        laid_out = layout(keyed.drop(BAD_KEY), cfg.bulk_insert_sort_mode, cfg.parallelism, cfg.precombine_field,
+        laid_out = layout(keyed.drop(BAD_KEY, LOC_FILE_ID, LOC_INSTANT), cfg.bulk_insert_sort_mode, cfg.parallelism, cfg.precombine_field,
                           cfg.combine_before_write)
         rows = laid_out.mapInArrow(lambda it: run_bulk_task(ctx, it), "stat string").collect()
         return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]

@@ -45,6 +45,7 @@ DELETE_FLAG = "_pyhudi_delete"
 SALT = "_pyhudi_salt"
 IS_UPDATE = "_pyhudi_is_update"  # the index located the key in this file group
 STAT_SCHEMA = pa.schema([("stat", pa.string())])
+ROLLOVER_TARGET = 0.97
 
 
 @dataclass(frozen=True)
@@ -167,17 +168,18 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     records = data_only(records.filter(pa.array(~is_delete(records))))
     if records.num_rows == 0:
         return [], None
-    probe = with_meta(ctx, records.slice(0, min(records.num_rows, 4000)), "x" * 80, pid, 0)
-    per_row = estimate_bytes_per_row(probe, ctx.parquet)
-    chunks = [records.num_rows] if bucket.fixed_file_id else \
-        _rollover_chunks(records.num_rows, per_row, ctx.sizing.max_file_size, ctx.parquet)
-    tail = None
-    if keep_tail and (len(chunks) == 1 or chunks[-1] < chunks[0]):
-        tail = records.slice(records.num_rows - chunks[-1])
-        chunks = chunks[:-1]
+    probe = with_meta(ctx, records.slice(0, min(records.num_rows, 20000)), "x" * 80, pid, 0)
+    per_row = estimate_bytes_per_row(probe, ctx.parquet, sample_rows=20000)
     stats: list[WriteStat] = []
     offset = 0
-    for i, rows in enumerate(chunks):
+    i = 0
+    while offset < records.num_rows:
+        remaining = records.num_rows - offset
+        rows = remaining if bucket.fixed_file_id else \
+            _rollover_chunks(remaining, per_row, ctx.sizing.max_file_size, ctx.parquet)[0]
+        if keep_tail and rows == remaining and \
+                remaining * per_row < ctx.sizing.max_file_size - _overhead(remaining, ctx.parquet):
+            return stats, records.slice(offset)  # not a full file yet: the caller tops it up later
         fid = bucket.file_id if bucket.fixed_file_id else file_id(bucket.file_id, first_rollover + i)
         name = base_file_name(fid, token, ctx.instant)
         path = join_path(bucket.partition, name)
@@ -189,14 +191,23 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
             total_write_bytes=size, file_size_in_bytes=size,
             runtime_stats=RuntimeStats(total_create_time=int((time.monotonic() - start) * 1000)),
         ))
+        # A sample of a few thousand rows compresses worse than a whole file; learn from the real file.
+        per_row = max(1.0, (size - _overhead(rows, ctx.parquet)) / rows)
         offset += rows
-    return stats, tail
+        i += 1
+    return stats, None
+
+
+def _overhead(n: int, settings: ParquetSettings) -> int:
+    """Bytes of a file that do not grow with its rows: the bloom filter and the footer."""
+    return bloom_overhead(min(n, settings.bloom_num_entries + 1), settings) + 4096
 
 
 def _rollover_chunks(n: int, bytes_per_row: float, max_file_size: int, settings: ParquetSettings) -> list[int]:
     """Rows per file so that no file passes the max size; the last file takes the remainder."""
-    overhead = bloom_overhead(min(n, settings.bloom_num_entries + 1), settings) + 4096
-    fits = int((max_file_size - overhead) / max(bytes_per_row, 1.0))
+    overhead = _overhead(n, settings)
+    # Sizes are estimates (compression varies along a file): aim a little below the max.
+    fits = int((max_file_size * ROLLOVER_TARGET - overhead) / max(bytes_per_row, 1.0))
     per_file = max(1, fits)
     if n <= per_file:
         return [n]

@@ -2,17 +2,19 @@
 
 Usage: `python fault_writer.py SPEC.json` (run as a script, so the functions below are shipped to
 executors by value and nothing has to import this file there). The spec names the Spark master,
-extra Spark conf and a list of jobs; each job writes rows made by `rows_frame` and prints one JSON
-line (`{"event": "written", "job": i, "instant": ...}`) to stdout when its write returns.
+extra Spark conf and a list of jobs; each job writes rows made by `rows_frame` and prints JSON lines
+(`{"event": "job_start", "job": i}`, then `{"event": "written", "job": i, "instant": ...}`) to
+stdout. Jobs with the same `thread` run one after the other; different threads run concurrently in
+the one driver (so one SIGKILL can catch several writes, each at its own point). A job with
+`wait_for` (a list of paths) starts only once those files exist.
 
 A job may put a *gate* in front of the write: a pass-through `mapInArrow` step of the user's own
 input pipeline (no hook inside pyhudi) that looks at the table on disk for every batch it hands on:
 
-- `block_on_inflight`: once a write instant is inflight, touch the signal file and block;
-- `block_after_data_file`: once a data file of an inflight instant exists, touch the signal file
-  (listing the data files it saw) and block;
-- `fail_first_attempt_after_data_file`: on a task's first attempt, once a data file of an inflight
-  instant exists, touch the signal file (listing those files) and raise, so Spark retries the task.
+- `block_on_inflight`: once a write instant is inflight, write the signal file and block;
+- `hold_until_data_file`: once a write instant is inflight, let Spark partition 0 through, but hold
+  every other partition until a data file of that instant exists (written by partition 0's task),
+  then write the signal file (listing the data files) and block.
 
 A blocked gate waits for the test to SIGKILL the whole process group.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -89,50 +92,78 @@ def make_gate(table: str, mode: str, signal: str):  # type: ignore[no-untyped-de
         from pyspark import TaskContext
 
         tc = TaskContext.get()
+        assert tc is not None
         for batch in batches:
             pending = inflight_instants(table)
             if mode == "block_on_inflight" and pending:
                 signal_once({"pending": sorted(pending), "files": data_files_of(table, pending)})
                 block()
-            elif mode == "block_after_data_file" and pending:
-                files = data_files_of(table, pending)
-                if files:
-                    signal_once({"pending": sorted(pending), "files": files})
-                    block()
-            elif mode == "fail_first_attempt_after_data_file" and pending and tc.attemptNumber() == 0:
-                files = data_files_of(table, pending)
-                if files:
-                    signal_once({"pending": sorted(pending), "files": files, "attempt": tc.attemptNumber(),
-                                 "task_attempt_id": tc.taskAttemptId(), "partition": tc.partitionId()})
-                    raise RuntimeError(f"injected failure of attempt 0 after {files} were written")
+            elif mode == "hold_until_data_file" and pending and tc.partitionId() > 0:
+                deadline = time.monotonic() + BLOCK_LIMIT_SECONDS
+                while not data_files_of(table, pending) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                signal_once({"pending": sorted(pending), "files": data_files_of(table, pending)})
+                block()
             yield batch
 
     return gate
 
 
+_emit_lock = threading.Lock()
+
+
 def emit(event: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
+    with _emit_lock:
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
+
+
+def wait_for_files(paths: list[str]) -> None:
+    assert isinstance(paths, list), f"wait_for must be a list of paths, got {paths!r}"
+    deadline = time.monotonic() + BLOCK_LIMIT_SECONDS
+    while not all(os.path.exists(p) for p in paths) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def run_jobs(spark: Any, jobs: list[tuple[int, dict[str, Any]]], failures: list[BaseException]) -> None:
+    import pyhudi
+
+    try:
+        for i, job in jobs:
+            wait_for_files(job.get("wait_for", []))
+            emit({"event": "job_start", "job": i})
+            df = rows_frame(spark, job["rows"])
+            if job.get("gate"):
+                gate = make_gate(job["path"], job["gate"], job["signal"])
+                df = df.mapInArrow(gate, df.schema)
+            instant = pyhudi.write(df, job["path"], job["options"], mode=job.get("mode", "append"))
+            emit({"event": "written", "job": i, "instant": instant})
+    except BaseException as exc:
+        emit({"event": "failed", "job": i, "error": repr(exc)[:2000]})
+        failures.append(exc)
 
 
 def main(spec_path: str) -> None:
     with open(spec_path) as f:
         spec = json.load(f)
-    import pyhudi
     from pyhudi.spark_env import create_session
 
-    spark = create_session(spec["master"], app_name=spec.get("app", "pyhudi-fault-writer"),
-                           conf=spec.get("conf", {}))
+    spark: Any = create_session(spec["master"], app_name=spec.get("app", "pyhudi-fault-writer"),
+                                conf=spec.get("conf", {}))
     emit({"event": "started", "master": spark.sparkContext.master})
+    # Jobs of one `thread` run in order; different threads run at the same time in this one driver.
+    lanes: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for i, job in enumerate(spec["jobs"]):
-        emit({"event": "job_start", "job": i})
-        df = rows_frame(spark, job["rows"])
-        if job.get("gate"):
-            gate = make_gate(job["path"], job["gate"], job["signal"])
-            df = df.mapInArrow(gate, df.schema)
-        instant = pyhudi.write(df, job["path"], job["options"], mode=job.get("mode", "append"))
-        emit({"event": "written", "job": i, "instant": instant})
+        lanes.setdefault(job.get("thread", "main"), []).append((i, job))
+    failures: list[BaseException] = []
+    threads = [threading.Thread(target=run_jobs, args=(spark, lane, failures)) for lane in lanes.values()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     spark.stop()
+    if failures:
+        raise failures[0]
     emit({"event": "done"})
 
 
