@@ -39,12 +39,13 @@ raises on bad bytes.
 from __future__ import annotations
 
 import io
-import re
 import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, BinaryIO, Protocol
+
+from pyhudi.model.file_names import LogFileName as _LogFileName
 
 MAGIC = b"#HUDI#"
 """Sync marker at the start of every block; the reader resynchronises on it."""
@@ -465,59 +466,8 @@ class _Cursor:
 # Log file names
 # ---------------------------------------------------------------------------
 
-_LOG_NAME = re.compile(
-    r"^\.(?P<file_id>[^_]+)_(?P<instant>[^.]*)\.(?P<ext>log|archive)\.(?P<version>\d+)"
-    r"(?:_(?P<token>[^_.]+)(?P<cdc>\.cdc)?)?$"
-)
-
-
-@dataclass(frozen=True)
-class LogFileName:
-    """``.<fileId>_<baseInstant>.log.<version>_<writeToken>[.cdc]``.
-
-    In v6 ``base_instant`` is the base instant of the file slice, not the
-    deltacommit that wrote the file (that one is in each block's header).
-    """
-
-    file_id: str
-    base_instant: str
-    version: int
-    write_token: str | None
-    extension: str = "log"
-    cdc: bool = False
-
-    @classmethod
-    def parse(cls, name: str) -> LogFileName | None:
-        """Parse a bare file name; ``None`` for anything that is not a log file."""
-        m = _LOG_NAME.match(name)
-        if m is None:
-            return None
-        return cls(
-            file_id=m["file_id"],
-            base_instant=m["instant"],
-            version=int(m["version"]),
-            write_token=m["token"],
-            extension=m["ext"],
-            cdc=m["cdc"] is not None,
-        )
-
-    def format(self) -> str:
-        """The on-disk name, as ``FSUtils.makeLogFileName`` builds it."""
-        name = f".{self.file_id}_{self.base_instant}.{self.extension}.{self.version}"
-        if self.write_token is not None:
-            name += f"_{self.write_token}"
-            if self.cdc:
-                name += ".cdc"
-        return name
-
-    def __str__(self) -> str:
-        return self.format()
-
-    def rolled_over(self, write_token: str) -> LogFileName:
-        """The next version: Hudi never appends to an existing log path, it rolls over."""
-        return LogFileName(
-            self.file_id, self.base_instant, self.version + 1, write_token, self.extension, self.cdc
-        )
+# The log-file name lives with the other file names in the model layer; re-exported here.
+LogFileName = _LogFileName
 
 
 # Content codecs live in log_blocks; expose them here lazily so callers can use one

@@ -16,7 +16,10 @@ PARTITION_METAFILE = ".hoodie_partition_metadata"
 # The instant part must be digits, so `._<name>.parquet` (macOS AppleDouble) or Spark's `part-0000-...`
 # files never pass for base files.
 _BASE_RE = re.compile(r"^([^_.][^_]*)_([^_]+)_(\d{14,17})(?:_[^.]*)?\.parquet$")
-_LOG_RE = re.compile(r"^\.([^_]+)_([^.]+)\.(log|archive)\.(\d+)(?:_(.+))?$")
+_LOG_RE = re.compile(
+    r"^\.(?P<file_id>[^_]+)_(?P<instant>[^.]*)\.(?P<ext>log|archive)\.(?P<version>\d+)"
+    r"(?:_(?P<token>[^_.]+)(?P<cdc>\.cdc)?)?$"
+)
 
 
 @dataclass(frozen=True)
@@ -32,15 +35,47 @@ class BaseFileName:
 
 @dataclass(frozen=True)
 class LogFileName:
+    """``.<fileId>_<baseInstant>.log.<version>_<writeToken>[.cdc]``.
+
+    In v6 ``base_instant`` is the base instant of the file slice, not the deltacommit that wrote the
+    file (that one is in each block's header). Archive logs (``.commits_.archive.N``) share the shape.
+    """
+
     file_id: str
     base_instant: str
     version: int
-    write_token: str
+    write_token: str | None = None
     extension: str = "log"
+    cdc: bool = False
+
+    @classmethod
+    def parse(cls, name: str) -> LogFileName | None:
+        """Parse a bare file name; ``None`` for anything that is not a log file."""
+        m = _LOG_RE.match(name)
+        if m is None:
+            return None
+        return cls(m["file_id"], m["instant"], int(m["version"]), m["token"], m["ext"], m["cdc"] is not None)
 
     @property
     def name(self) -> str:
-        return f".{self.file_id}_{self.base_instant}.{self.extension}.{self.version}_{self.write_token}"
+        """The on-disk name, as Hudi's ``FSUtils.makeLogFileName`` builds it."""
+        out = f".{self.file_id}_{self.base_instant}.{self.extension}.{self.version}"
+        if self.write_token is not None:
+            out += f"_{self.write_token}"
+            if self.cdc:
+                out += ".cdc"
+        return out
+
+    def format(self) -> str:
+        return self.name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def rolled_over(self, write_token: str) -> LogFileName:
+        """The next version: Hudi never appends to an existing log path, it rolls over."""
+        return LogFileName(self.file_id, self.base_instant, self.version + 1, write_token, self.extension,
+                           self.cdc)
 
 
 def parse_base_file(name: str) -> BaseFileName | None:
@@ -51,10 +86,11 @@ def parse_base_file(name: str) -> BaseFileName | None:
 
 
 def parse_log_file(name: str) -> LogFileName | None:
-    m = _LOG_RE.match(name)
-    if not m or m.group(3) != "log":
+    """A data log file of a file slice; archive logs and CDC logs are not."""
+    parsed = LogFileName.parse(name)
+    if parsed is None or parsed.extension != "log" or parsed.cdc:
         return None
-    return LogFileName(m.group(1), m.group(2), int(m.group(4)), m.group(5) or "", m.group(3))
+    return parsed
 
 
 def base_file_name(file_id: str, write_token: str, instant: str) -> str:

@@ -218,7 +218,7 @@ class FileSystemView:
                 sl = slices.setdefault((lf.file_id, lf.base_instant),
                                        FileSlice(partition, lf.file_id, lf.base_instant))
                 sl.log_files.append(LogFile(partition, info.name, lf.file_id, lf.base_instant, lf.version,
-                                            lf.write_token, info.size))
+                                            lf.write_token or "", info.size))
         groups: dict[str, FileGroup] = {}
         for (fid, _), sl in sorted(slices.items(), key=lambda kv: kv[0]):
             sl.log_files.sort(key=lambda lf: (lf.version, lf.write_token))

@@ -50,7 +50,8 @@ def test_log_version_is_numeric_and_multi_digit():
 
 def test_log_without_write_token():
     parsed = parse_log_file(".fid-0_20250101000000000.log.3")
-    assert parsed is not None and parsed.version == 3 and parsed.write_token == ""
+    assert parsed is not None and parsed.version == 3 and parsed.write_token is None
+    assert parsed.name == ".fid-0_20250101000000000.log.3"
 
 
 @pytest.mark.parametrize("name", [
