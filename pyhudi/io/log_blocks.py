@@ -315,63 +315,11 @@ def decode_avro_data_block(block: LogBlock, reader_schema_json: str | None = Non
     return out
 
 
-_ARROW_PRIMITIVES = {
-    "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
-    "double": pa.float64(), "bytes": pa.binary(), "string": pa.string(), "null": pa.null(),
-}  # fmt: skip
-_ARROW_LOGICAL = {
-    "date": pa.date32(), "time-micros": pa.time64("us"), "time-millis": pa.time32("ms"),
-    "timestamp-micros": pa.timestamp("us", tz="UTC"), "timestamp-millis": pa.timestamp("ms", tz="UTC"),
-    "local-timestamp-micros": pa.timestamp("us"), "local-timestamp-millis": pa.timestamp("ms"),
-}  # fmt: skip
-
-
 def avro_schema_to_arrow(avro_schema_json: str) -> pa.Schema:
     """Arrow schema matching what Spark/hudi-rs produce for a Hudi Avro record schema."""
-    schema = _parse_schema_json(avro_schema_json)
-    names = _Names(schema)
-    struct_type = _arrow_type(schema, "", names)
-    return pa.schema(list(struct_type))
+    from pyhudi.io import schema as S
 
-
-def _arrow_type(node: Any, ns: str, names: _Names) -> pa.DataType:
-    if isinstance(node, list):
-        branches = [b for b in node if b != "null"]
-        if len(branches) != 1:
-            raise InvalidRecordError(f"Avro union {node} has no Arrow equivalent")
-        return _arrow_type(branches[0], ns, names)
-    if isinstance(node, str):
-        if node in _ARROW_PRIMITIVES:
-            return _ARROW_PRIMITIVES[node]
-        ref, ref_ns = names.resolve(node, ns)
-        return _arrow_type(ref, ref_ns, names)
-    kind, logical = node["type"], node.get("logicalType")
-    if logical == "decimal":
-        return pa.decimal128(int(node["precision"]), int(node.get("scale", 0)))
-    if logical in _ARROW_LOGICAL:
-        return _ARROW_LOGICAL[logical]
-    if kind in ("record", "error"):
-        _, inner_ns = _Names.full_name(node, ns)
-        return pa.struct([_arrow_field(f, inner_ns, names) for f in node["fields"]])
-    if kind == "array":
-        return pa.list_(_arrow_child("element", node["items"], ns, names))
-    if kind == "map":
-        return pa.map_(pa.string(), _arrow_child("value", node["values"], ns, names))
-    if kind == "fixed":
-        return pa.binary(int(node["size"]))
-    if kind == "enum":
-        return pa.string()
-    return _arrow_type(kind, ns, names)
-
-
-def _arrow_child(name: str, node: Any, ns: str, names: _Names) -> pa.Field:
-    """Field named like parquet's 3-level list/map children, nullable iff the union has null."""
-    nullable = isinstance(node, list) and "null" in node
-    return pa.field(name, _arrow_type(node, ns, names), nullable=nullable)
-
-
-def _arrow_field(f: dict[str, Any], ns: str, names: _Names) -> pa.Field:
-    return _arrow_child(f["name"], f["type"], ns, names)
+    return S.avro_to_arrow(S.from_json(avro_schema_json))
 
 
 def avro_block_to_arrow(block: LogBlock, arrow_schema: pa.Schema | None = None) -> pa.Table:
@@ -390,15 +338,9 @@ def avro_block_to_arrow(block: LogBlock, arrow_schema: pa.Schema | None = None) 
 
 def _conform(table: pa.Table, target: pa.Schema) -> pa.Table:
     """Select/cast ``table`` to ``target`` so the parquet matches the SCHEMA header."""
-    columns = []
-    for fld in target:
-        if fld.name in table.column_names:
-            columns.append(table.column(fld.name).cast(fld.type))
-        elif fld.nullable:
-            columns.append(pa.nulls(table.num_rows, fld.type))
-        else:
-            raise InvalidRecordError(f"column {fld.name!r} is required by the Avro schema but missing")
-    return pa.Table.from_arrays(columns, schema=target)
+    from pyhudi.io.schema import conform_table
+
+    return conform_table(table.select([c for c in table.column_names if c in target.names]), target)
 
 
 def encode_parquet_data_block(
