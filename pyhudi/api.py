@@ -81,7 +81,8 @@ def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
         todo = [instant]
     else:
         if not compaction.pending_compactions(storage):
-            compaction.schedule(storage, table, config.compaction, force=True)
+            compaction.schedule(storage, table, config.compaction, force=True,
+                                max_file_size=config.sizing.max_file_size)
         todo = compaction.pending_compactions(storage)
     for inst in todo:
         compaction.execute(spark, storage, table, inst, parquet_settings(config), config.event_time_field)

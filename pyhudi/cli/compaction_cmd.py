@@ -125,9 +125,18 @@ def compaction_config(parsed: Options) -> CompactionConfig:
     return CompactionConfig.from_options(parsed)
 
 
+def _max_file_size(parsed: Options) -> int:
+    from pyhudi.config import keys
+
+    return int(parsed.get(keys.PARQUET_MAX_FILE_SIZE))
+
+
 def pending_writes(timeline: ActiveTimeline) -> list[Instant]:
     """Writes that keep the service from scheduling (same rule as compaction.schedule)."""
-    return [i for i in timeline.pending() if i.action in (Action.DELTA_COMMIT, Action.COMMIT)]
+    from pyhudi.services.rollback import is_clustering
+
+    return [i for i in timeline.pending() if i.action in (Action.DELTA_COMMIT, Action.COMMIT)
+            or (i.action is Action.REPLACE_COMMIT and not is_clustering(timeline, i))]
 
 
 def _blocked_message(blockers: list[Instant]) -> str:
@@ -199,15 +208,15 @@ def describe_completed(tl: ActiveTimeline, inst: Instant) -> dict[str, Any] | No
     }
 
 
-def next_compaction(view: FileSystemView, cfg: CompactionConfig) -> dict[str, Any]:
+def next_compaction(view: FileSystemView, cfg: CompactionConfig, max_file_size: int = 125829120) -> dict[str, Any]:
     """What schedule would pick now, and why nothing if nothing."""
     from pyhudi.services import compaction
 
-    chosen = compaction.candidates(view, cfg)
+    chosen = compaction.candidates(view, cfg, max_file_size)
     blockers = pending_writes(view.timeline)
     return {
         "file_slices": len(chosen), "log_files": sum(len(c.slice.log_files) for c in chosen),
-        "log_bytes": sum(c.log_bytes for c in chosen), "io_bytes": sum(c.io_bytes for c in chosen),
+        "log_bytes": sum(c.log_bytes for c in chosen), "io_mb": sum(c.io_mb for c in chosen),
         "slices": [{"partition": c.slice.partition, "file_id": c.slice.file_id,
                     "base_instant": c.slice.base_instant, "log_files": len(c.slice.log_files),
                     "log_bytes": c.log_bytes} for c in chosen],
@@ -242,7 +251,7 @@ def trigger_status(tl: ActiveTimeline, cfg: CompactionConfig, local_tz: bool) ->
 
 
 # --------------------------------------------------------------------------- show
-def collect_show(t: OpenTable, cfg: CompactionConfig) -> dict[str, Any]:
+def collect_show(t: OpenTable, cfg: CompactionConfig, max_file_size: int = 125829120) -> dict[str, Any]:
     from pyhudi.view.builder import build_view
 
     require_mor(t)
@@ -251,13 +260,13 @@ def collect_show(t: OpenTable, cfg: CompactionConfig) -> dict[str, Any]:
     completed = [c for i in tl.completed().actions(Action.COMMIT) if (c := describe_completed(tl, i))]
     view = build_view(t.storage, t.config, tl)
     return {"table": table_header(t), "pending": pending, "completed": completed,
-            "next": next_compaction(view, cfg), "trigger": trigger_status(tl, cfg, t.config.local_timezone)}
+            "next": next_compaction(view, cfg, max_file_size), "trigger": trigger_status(tl, cfg, t.config.local_timezone)}
 
 
 def run_show(args: argparse.Namespace) -> int:
     t = open_table(args.path)
     _, parsed = parse_options(args.options)
-    data = collect_show(t, compaction_config(parsed))
+    data = collect_show(t, compaction_config(parsed), _max_file_size(parsed))
     if args.json:
         render.emit_json(data)
     else:
@@ -277,7 +286,8 @@ def run_schedule(args: argparse.Namespace) -> int:
     blockers = pending_writes(t.timeline)
     if blockers:
         raise HudiError(_blocked_message(blockers))
-    instant = compaction.schedule(t.storage, t.config, cfg, force=True)
+    instant = compaction.schedule(t.storage, t.config, cfg, force=True,
+                                   max_file_size=_max_file_size(parsed))
     data: dict[str, Any] = {"table": table_header(t), "scheduled": instant, "compaction": None, "reason": None}
     if instant is None:
         data["reason"] = why_nothing(build_view(t.storage, t.config, t.timeline), cfg)
@@ -319,7 +329,7 @@ def run_execute(args: argparse.Namespace) -> int:
         if blockers:
             raise HudiError(_blocked_message(blockers))
         view = build_view(t.storage, t.config, tl)
-        if not compaction.candidates(view, compaction_config(parsed)):
+        if not compaction.candidates(view, compaction_config(parsed), _max_file_size(parsed)):
             return _report_run(args, t, [], [], 0.0, why_nothing(view, compaction_config(parsed)))
     todo = [args.instant] if args.instant else pending
     what = ", ".join(todo) if todo else "a new compaction"

@@ -225,8 +225,8 @@ COMPACT_MAX_DELTA_SECONDS = declare("hoodie.compact.inline.max.delta.seconds", "
 COMPACTION_LOGFILE_SIZE_THRESHOLD = declare("hoodie.compaction.logfile.size.threshold", "int", 0,
                                             "Slices with fewer log bytes are not compacted.", Group.COMPACTION,
                                             validator=non_negative)
-COMPACTION_TARGET_IO = declare("hoodie.compaction.target.io", "int", 500 * 1024 * MB,
-                               "Bytes of IO (base + logs) one compaction plan may read.", Group.COMPACTION,
+COMPACTION_TARGET_IO = declare("hoodie.compaction.target.io", "int", 500 * 1024,
+                               "MB of IO (read + write) one compaction plan may spend.", Group.COMPACTION,
                                validator=positive)
 COMPACTION_STRATEGY = declare(
     "hoodie.compaction.strategy", "enum", "LogFileSizeBasedCompactionStrategy", "Which slices to compact first.",

@@ -48,27 +48,39 @@ log = logging.getLogger(__name__)
 OPS_SCHEMA = "partition string, file_id string, base_instant string, base_file string, log_files string"
 
 
+MB = 1024 * 1024
+
+
 @dataclass(frozen=True)
 class CompactionCandidate:
+    """A slice with its IO metrics, computed as Hudi's FileSliceMetricUtils does (whole MB, truncated)."""
+
     slice: FileSlice
+    default_base_size: int  # hoodie.parquet.max.file.size: the write estimate for a slice without base
 
     @property
     def log_bytes(self) -> int:
         return self.slice.log_size
 
     @property
-    def io_bytes(self) -> int:
-        """Read (base + logs) plus write (the new base, estimated as the old base size)."""
-        return 2 * self.slice.base_size + self.slice.log_size
+    def io_read_mb(self) -> int:
+        return (self.slice.base_size + self.slice.log_size) // MB
+
+    @property
+    def io_write_mb(self) -> int:
+        return (self.slice.base_size if self.slice.base_file else self.default_base_size) // MB
+
+    @property
+    def io_mb(self) -> int:
+        return self.io_read_mb + self.io_write_mb
 
 
 # --------------------------------------------------------------------------- triggers
 def deltas_since_last_compaction(timeline: ActiveTimeline) -> tuple[int, str | None]:
-    """Completed deltacommits after the last completed compaction, and that compaction's instant."""
-    last = None
-    for inst in timeline.completed().actions(Action.COMMIT):
-        if timeline.is_compaction_commit(inst):
-            last = inst.timestamp
+    """Completed deltacommits after the last completed commit or replacecommit (Hudi 0.14's commit
+    timeline: on a MOR table those are compactions, clusterings and overwrites), and that instant."""
+    done = timeline.completed().actions(Action.COMMIT, Action.REPLACE_COMMIT).last()
+    last = done.timestamp if done else None
     deltas = [i for i in timeline.completed().actions(Action.DELTA_COMMIT) if last is None or i.timestamp > last]
     return len(deltas), last
 
@@ -78,15 +90,18 @@ def trigger_fired(timeline: ActiveTimeline, cfg: CompactionConfig, local_tz: boo
     """Hudi's inline compaction triggers (counts since the last *completed* compaction)."""
     count, last = deltas_since_last_compaction(timeline)
     if cfg.trigger == "NUM_COMMITS_AFTER_LAST_REQUEST":
-        requested = [i.timestamp for i in timeline.actions(Action.COMPACTION)]
-        anchor = max([*requested, last or ""]) or None
+        # Hudi counts from the last pending compaction request whenever there is one.
+        pending = timeline.actions(Action.COMPACTION).pending().last()
+        anchor = pending.timestamp if pending else last
         count = sum(1 for i in timeline.completed().actions(Action.DELTA_COMMIT)
                     if anchor is None or i.timestamp > anchor)
     enough = count >= cfg.max_delta_commits
     first = timeline.completed().actions(Action.DELTA_COMMIT).first()
     start = last or (first.timestamp if first else None)
     now = now_ms if now_ms is not None else int(datetime.now(timezone.utc).timestamp() * 1000)
-    elapsed = start is not None and (now - instant_to_ms(start, zone(local_tz))) / 1000 >= cfg.max_delta_seconds
+    # Whole seconds on both sides, as Hudi compares them.
+    elapsed = start is not None and \
+        now // 1000 - instant_to_ms(start, zone(local_tz)) // 1000 >= cfg.max_delta_seconds
     return {
         "NUM_COMMITS": enough, "NUM_COMMITS_AFTER_LAST_REQUEST": enough, "TIME_ELAPSED": elapsed,
         "NUM_AND_TIME": enough and elapsed, "NUM_OR_TIME": enough or elapsed,
@@ -94,43 +109,45 @@ def trigger_fired(timeline: ActiveTimeline, cfg: CompactionConfig, local_tz: boo
 
 
 # --------------------------------------------------------------------------- planning
-def candidates(view: FileSystemView, cfg: CompactionConfig) -> list[CompactionCandidate]:
+def candidates(view: FileSystemView, cfg: CompactionConfig,
+               max_file_size: int = 125829120) -> list[CompactionCandidate]:
     """Slices with logs, not under pending compaction or clustering, ordered by Hudi's strategy."""
     clustering = view.pending_clustering_file_ids()
-    found = [CompactionCandidate(s) for p in view.partition_paths
+    found = [CompactionCandidate(s, max_file_size) for p in view.partition_paths
              for s in view.latest_file_slices(p, include_pending_compaction=False)
              if s.log_files and (p, s.file_id) not in clustering]
     if cfg.strategy == "UnBoundedCompactionStrategy":
         return found
     found = [c for c in found if c.log_bytes >= cfg.log_size_threshold]
     found.sort(key=lambda c: c.log_bytes, reverse=True)
-    return take_within_budget(found, lambda c: c.io_bytes, cfg.target_io)
+    return take_within_budget(found, lambda c: c.io_mb, cfg.target_io)
 
 
 def _operation(c: CompactionCandidate) -> dict[str, object]:
     s = c.slice
-    mb = 1024.0 * 1024.0
     return am.compaction_operation(
         base_instant_time=s.base_instant, file_id=s.file_id, partition_path=s.partition,
         data_file_path=s.base_file.name if s.base_file else None,
         delta_file_paths=[lf.name for lf in s.log_files],
         metrics={"TOTAL_LOG_FILES": float(len(s.log_files)), "TOTAL_LOG_FILES_SIZE": float(s.log_size),
-                 "TOTAL_IO_READ_MB": (s.base_size + s.log_size) / mb, "TOTAL_IO_WRITE_MB": s.base_size / mb,
-                 "TOTAL_IO_MB": c.io_bytes / mb})
+                 "TOTAL_IO_READ_MB": float(c.io_read_mb), "TOTAL_IO_WRITE_MB": float(c.io_write_mb),
+                 "TOTAL_IO_MB": float(c.io_mb)})
 
 
-def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, force: bool = False) -> str | None:
+def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, force: bool = False,
+             max_file_size: int = 125829120) -> str | None:
     """Write a compaction plan if the trigger fired (or `force`) and something has logs; return its instant."""
     timeline = ActiveTimeline.load(storage)
     if not table.is_mor:
         raise HudiError(f"{storage.base_uri} is a {table.table_type} table; only merge-on-read tables compact")
-    pending_writes = [i for i in timeline.pending() if i.action in (Action.DELTA_COMMIT, Action.COMMIT)]
+    pending_writes = [i for i in timeline.pending() if i.action in (Action.DELTA_COMMIT, Action.COMMIT)
+                      or (i.action is Action.REPLACE_COMMIT and not _is_clustering(timeline, i))]
     if pending_writes:
         log.info("not scheduling compaction: write %s is still pending", pending_writes[0])
         return None
     if not force and not trigger_fired(timeline, cfg, table.local_timezone):
         return None
-    chosen = candidates(build_view(storage, table, timeline), cfg)
+    chosen = candidates(build_view(storage, table, timeline), cfg, max_file_size)
     if not chosen:
         return None
     last = timeline.last()
@@ -225,6 +242,12 @@ def execute(spark: SparkSession, storage: Storage, table: TableConfig, instant: 
     delete_markers(storage, instant)
     log.info("completed compaction %s: %d file groups", instant, len(stats))
     return meta
+
+
+def _is_clustering(timeline: ActiveTimeline, instant: Instant) -> bool:
+    from pyhudi.services.rollback import is_clustering
+
+    return is_clustering(timeline, instant)
 
 
 def _undo_partial(storage: Storage, instant: str) -> None:

@@ -113,7 +113,7 @@ class WriteClient:
             return
         from pyhudi.services import compaction
 
-        compaction.schedule(self.storage, cfg.table, cfg.compaction)
+        compaction.schedule(self.storage, cfg.table, cfg.compaction, max_file_size=cfg.sizing.max_file_size)
         if cfg.compaction.inline:
             for instant in compaction.pending_compactions(self.storage):
                 compaction.execute(self.spark, self.storage, cfg.table, instant, parquet_settings(cfg),

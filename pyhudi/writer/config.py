@@ -236,7 +236,7 @@ class CompactionConfig:
     max_delta_commits: int = 5
     max_delta_seconds: int = 3600
     log_size_threshold: int = 0
-    target_io: int = 500 * 1024 * 1024 * 1024
+    target_io: int = 500 * 1024  # MB, as Hudi's hoodie.compaction.target.io
     strategy: str = "LogFileSizeBasedCompactionStrategy"
 
     @classmethod

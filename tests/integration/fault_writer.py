@@ -17,12 +17,20 @@ input pipeline (no hook inside pyhudi) that looks at the table on disk for every
   then write the signal file (listing the data files) and block.
 
 A blocked gate waits for the test to SIGKILL the whole process group.
+
+A job with a `kind` other than `write` runs a table service instead of writing rows (it still
+emits `job_start` and `written`, with the service's result as `instant`):
+
+- `copy_table`: copy the table at `path` to `to` (a snapshot of a table that nothing writes to);
+- `schedule_compaction`: schedule a compaction of `path` now (pyhudi's scheduler, forced);
+- `compact`: `pyhudi.compact(spark, path, options, instant)`, i.e. execute compactions.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -125,6 +133,25 @@ def wait_for_files(paths: list[str]) -> None:
         time.sleep(0.05)
 
 
+def run_service(spark: Any, job: dict[str, Any]) -> Any:
+    import pyhudi
+    from pyhudi.model.table_config import load_table_config
+    from pyhudi.services import compaction
+    from pyhudi.storage import Storage
+    from pyhudi.writer.config import CompactionConfig
+
+    kind = job["kind"]
+    if kind == "copy_table":
+        shutil.copytree(job["path"], job["to"])
+        return job["to"]
+    if kind == "schedule_compaction":
+        storage = Storage(job["path"])
+        return compaction.schedule(storage, load_table_config(storage), CompactionConfig(), force=True)
+    if kind == "compact":
+        return pyhudi.compact(spark, job["path"], job.get("options"), job.get("instant"))
+    raise ValueError(f"unknown job kind {kind!r}")
+
+
 def run_jobs(spark: Any, jobs: list[tuple[int, dict[str, Any]]], failures: list[BaseException]) -> None:
     import pyhudi
 
@@ -132,6 +159,9 @@ def run_jobs(spark: Any, jobs: list[tuple[int, dict[str, Any]]], failures: list[
         for i, job in jobs:
             wait_for_files(job.get("wait_for", []))
             emit({"event": "job_start", "job": i})
+            if job.get("kind", "write") != "write":
+                emit({"event": "written", "job": i, "instant": run_service(spark, job)})
+                continue
             df = rows_frame(spark, job["rows"])
             if job.get("gate"):
                 gate = make_gate(job["path"], job["gate"], job["signal"])
