@@ -119,13 +119,23 @@ def is_clustering(timeline: ActiveTimeline, instant: Instant) -> bool:
     return meta.get("operationType") == "CLUSTER" or bool(meta.get("clusteringPlan"))
 
 
-def rollback_failed_writes(storage: Storage, timeline: ActiveTimeline) -> list[RollbackResult]:
-    """EAGER policy: before a new write, undo every pending write (never compaction or clustering)."""
+def rollback_failed_writes(storage: Storage, timeline: ActiveTimeline,
+                           lazy: tuple[int, int] | None = None) -> list[RollbackResult]:
+    """Undo pending writes of crashed writers (never compactions or clusterings).
+
+    EAGER (single writer, `lazy=None`): every pending write is a failed one. LAZY (optimistic
+    concurrency, `lazy=(heartbeat interval ms, tolerable misses)`): only writes whose heartbeat
+    has expired, so a live concurrent writer is never rolled back.
+    """
+    from pyhudi.transaction.heartbeat import is_expired
+
     results = resume_pending_rollbacks(storage, timeline)
     if results:
         timeline = timeline.reload()
     for inst in timeline.pending():
         if inst.action not in ROLLBACKABLE or is_clustering(timeline, inst):
+            continue
+        if lazy is not None and not is_expired(storage, inst.timestamp, *lazy):
             continue
         results.append(rollback_pending_write(storage, timeline, inst))
         timeline = timeline.reload()

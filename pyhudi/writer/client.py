@@ -22,7 +22,14 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyhudi.errors import InvalidRecordError, TableNotFoundError, TimelineError
+from pyhudi.config import keys as K
+from pyhudi.errors import (
+    ClusteringUpdateConflictError,
+    CommitConflictError,
+    InvalidRecordError,
+    TableNotFoundError,
+    TimelineError,
+)
 from pyhudi.index import simple as simple_index
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings
@@ -32,11 +39,14 @@ from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.instant_time import new_instant_time
 from pyhudi.model.table_config import load_table_config, save_table_config
 from pyhudi.model.write_stat import WriteStat
-from pyhudi.services.rollback import rollback_failed_writes
+from pyhudi.services.rollback import rollback_failed_writes, rollback_pending_write
 from pyhudi.spark_env import ensure_worker_python
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.transaction.conflicts import check_write, footprint
+from pyhudi.transaction.heartbeat import Heartbeat
+from pyhudi.transaction.lock import table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.bulk_insert import layout, run_bulk_task
@@ -83,25 +93,35 @@ class WriteClient:
     def write(self, df: DataFrame, replace_all: bool = False) -> WriteResult:
         cfg = self.config
         timeline = self._timeline()
+        # Completed instants this write knows about; anything completing later is checked for conflicts.
+        self._known_completed = frozenset(i.timestamp for i in timeline.completed()) if timeline else frozenset()
         table_avro = table_schema(timeline, cfg.table) if timeline is not None else None
         batch = prepare_batch(df, cfg, None if replace_all else table_avro)
         keyed = batch.df
         level = _storage_level(cfg.storage_level)
+        # bulk_insert is the big-load path: recomputing its input is cheaper than caching all of it
+        # (and caching a large load can exhaust a default-sized executor), unless asked for.
+        if cfg.operation is WriteOperation.BULK_INSERT and not cfg.options.is_set(K.TAGGED_STORAGE_LEVEL):
+            level = None
         if level is not None:
-            keyed = keyed.persist(level)
+            keyed = keyed.persist(level)  # read by the count job, then by tagging or the write
+        tagged = keyed
         try:
             counts = self._partition_counts(keyed)
             view = build_view(self.storage, cfg.table, timeline) if timeline is not None else None
-            tagged, profile = tag_and_profile(self.spark, self.storage, cfg, keyed, counts, view)
+            tagged, profile = tag_and_profile(self.spark, self.storage, cfg, keyed, counts, view, level)
+            if level is not None and tagged.is_cached and tagged is not keyed:
+                keyed.unpersist()  # the tagged records are cached now; the input is no longer needed
             self._ensure_table()
             timeline = ActiveTimeline.load(self.storage)
-            if not cfg.occ:
-                rollback_failed_writes(self.storage, timeline)
+            lazy = (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses) if cfg.failed_writes_lazy else None
+            if rollback_failed_writes(self.storage, timeline, lazy):
                 timeline = timeline.reload()
             view = build_view(self.storage, cfg.table, timeline)
             result = self._commit_write(tagged, profile, batch, timeline, view, replace_all)
         finally:
             if level is not None:
+                tagged.unpersist()
                 keyed.unpersist()
         self._inline_services()
         return result
@@ -156,32 +176,72 @@ class WriteClient:
                                                 am.empty_requested_replace_metadata()) \
             if action is Action.REPLACE_COMMIT else b""
         bulk = op is WriteOperation.BULK_INSERT
+        self._reject_updates_under_clustering(profile, view)
         plan = None if bulk else self._plan(profile, view, timeline)
-        requested = self._start_instant(timeline, action, requested_bytes)
-        instant = requested.timestamp
-        timeline.transition_to_inflight(requested, profile.to_inflight_bytes())
-        if bulk:
-            stats = self._run_bulk(tagged, batch, instant) if profile.total_inserts else []
-        else:
-            assert plan is not None
-            stats = self._run_handles(tagged, plan, batch, instant) if plan.num_buckets else []
-        self._reconcile_markers(instant, stats)
-        meta = CommitMetadata(operation_type=op.operation_type)
-        for s in stats:
-            meta.add(s)
-        meta.extra_metadata = {"schema": S.to_json(batch.avro_schema), **cfg.extra_metadata}
-        if op.is_overwrite:
-            meta.partition_to_replace_file_ids = self._replaced_file_ids(view, profile, replace_all)
-        timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes())
+        heartbeat = None
+        if cfg.failed_writes_lazy:
+            after = timeline.last().timestamp if timeline.last() else None  # type: ignore[union-attr]
+            heartbeat = Heartbeat(self.storage, new_instant_time(after=after, local=cfg.table.local_timezone),
+                                  cfg.heartbeat_interval_ms).start()
+        try:
+            requested = self._start_instant(timeline, action, requested_bytes,
+                                            heartbeat.path.rsplit("/", 1)[-1] if heartbeat else None)
+            instant = requested.timestamp
+            timeline.transition_to_inflight(requested, profile.to_inflight_bytes())
+            if bulk:
+                stats = self._run_bulk(tagged, batch, instant) if profile.total_inserts else []
+            else:
+                assert plan is not None
+                stats = self._run_handles(tagged, plan, batch, instant) if plan.num_buckets else []
+            self._reconcile_markers(instant, stats)
+            meta = CommitMetadata(operation_type=op.operation_type)
+            for s in stats:
+                meta.add(s)
+            meta.extra_metadata = {"schema": S.to_json(batch.avro_schema), **cfg.extra_metadata}
+            if op.is_overwrite:
+                meta.partition_to_replace_file_ids = self._replaced_file_ids(view, profile, replace_all)
+            self._complete(instant, action, meta, stats)
+        finally:
+            if heartbeat is not None:
+                heartbeat.stop()
         delete_markers(self.storage, instant)
         log.info("completed %s %s: %d files written", action.value, instant, len(stats))
         return WriteResult(instant, stats, op)
 
-    def _start_instant(self, timeline: ActiveTimeline, action: Action, content: bytes) -> Instant:
+    def _complete(self, instant: str, action: Action, meta: CommitMetadata, stats: list[WriteStat]) -> None:
+        """Check for conflicting commits and complete, atomically with respect to other committers."""
+        cfg = self.config
+        with table_lock(self.storage, cfg.lock):
+            timeline = ActiveTimeline.load(self.storage)
+            try:
+                check_write(timeline, instant, self._known_completed, footprint(stats), cfg.occ)
+            except CommitConflictError:
+                rollback_pending_write(self.storage, timeline, Instant(instant, action, State.INFLIGHT))
+                raise
+            timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes())
+
+    def _reject_updates_under_clustering(self, profile: WorkloadProfile, view: FileSystemView) -> None:
+        """Hudi's default SparkRejectUpdateStrategy: updating a file group under pending clustering fails
+        the whole write before anything is written."""
+        if not self.config.clustering.reject_updates:
+            return
+        pending = view.pending_clustering_file_ids()
+        hit = sorted((p, fid) for p, prof in profile.partitions.items() for fid in prof.updates if (p, fid) in pending)
+        if hit:
+            p, fid = hit[0]
+            raise ClusteringUpdateConflictError(
+                f"{len(hit)} file group(s) receiving updates are under pending clustering (e.g. {fid} in "
+                f"{p or 'the table root'}, clustering {pending[(p, fid)]}); nothing was written. Retry after the "
+                "clustering completes, or set hoodie.clustering.updates.strategy="
+                "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy")
+
+    def _start_instant(self, timeline: ActiveTimeline, action: Action, content: bytes,
+                       preferred: str | None = None) -> Instant:
         """Take a fresh instant time; if another writer took the same one first, take the next."""
         after = timeline.last().timestamp if timeline.last() else None  # type: ignore[union-attr]
-        for _ in range(20):
-            instant = new_instant_time(after=after, local=self.config.table.local_timezone)
+        for attempt in range(20):
+            instant = preferred if attempt == 0 and preferred else \
+                new_instant_time(after=after, local=self.config.table.local_timezone)
             try:
                 return timeline.create_requested(Instant(instant, action, State.REQUESTED), content)
             except TimelineError:

@@ -16,6 +16,7 @@ from pyhudi.config import keys as K
 from pyhudi.config.registry import Options
 from pyhudi.errors import InvalidConfigError
 from pyhudi.model.table_config import COW, TableConfig, infer_keygen
+from pyhudi.transaction.lock import LockSettings
 from pyhudi.writer.operation import WriteOperation
 
 GLOBAL_INDEXES = frozenset({"GLOBAL_SIMPLE", "GLOBAL_BLOOM"})
@@ -105,6 +106,10 @@ class WriteConfig:
     extra_metadata: dict[str, str] = field(default_factory=dict)
     options: Options = field(default_factory=lambda: Options({}, {}), compare=False, repr=False)
     compaction: CompactionConfig = field(default_factory=lambda: CompactionConfig())
+    clustering: ClusteringConfig = field(default_factory=lambda: ClusteringConfig())
+    lock: LockSettings = field(default_factory=lambda: LockSettings())
+    heartbeat_interval_ms: int = 60000
+    heartbeat_tolerable_misses: int = 2
 
     @property
     def precombine_field(self) -> str | None:
@@ -224,8 +229,15 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         reconcile_schema=o.get(K.RECONCILE_SCHEMA), bulk_insert_sort_mode=o.get(K.BULKINSERT_SORT_MODE),
         parallelism=int(parallelism), storage_level=str(o.get(K.TAGGED_STORAGE_LEVEL)).upper(), occ=occ,
         failed_writes_lazy=failed == "LAZY", extra_metadata=extra, options=o,
-        compaction=CompactionConfig.from_options(o),
+        compaction=CompactionConfig.from_options(o), clustering=ClusteringConfig.from_options(o),
+        lock=lock_settings(o), heartbeat_interval_ms=o.get(K.HEARTBEAT_INTERVAL_MS),
+        heartbeat_tolerable_misses=o.get(K.HEARTBEAT_TOLERABLE_MISSES),
     )
+
+
+def lock_settings(o: Options) -> LockSettings:
+    return LockSettings(provider=o.get(K.LOCK_PROVIDER), directory=o.get(K.LOCK_FILESYSTEM_PATH),
+                        lease_seconds=o.get(K.LOCK_EXPIRE_SECONDS), wait_ms=o.get(K.LOCK_ACQUIRE_WAIT_MS))
 
 
 @dataclass(frozen=True)
@@ -247,4 +259,51 @@ class CompactionConfig:
             max_delta_seconds=o.get(K.COMPACT_MAX_DELTA_SECONDS),
             log_size_threshold=o.get(K.COMPACTION_LOGFILE_SIZE_THRESHOLD), target_io=o.get(K.COMPACTION_TARGET_IO),
             strategy=o.get(K.COMPACTION_STRATEGY),
+        )
+
+
+@dataclass(frozen=True)
+class ClusteringConfig:
+    inline: bool = False
+    inline_max_commits: int = 4
+    schedule_inline: bool = False
+    async_enabled: bool = False
+    async_max_commits: int = 4
+    small_file_limit: int = 314572800
+    max_bytes_per_group: int = 2 * 1024 * 1024 * 1024
+    target_file_max_bytes: int = 1024 * 1024 * 1024
+    max_num_groups: int = 30
+    single_group_enabled: bool = True
+    sort_columns: tuple[str, ...] = ()
+    layout: str = "linear"
+    partition_selected: tuple[str, ...] = ()
+    partition_regex: str | None = None
+    filter_mode: str = "NONE"
+    lookback_partitions: int = 2
+    skip_latest_partitions: int = 0
+    begin_partition: str | None = None
+    end_partition: str | None = None
+    max_parallelism: int = 15
+    reject_updates: bool = True
+    rollback_on_conflict: bool = False
+
+    @classmethod
+    def from_options(cls, o: Options) -> ClusteringConfig:
+        return cls(
+            inline=o.get(K.CLUSTERING_INLINE), inline_max_commits=o.get(K.CLUSTERING_INLINE_MAX_COMMITS),
+            schedule_inline=o.get(K.CLUSTERING_SCHEDULE_INLINE), async_enabled=o.get(K.CLUSTERING_ASYNC_ENABLED),
+            async_max_commits=o.get(K.CLUSTERING_ASYNC_MAX_COMMITS),
+            small_file_limit=o.get(K.CLUSTERING_SMALL_FILE_LIMIT),
+            max_bytes_per_group=o.get(K.CLUSTERING_MAX_BYTES_PER_GROUP),
+            target_file_max_bytes=o.get(K.CLUSTERING_TARGET_FILE_MAX_BYTES),
+            max_num_groups=o.get(K.CLUSTERING_MAX_NUM_GROUPS), single_group_enabled=o.get(K.CLUSTERING_SINGLE_GROUP),
+            sort_columns=tuple(o.get(K.CLUSTERING_SORT_COLUMNS)), layout=o.get(K.LAYOUT_OPTIMIZE_STRATEGY),
+            partition_selected=tuple(o.get(K.CLUSTERING_PARTITION_SELECTED)),
+            partition_regex=o.get(K.CLUSTERING_PARTITION_REGEX), filter_mode=o.get(K.CLUSTERING_FILTER_MODE),
+            lookback_partitions=o.get(K.CLUSTERING_LOOKBACK_PARTITIONS),
+            skip_latest_partitions=o.get(K.CLUSTERING_SKIP_LATEST_PARTITIONS),
+            begin_partition=o.get(K.CLUSTERING_BEGIN_PARTITION), end_partition=o.get(K.CLUSTERING_END_PARTITION),
+            max_parallelism=o.get(K.CLUSTERING_MAX_PARALLELISM),
+            reject_updates=o.get(K.CLUSTERING_UPDATES_STRATEGY) == "SparkRejectUpdateStrategy",
+            rollback_on_conflict=o.get(K.CLUSTERING_ROLLBACK_ON_CONFLICT),
         )

@@ -7,6 +7,7 @@ workload profile of counts. Only counts reach the driver.
 
 from __future__ import annotations
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -36,11 +37,13 @@ def insert_profile(cfg: WriteConfig, counts: dict[str, tuple[int, int]]) -> Work
 
 
 def tag_and_profile(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFrame,
-                    counts: dict[str, tuple[int, int]], view: FileSystemView | None
-                    ) -> tuple[DataFrame, WorkloadProfile]:
+                    counts: dict[str, tuple[int, int]], view: FileSystemView | None,
+                    level: StorageLevel | None = None) -> tuple[DataFrame, WorkloadProfile]:
+    """Tag records and profile them; with `level`, tagged records are persisted before the profile job
+    so the index lookup runs once (the write reuses them), as Hudi persists its tagged records."""
     committed = view is not None and bool(view.committed_instants)
     if cfg.index.type == "BUCKET" and cfg.operation is not WriteOperation.BULK_INSERT:
-        return _tag_bucket(spark, cfg, keyed, counts, view if committed else None)
+        return _tag_bucket(spark, cfg, keyed, counts, view if committed else None, level)
     if cfg.operation is WriteOperation.BULK_INSERT or not (cfg.operation.needs_tagging and committed):
         untagged = simple_index.with_empty_location(keyed).withColumn(IS_UPDATE, F.lit(False))
         return untagged.filter(~F.col(DELETE_FLAG)), insert_profile(cfg, counts)
@@ -49,6 +52,8 @@ def tag_and_profile(spark: SparkSession, storage: Storage, cfg: WriteConfig, key
     # Deletes of keys the table does not have are no-ops.
     tagged = tagged.filter(~(F.col(DELETE_FLAG) & F.col(LOC_FILE_ID).isNull()))
     tagged = tagged.withColumn(IS_UPDATE, F.col(LOC_FILE_ID).isNotNull())
+    if level is not None:
+        tagged = tagged.persist(level)
     profile = WorkloadProfile(operation_type=cfg.operation.operation_type)
     rows = tagged.groupBy(PARTITION_COL, LOC_FILE_ID, LOC_INSTANT).agg(F.count(F.lit(1)).alias("n")).collect()
     for r in rows:
@@ -78,7 +83,7 @@ def _tag(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFra
 
 
 def _tag_bucket(spark: SparkSession, cfg: WriteConfig, keyed: DataFrame, counts: dict[str, tuple[int, int]],
-                view: FileSystemView | None) -> tuple[DataFrame, WorkloadProfile]:
+                view: FileSystemView | None, level: StorageLevel | None) -> tuple[DataFrame, WorkloadProfile]:
     from pyhudi.writer.client import arrow_udf
 
     fields = cfg.index.bucket_hash_fields or cfg.table.record_key_fields
@@ -101,6 +106,8 @@ def _tag_bucket(spark: SparkSession, cfg: WriteConfig, keyed: DataFrame, counts:
         tagged = simple_index.with_empty_location(with_bid)
     tagged = tagged.filter(~(F.col(DELETE_FLAG) & F.col(LOC_FILE_ID).isNull()))
     tagged = tagged.withColumn(IS_UPDATE, F.col(LOC_FILE_ID).isNotNull())
+    if level is not None:
+        tagged = tagged.persist(level)
     profile = WorkloadProfile(operation_type=cfg.operation.operation_type)
     rows = tagged.groupBy(PARTITION_COL, LOC_FILE_ID, LOC_INSTANT, BUCKET_COL) \
         .agg(F.count(F.lit(1)).alias("n")).collect()

@@ -1,0 +1,162 @@
+"""Clustering plans (Hudi's SparkSizeBasedClusteringPlanStrategy), with the reasons for every decision.
+
+Per selected partition: the latest slices whose base file is below the
+clustering small-file limit and that are not under pending compaction or
+clustering, largest first (a slice without a base file counts as a max-size
+file), packed into groups of at most `max.bytes.per.group`; each group writes
+ceil(bytes / target) files; at most `max.num.groups` groups overall.
+
+One deliberate improvement over Hudi: a group of a single slice that would be
+rewritten unchanged (no log files to merge, no sort order to apply) is skipped,
+because rewriting it only costs IO (a waste Hudi users report).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from pyhudi.model import avro_models as am
+from pyhudi.storage import Storage
+from pyhudi.view.file_system_view import FileSlice, FileSystemView
+from pyhudi.writer.binpack import pack_sequential
+from pyhudi.writer.config import ClusteringConfig
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SliceDecision:
+    partition: str
+    file_id: str
+    size: int
+    chosen: bool
+    reason: str
+    group: int | None = None
+
+
+@dataclass
+class PlannedGroup:
+    slices: list[FileSlice]
+    num_output_file_groups: int
+
+    @property
+    def bytes(self) -> int:
+        return sum(_size(s, 0) for s in self.slices)
+
+
+@dataclass
+class ClusteringPlanDraft:
+    groups: list[PlannedGroup] = field(default_factory=list)
+    decisions: list[SliceDecision] = field(default_factory=list)
+    partitions_considered: list[str] = field(default_factory=list)
+    partitions_skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.groups
+
+
+def _size(s: FileSlice, default_base: int) -> int:
+    """A slice's weight for grouping: its base file, or a max-size file for a log-only slice."""
+    return s.base_size if s.base_file is not None else default_base
+
+
+def select_partitions(partitions: list[str], cfg: ClusteringConfig) -> tuple[list[str], dict[str, str]]:
+    """Apply partition.selected / regex, then the filter mode; return kept and skipped (with reasons)."""
+    skipped: dict[str, str] = {}
+    kept = list(partitions)
+    if cfg.partition_selected:
+        wanted = set(cfg.partition_selected)
+        skipped.update({p: "not in hoodie.clustering.plan.strategy.partition.selected" for p in kept
+                        if p not in wanted})
+        kept = [p for p in kept if p in wanted]
+    if cfg.partition_regex:
+        rx = re.compile(cfg.partition_regex)
+        skipped.update({p: f"does not match partition.regex.pattern {cfg.partition_regex!r}" for p in kept
+                        if not rx.fullmatch(p)})
+        kept = [p for p in kept if rx.fullmatch(p)]
+    if cfg.filter_mode == "RECENT_DAYS":
+        ordered = sorted(kept, reverse=True)
+        recent = ordered[cfg.skip_latest_partitions: cfg.skip_latest_partitions + cfg.lookback_partitions]
+        skipped.update({p: "outside the RECENT_DAYS window" for p in kept if p not in recent})
+        kept = [p for p in kept if p in recent]
+    elif cfg.filter_mode == "SELECTED_PARTITIONS":
+        lo, hi = cfg.begin_partition or "", cfg.end_partition
+        inside = [p for p in kept if p >= lo and (hi is None or p <= hi)]
+        skipped.update({p: f"outside SELECTED_PARTITIONS [{lo}, {hi or ''}]" for p in kept if p not in inside})
+        kept = inside
+    return kept, skipped
+
+
+def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) -> ClusteringPlanDraft:
+    draft = ClusteringPlanDraft()
+    partitions, draft.partitions_skipped = select_partitions(view.partition_paths, cfg)
+    draft.partitions_considered = partitions
+    compacting = view.pending_compaction_file_ids()
+    clustering = view.pending_clustering_file_ids()
+    sort_or_merge_changes = bool(cfg.sort_columns)
+    for p in partitions:
+        eligible: list[FileSlice] = []
+        for s in view.latest_file_slices(p):
+            size = _size(s, max_file_size)
+            reason = None
+            if (p, s.file_id) in compacting:
+                reason = "under pending compaction"
+            elif (p, s.file_id) in clustering:
+                reason = f"already in pending clustering {clustering[(p, s.file_id)]}"
+            elif s.base_file is not None and s.base_size >= cfg.small_file_limit:
+                reason = f"base file {s.base_size} B is not below the clustering small-file limit " \
+                         f"{cfg.small_file_limit} B"
+            if reason:
+                draft.decisions.append(SliceDecision(p, s.file_id, size, False, reason))
+            else:
+                eligible.append(s)
+        eligible.sort(key=lambda s: _size(s, max_file_size), reverse=True)
+        for bin_ in pack_sequential(eligible, lambda s: _size(s, max_file_size), cfg.max_bytes_per_group):
+            group_bytes = sum(_size(s, max_file_size) for s in bin_)
+            if len(bin_) == 1:
+                only = bin_[0]
+                unchanged = not only.log_files and not sort_or_merge_changes
+                if unchanged or not cfg.single_group_enabled:
+                    why = ("a single file group with nothing to merge or sort would be rewritten unchanged"
+                           if unchanged else "single-slice groups are disabled "
+                           "(plan.strategy.single.group.clustering.enabled=false)")
+                    draft.decisions.append(SliceDecision(p, only.file_id, group_bytes, False, why))
+                    continue
+            if len(draft.groups) >= cfg.max_num_groups:
+                for s in bin_:
+                    draft.decisions.append(SliceDecision(p, s.file_id, _size(s, max_file_size), False,
+                                                         f"plan already has max.num.groups={cfg.max_num_groups}"))
+                continue
+            n_out = max(1, math.ceil(group_bytes / cfg.target_file_max_bytes))
+            draft.groups.append(PlannedGroup(list(bin_), n_out))
+            for s in bin_:
+                draft.decisions.append(SliceDecision(
+                    p, s.file_id, _size(s, max_file_size), True,
+                    f"small file (below {cfg.small_file_limit} B), packed into group {len(draft.groups) - 1} "
+                    f"({group_bytes} B -> {n_out} file(s))", len(draft.groups) - 1))
+    return draft
+
+
+def to_avro_plan(draft: ClusteringPlanDraft, storage: Storage, cfg: ClusteringConfig,
+                 max_file_size: int) -> dict[str, object]:
+    groups = []
+    for g in draft.groups:
+        slices = [am.slice_info(file_id=s.file_id, partition_path=s.partition,
+                                data_file_path=storage.uri(s.base_file.path) if s.base_file else "",
+                                delta_file_paths=[storage.uri(lf.path) for lf in s.log_files]) for s in g.slices]
+        read = sum(s.base_size + s.log_size for s in g.slices) // MB
+        write = sum(_size(s, max_file_size) for s in g.slices) // MB
+        metrics = {"TOTAL_IO_READ_MB": read, "TOTAL_IO_WRITE_MB": write, "TOTAL_IO_MB": read + write,
+                   "TOTAL_LOG_FILES_SIZE": sum(s.log_size for s in g.slices),
+                   "TOTAL_LOG_FILES": sum(len(s.log_files) for s in g.slices)}
+        groups.append(am.clustering_group(slices=slices, num_output_file_groups=g.num_output_file_groups,
+                                          metrics=metrics))
+    params = {"hoodie.clustering.plan.strategy.sort.columns": ",".join(cfg.sort_columns),
+              "hoodie.layout.optimize.strategy": cfg.layout,
+              "hoodie.clustering.plan.strategy.target.file.max.bytes": str(cfg.target_file_max_bytes)}
+    strategy = am.clustering_strategy(strategy_params={k: v for k, v in params.items() if v})
+    plan = am.clustering_plan(input_groups=groups, strategy=strategy, preserve_hoodie_metadata=True)
+    return am.requested_replace_metadata(clustering_plan=plan, operation_type="CLUSTER")

@@ -1,0 +1,1 @@
+"""Concurrency: table locks, commit conflict detection, writer heartbeats."""

@@ -1,0 +1,151 @@
+"""Table locks for the commit critical section, with a lease so a crashed holder cannot block forever.
+
+The default provider needs no service: the lock is a file created with
+exclusive create (O_EXCL) under `.hoodie/.locks/`, holding its owner and
+lease expiry. An expired lock is stolen through a second exclusive file
+(`.steal`), so two processes can never both steal the same stale lock; the
+steal file itself expires, should a stealer crash mid-steal.
+
+Other providers plug in through `hoodie.write.lock.provider`: either Hudi's
+class name for the file-system lock, or `some.module.ClassName` of a class
+implementing `LockProvider`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pyhudi.errors import CommitConflictError, InvalidConfigError
+from pyhudi.storage import Storage
+
+LOCK_DIR = ".hoodie/.locks"
+HUDI_FS_LOCK_CLASSES = frozenset({
+    "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
+    "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
+    "pyhudi.transaction.lock.FileSystemLockProvider",
+})
+
+
+class LockTimeoutError(CommitConflictError):
+    """The table lock could not be acquired in time."""
+
+
+class LockProvider(Protocol):
+    def acquire(self, timeout_s: float) -> None: ...
+
+    def release(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class LockSettings:
+    provider: str | None = None
+    directory: str | None = None
+    lease_seconds: int = 60
+    wait_ms: int = 60000
+
+
+class FileSystemLockProvider:
+    """Exclusive-create lock file with a lease (see module docstring)."""
+
+    def __init__(self, storage: Storage, settings: LockSettings) -> None:
+        self.storage = storage
+        self.dir = settings.directory or LOCK_DIR
+        self.path = f"{self.dir}/table.lock"
+        self.lease_ms = settings.lease_seconds * 1000
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
+        self._held = False
+
+    def _content(self) -> bytes:
+        now = int(time.time() * 1000)
+        return json.dumps({"owner": self.owner, "acquired_ms": now, "expires_ms": now + self.lease_ms}).encode()
+
+    def _read(self, rel: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.storage.read_bytes(rel).decode())
+        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _expired(self, rel: str) -> dict[str, Any] | None:
+        info = self._read(rel)
+        if info is None:
+            # Unreadable (e.g. being written): expired only if its file is older than a lease.
+            return None
+        return info if int(info.get("expires_ms", 0)) < int(time.time() * 1000) else None
+
+    def _try_steal(self) -> bool:
+        stale = self._expired(self.path)
+        if stale is None:
+            return False
+        steal = f"{self.path}.steal"
+        if not self.storage.create_exclusive(steal, self._content()):
+            if self._expired(steal) is not None:
+                self.storage.delete(steal)  # a stealer crashed mid-steal; its token has expired
+            return False
+        try:
+            current = self._read(self.path)
+            if current is not None and current.get("owner") == stale.get("owner") and \
+                    current.get("acquired_ms") == stale.get("acquired_ms"):
+                self.storage.delete(self.path)
+            return self.storage.create_exclusive(self.path, self._content())
+        finally:
+            self.storage.delete(steal)
+
+    def acquire(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01
+        while True:
+            if self.storage.create_exclusive(self.path, self._content()) or self._try_steal():
+                self._held = True
+                return
+            if time.monotonic() >= deadline:
+                holder = self._read(self.path) or {}
+                raise LockTimeoutError(
+                    f"could not acquire the table lock {self.storage.uri(self.path)} within {timeout_s:.0f}s "
+                    f"(held by {holder.get('owner', 'unknown')}); raise hoodie.write.lock.wait_time_ms or check "
+                    "for a stuck writer (its lease expires after hoodie.write.lock.filesystem.expire seconds)")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def release(self) -> None:
+        if not self._held:
+            return
+        current = self._read(self.path)
+        if current is not None and current.get("owner") == self.owner:
+            self.storage.delete(self.path)
+        self._held = False
+
+
+def make_lock(storage: Storage, settings: LockSettings) -> LockProvider:
+    name = settings.provider
+    if name is None or name in HUDI_FS_LOCK_CLASSES:
+        return FileSystemLockProvider(storage, settings)
+    module_name, _, cls_name = name.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module_name), cls_name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise InvalidConfigError(
+            f"hoodie.write.lock.provider={name!r} cannot be loaded ({exc}); use "
+            "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider or a 'module.Class' implementing "
+            "pyhudi.transaction.lock.LockProvider") from exc
+    return cls(storage, settings)  # type: ignore[no-any-return]
+
+
+@contextmanager
+def table_lock(storage: Storage, settings: LockSettings):  # type: ignore[no-untyped-def]
+    """Hold the table lock for a critical section (conflict check + timeline transition)."""
+    lock = make_lock(storage, settings)
+    lock.acquire(settings.wait_ms / 1000.0)
+    try:
+        yield lock
+    finally:
+        lock.release()
