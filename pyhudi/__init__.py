@@ -25,6 +25,20 @@ def write(df, path, options=None, mode="append"):  # type: ignore[no-untyped-def
     return _write(df, path, options, mode)
 
 
+def cluster(spark, path, options=None, instant=None):  # type: ignore[no-untyped-def]
+    """Cluster a table (schedule if needed, run pending plans); returns instants. See pyhudi.api.cluster."""
+    from pyhudi.api import cluster as _cluster
+
+    return _cluster(spark, path, options, instant)
+
+
+def wait_for_table_services(path=None, timeout=None):  # type: ignore[no-untyped-def]
+    """Wait for background table services (async clustering); returns their errors."""
+    from pyhudi.api import wait_for_table_services as _wait
+
+    return _wait(path, timeout)
+
+
 def compact(spark, path, options=None, instant=None):  # type: ignore[no-untyped-def]
     """Compact a merge-on-read table; returns the completed compaction instants. See pyhudi.api.compact."""
     from pyhudi.api import compact as _compact
@@ -42,6 +56,6 @@ def read(spark, path, options=None, filters=None):  # type: ignore[no-untyped-de
 __all__ = [
     "ClusteringUpdateConflictError", "CommitConflictError", "CorruptFileError", "HudiError",
     "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
-    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "compact", "read",
-    "write",
+    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "cluster", "compact",
+    "read", "wait_for_table_services", "write",
 ]

@@ -89,6 +89,39 @@ def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
     return todo
 
 
+def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,
+            instant: str | None = None) -> list[str]:
+    """Cluster the table: returns the clustering instants completed.
+
+    With `instant`, execute that pending clustering. Otherwise schedule a plan if none is pending (and
+    some small files qualify), then execute every pending clustering, oldest first. A clustering that
+    would overwrite a concurrent write is rolled back and raises CommitConflictError.
+    """
+    from pyhudi.services import clustering
+    from pyhudi.writer.client import parquet_settings
+
+    storage = Storage(path)
+    table = load_table_config(storage)
+    config = build_write_config(Options.parse(options), table, WriteOperation.INSERT)
+    if instant is not None:
+        todo = [instant]
+    else:
+        if not clustering.pending_clusterings(storage):
+            clustering.schedule(storage, table, config.clustering, config.sizing.max_file_size, config.lock)
+        todo = clustering.pending_clusterings(storage)
+    for inst in todo:
+        clustering.execute(spark, storage, table, inst, config.clustering, parquet_settings(config),
+                           config.event_time_field, config.lock)
+    return todo
+
+
+def wait_for_table_services(path: str | None = None, timeout: float | None = None) -> list[BaseException]:
+    """Block until background table services (async clustering) of `path` (or all tables) finish."""
+    from pyhudi.services import background
+
+    return background.wait(Storage(path).base_uri if path else None, timeout)
+
+
 def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,
          filters: Sequence[Sequence[Any]] | None = None) -> DataFrame:
     """Read the Hudi table at `path` as a Spark DataFrame (snapshot, time travel or incremental)."""
@@ -109,4 +142,4 @@ def _delete_table(storage: Storage) -> None:
         storage.delete_dir("")
 
 
-__all__ = ["K", "compact", "read", "write"]
+__all__ = ["K", "cluster", "compact", "read", "wait_for_table_services", "write"]

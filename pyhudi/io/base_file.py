@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -67,21 +68,42 @@ def _row_group_rows(table: pa.Table, settings: ParquetSettings, bytes_per_row: f
     return max(1000, int(settings.block_size / bytes_per_row))
 
 
+def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
+              bytes_per_row: float) -> None:
+    metadata = footer_metadata(table, avro_schema_with_meta, settings)
+    plain = table.replace_schema_metadata(None)
+    writer = pq.ParquetWriter(
+        sink, plain.schema, compression=settings.codec, data_page_size=settings.page_size,
+        store_schema=False, write_statistics=True, use_dictionary=True,
+    )
+    writer.write_table(plain, row_group_size=_row_group_rows(table, settings, bytes_per_row))
+    # With store_schema=False, schema metadata is not written; footer entries go in explicitly.
+    writer.add_key_value_metadata(metadata)
+    writer.close()
+
+
 def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,
                   settings: ParquetSettings, bytes_per_row: float = 0.0) -> int:
     """Write `table` as one base file and return its size in bytes."""
-    metadata = footer_metadata(table, avro_schema_with_meta, settings)
-    plain = table.replace_schema_metadata(None)
     with storage.open_output_stream(rel_path) as sink:
-        writer = pq.ParquetWriter(
-            sink, plain.schema, compression=settings.codec, data_page_size=settings.page_size,
-            store_schema=False, write_statistics=True, use_dictionary=True,
-        )
-        writer.write_table(plain, row_group_size=_row_group_rows(table, settings, bytes_per_row))
-        # With store_schema=False, schema metadata is not written; footer entries go in explicitly.
-        writer.add_key_value_metadata(metadata)
-        writer.close()
+        _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row)
     return storage.size(rel_path)
+
+
+def encode_within(make: Callable[[int], pa.Table], rows: int, limit: int, avro_schema_with_meta: str,
+                  settings: ParquetSettings, bytes_per_row: float = 0.0) -> tuple[bytes, int]:
+    """Encode the first `rows` rows (as built by `make`) as a base file of at most `limit` bytes.
+
+    Size estimates can miss (compression varies along the data), so the file is encoded in memory
+    and, if it is too big, re-encoded with proportionally fewer rows. Returns (bytes, rows).
+    """
+    while True:
+        sink = pa.BufferOutputStream()
+        _write_to(sink, make(rows), avro_schema_with_meta, settings, bytes_per_row)
+        data = sink.getvalue().to_pybytes()
+        if len(data) <= limit or rows <= 1:
+            return data, rows
+        rows = max(1, min(rows - 1, int(rows * limit / len(data) * 0.98)))
 
 
 def estimate_bytes_per_row(table: pa.Table, settings: ParquetSettings, sample_rows: int = 4000) -> float:

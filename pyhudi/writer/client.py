@@ -127,7 +127,8 @@ class WriteClient:
         return result
 
     def _inline_services(self) -> None:
-        """Table services that run inside the writer after its commit (compaction, for now)."""
+        """Table services the writer runs after its commit: clustering, then compaction."""
+        self._clustering_service()
         cfg = self.config
         if not cfg.table.is_mor or not (cfg.compaction.inline or cfg.compaction.schedule_inline):
             return
@@ -207,6 +208,37 @@ class WriteClient:
         delete_markers(self.storage, instant)
         log.info("completed %s %s: %d files written", action.value, instant, len(stats))
         return WriteResult(instant, stats, op)
+
+    def _clustering_service(self) -> None:
+        """Inline (synchronous, every N commits), schedule-only, or async (a background thread)."""
+        cfg = self.config
+        cc = cfg.clustering
+        if not (cc.inline or cc.schedule_inline or cc.async_enabled):
+            return
+        from pyhudi.services import background
+        from pyhudi.services import clustering as svc
+
+        if cc.async_enabled and background.busy(self.storage.base_uri):
+            return
+        pending = svc.pending_clusterings(self.storage)
+        instant: str | None = pending[0] if pending else None
+        if instant is None:
+            every = cc.async_max_commits if cc.async_enabled else cc.inline_max_commits
+            if svc.commits_since_last_clustering(ActiveTimeline.load(self.storage)) < every:
+                return
+            instant = svc.schedule(self.storage, cfg.table, cc, cfg.sizing.max_file_size, cfg.lock)
+        if instant is None or not (cc.inline or cc.async_enabled):
+            return  # nothing to do, or schedule-only
+        chosen = instant
+
+        def run() -> object:
+            return svc.execute(self.spark, self.storage, cfg.table, chosen, cc, parquet_settings(cfg),
+                               cfg.event_time_field, cfg.lock)
+
+        if cc.async_enabled:
+            background.submit(self.storage.base_uri, "clustering", run)
+        else:
+            run()
 
     def _complete(self, instant: str, action: Action, meta: CommitMetadata, stats: list[WriteStat]) -> None:
         """Check for conflicting commits and complete, atomically with respect to other committers."""

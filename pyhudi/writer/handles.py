@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from pyhudi.io.base_file import (
     ParquetSettings,
     bloom_overhead,
+    encode_within,
     estimate_bytes_per_row,
     read_parquet,
     write_parquet,
@@ -114,11 +115,18 @@ def dedupe(records: pa.Table, precombine: str | None) -> pa.Table:
     positions = pa.array(np.arange(records.num_rows), type=pa.int64())
     with_pos = records.append_column("__pos", positions)
     order.append(("__pos", "ascending"))
-    ordered = with_pos.take(pc.sort_indices(with_pos, sort_keys=order, null_placement="at_start"))
+    ordered = with_pos.take(_sort_indices_nulls_first(with_pos, order))
     k = ordered.column(RECORD_KEY).combine_chunks()
     last = pc.not_equal(k.slice(1), k.slice(0, len(k) - 1))
     keep = pa.concat_arrays([last.cast(pa.bool_()), pa.array([True])])
     return ordered.filter(keep).drop_columns(["__pos"])
+
+
+def _sort_indices_nulls_first(table: pa.Table, order: list[tuple[str, str]]) -> pa.Array:
+    """Nulls sort first (a null precombine value loses); pyarrow >= 25 takes that per sort key."""
+    if int(pa.__version__.split(".")[0]) >= 25:
+        return pc.sort_indices(table, sort_keys=[(c, d, "at_start") for c, d in order])
+    return pc.sort_indices(table, sort_keys=order, null_placement="at_start")
 
 
 def is_delete(records: pa.Table) -> np.ndarray:
@@ -176,36 +184,41 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     while offset < records.num_rows:
         remaining = records.num_rows - offset
         rows = remaining if bucket.fixed_file_id else \
-            _rollover_chunks(remaining, per_row, ctx.sizing.max_file_size, ctx.parquet)[0]
+            rollover_chunks(remaining, per_row, ctx.sizing.max_file_size, ctx.parquet)[0]
         if keep_tail and rows == remaining and \
-                remaining * per_row < ctx.sizing.max_file_size - _overhead(remaining, ctx.parquet):
+                remaining * per_row < ctx.sizing.max_file_size - file_overhead(remaining, ctx.parquet):
             return stats, records.slice(offset)  # not a full file yet: the caller tops it up later
         fid = bucket.file_id if bucket.fixed_file_id else file_id(bucket.file_id, first_rollover + i)
         name = base_file_name(fid, token, ctx.instant)
         path = join_path(bucket.partition, name)
-        part = with_meta(ctx, records.slice(offset, rows), name, pid, offset)
+        limit = 1 << 62 if bucket.fixed_file_id else ctx.sizing.max_file_size
+        def make(n: int, start: int = offset, fname: str = name) -> pa.Table:
+            return with_meta(ctx, records.slice(start, n), fname, pid, start)
+
+        data, rows = encode_within(make, rows, limit, ctx.avro_schema_with_meta, ctx.parquet, per_row)
         create_marker(storage, ctx.instant, bucket.partition, name, "CREATE")
-        size = write_parquet(storage, path, part, ctx.avro_schema_with_meta, ctx.parquet, per_row)
+        storage.write_bytes(path, data)
+        size = len(data)
         stats.append(WriteStat(
             file_id=fid, path=path, partition_path=bucket.partition, num_writes=rows, num_inserts=rows,
             total_write_bytes=size, file_size_in_bytes=size,
             runtime_stats=RuntimeStats(total_create_time=int((time.monotonic() - start) * 1000)),
         ))
         # A sample of a few thousand rows compresses worse than a whole file; learn from the real file.
-        per_row = max(1.0, (size - _overhead(rows, ctx.parquet)) / rows)
+        per_row = max(1.0, (size - file_overhead(rows, ctx.parquet)) / rows)
         offset += rows
         i += 1
     return stats, None
 
 
-def _overhead(n: int, settings: ParquetSettings) -> int:
+def file_overhead(n: int, settings: ParquetSettings) -> int:
     """Bytes of a file that do not grow with its rows: the bloom filter and the footer."""
     return bloom_overhead(min(n, settings.bloom_num_entries + 1), settings) + 4096
 
 
-def _rollover_chunks(n: int, bytes_per_row: float, max_file_size: int, settings: ParquetSettings) -> list[int]:
+def rollover_chunks(n: int, bytes_per_row: float, max_file_size: int, settings: ParquetSettings) -> list[int]:
     """Rows per file so that no file passes the max size; the last file takes the remainder."""
-    overhead = _overhead(n, settings)
+    overhead = file_overhead(n, settings)
     # Sizes are estimates (compression varies along a file): aim a little below the max.
     fits = int((max_file_size * ROLLOVER_TARGET - overhead) / max(bytes_per_row, 1.0))
     per_file = max(1, fits)

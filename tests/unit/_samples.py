@@ -8,7 +8,6 @@ a pytest temp dir, one folder per zip, and the table root is returned.
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 from functools import cache
 from pathlib import Path
@@ -16,7 +15,9 @@ from typing import Any
 
 import pytest
 
-SAMPLES = Path(os.environ.get("PYHUDI_SAMPLES", Path(__file__).resolve().parents[3] / "shared" / "samples"))
+from tests.helpers import samples_root
+
+SAMPLES = samples_root()
 MANIFEST_PATH = SAMPLES / "manifest.json"
 
 

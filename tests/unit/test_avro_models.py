@@ -16,8 +16,9 @@ import pytest
 from pyhudi.errors import CorruptFileError, HudiError
 from pyhudi.model import avro_models as am
 from pyhudi.model.avro_schemas import NAMESPACE, SCHEMAS, TOP_LEVEL_SCHEMAS, WRAPPER_NAMES
+from tests.helpers import samples_root
 
-SAMPLES = Path("/work/shared/samples/tables")
+SAMPLES = samples_root() / "tables"
 OVERWRITE_SAMPLES = [
     "cow__v6_simplekeygen_nonhivestyle_overwritetable.zip",
     "mor_parquet__v6_simplekeygen_nonhivestyle_overwritetable.zip",

@@ -34,8 +34,9 @@ from pyhudi.index.bloom_filter import (
     _utf8_columns,
     read_footer_filter,
 )
+from tests.helpers import samples_root
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "tables"
+SAMPLES = samples_root() / "tables"
 ZIPS = sorted(SAMPLES.glob("*.zip")) if SAMPLES.is_dir() else []
 
 # --------------------------------------------------------------------------- samples

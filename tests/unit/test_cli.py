@@ -23,8 +23,9 @@ from pyhudi.cli.files_cmd import BUCKET_LABELS, bucket_of, histogram
 from pyhudi.cli.main import main
 from pyhudi.cli.timeline_cmd import ARCHIVED_NOT_AVAILABLE
 from pyhudi.model import avro_models as am
+from tests.helpers import samples_root
 
-SAMPLES = Path(os.environ.get("PYHUDI_SAMPLES", "/work/shared/samples")) / "tables"
+SAMPLES = samples_root() / "tables"
 SMOKE = Path("/tmp/smoke/t1")
 SAMPLE_NAMES = sorted(p.stem for p in SAMPLES.glob("*.zip"))
 OVERWRITE = [n for n in SAMPLE_NAMES if n.endswith("overwritetable")]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import os
 import struct
 import zipfile
 import zlib
@@ -51,8 +50,9 @@ from pyhudi.io.log_format import (
     read_blocks,
     read_valid_blocks,
 )
+from tests.helpers import samples_root
 
-SAMPLES = Path(os.environ.get("PYHUDI_SAMPLES", Path(__file__).resolve().parents[3] / "shared" / "samples"))
+SAMPLES = samples_root()
 TRIPS = "trips_mor_avro__v6_trips_8i1u"
 MOR_PARQUET_WITH_LOGS = [
     "mor_parquet__v6_complexkeygen_hivestyle",

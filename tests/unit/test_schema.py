@@ -34,8 +34,9 @@ from pyhudi.io.schema import (
     with_meta_fields,
     without_meta_fields,
 )
+from tests.helpers import samples_root
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "tables"
+SAMPLES = samples_root() / "tables"
 ZIPS = sorted(SAMPLES.glob("*.zip")) if SAMPLES.is_dir() else []
 
 

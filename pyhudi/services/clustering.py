@@ -1,0 +1,262 @@
+"""Clustering: rewrite groups of small file slices into new, well-sized (optionally sorted) file groups.
+
+Schedule (driver): `clustering_plan.draft_plan` -> `<C>.replacecommit.requested` holding Hudi's Avro
+HoodieRequestedReplaceMetadata (operationType CLUSTER, HoodieClusteringPlan).
+Execute (executors): per group, merge each slice (base + logs), order the records (linear, z-order,
+Hilbert), write new file groups rolling over at `target.file.max.bytes`, keeping each record's
+commit time and sequence number. Commit (driver, under the table lock): verify no write slipped into
+an input group since scheduling, then complete `<C>.replacecommit` with `partitionToReplaceFileIds`.
+Readers switch to the new groups atomically with that one file; the old files stay for the cleaner.
+A conflicting or failed execution is rolled back, never committed over a write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from pyhudi.errors import CommitConflictError, HudiError, TimelineError
+from pyhudi.io import schema as S
+from pyhudi.io.base_file import ParquetSettings, encode_within, estimate_bytes_per_row
+from pyhudi.model import avro_models as am
+from pyhudi.model.commit_metadata import CommitMetadata
+from pyhudi.model.file_names import base_file_name, file_id, join_path, new_file_id_prefix, write_token
+from pyhudi.model.instant_time import new_instant_time
+from pyhudi.model.table_config import TableConfig
+from pyhudi.model.write_stat import RuntimeStats, WriteStat
+from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
+from pyhudi.services.clustering_plan import ClusteringPlanDraft, draft_plan, to_avro_plan
+from pyhudi.services.layout import order
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
+from pyhudi.transaction.conflicts import check_clustering
+from pyhudi.transaction.lock import LockSettings, table_lock
+from pyhudi.view.builder import build_view
+from pyhudi.writer.config import ClusteringConfig
+from pyhudi.writer.handles import FILE_NAME, file_overhead, rollover_chunks
+from pyhudi.writer.markers import create_marker, delete_markers, list_marked_files
+from pyhudi.writer.partition_meta import ensure_partition_metadata
+from pyhudi.writer.prepare import table_schema
+
+log = logging.getLogger(__name__)
+GROUPS_SCHEMA = "group_index int, partition string, slices string"
+
+
+def explain(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_file_size: int) -> ClusteringPlanDraft:
+    timeline = ActiveTimeline.load(storage)
+    return draft_plan(build_view(storage, table, timeline), cfg, max_file_size)
+
+
+def schedule(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_file_size: int,
+             lock: LockSettings | None = None) -> str | None:
+    """Write a clustering plan if there is anything worth clustering; return its instant."""
+    with table_lock(storage, lock or LockSettings()):
+        timeline = ActiveTimeline.load(storage)
+        draft = draft_plan(build_view(storage, table, timeline), cfg, max_file_size)
+        if draft.empty:
+            return None
+        last = timeline.last()
+        instant = new_instant_time(after=last.timestamp if last else None, local=table.local_timezone)
+        requested = am.write_instant_avro("HoodieRequestedReplaceMetadata",
+                                          to_avro_plan(draft, storage, cfg, max_file_size))
+        timeline.create_requested(Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED), requested)
+    log.info("scheduled clustering %s: %d groups", instant, len(draft.groups))
+    return instant
+
+
+def commits_since_last_clustering(timeline: ActiveTimeline) -> int:
+    """Completed data writes (not compactions) after the last completed clustering."""
+    last = None
+    for inst in timeline.completed().actions(Action.REPLACE_COMMIT):
+        if timeline.commit_metadata(inst).operation_type == "CLUSTER":
+            last = inst.timestamp
+    return sum(1 for i in timeline.completed().actions(Action.COMMIT, Action.DELTA_COMMIT)
+               if (last is None or i.timestamp > last) and not timeline.is_compaction_commit(i))
+
+
+def pending_clusterings(storage: Storage) -> list[str]:
+    from pyhudi.services.rollback import is_clustering
+
+    timeline = ActiveTimeline.load(storage)
+    return [i.timestamp for i in timeline.actions(Action.REPLACE_COMMIT).pending() if is_clustering(timeline, i)]
+
+
+def read_plan(timeline: ActiveTimeline, instant: str) -> dict[str, Any]:
+    meta = am.read_instant_avro(timeline.requested_details(Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED)))
+    plan = meta.get("clusteringPlan")
+    if not plan:
+        raise TimelineError(f"{instant} is a replacecommit without a clustering plan (an insert overwrite)")
+    return plan  # type: ignore[no-any-return]
+
+
+# --------------------------------------------------------------------------- execution (executors)
+@dataclass(frozen=True)
+class ClusterContext:
+    base_uri: str
+    instant: str
+    spec: MergeSpec
+    avro_with_meta: str
+    parquet: ParquetSettings
+    target_file_bytes: int
+    sort_columns: tuple[str, ...]
+    layout: str
+
+
+def _rel(storage: Storage, uri: str) -> str:
+    base = storage.uri("")
+    return uri[len(base):].lstrip("/") if uri.startswith(base) else uri.lstrip("/")
+
+
+def _cluster_task(ctx: ClusterContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    assert tc is not None
+    token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
+    storage = Storage(ctx.base_uri)
+    out: list[str] = []
+    for batch in batches:
+        for row in batch.to_pylist():
+            out.extend(json.dumps(s.to_json()) for s in _cluster_group(ctx, storage, row, token))
+    if out:
+        yield pa.RecordBatch.from_pydict({"stat": out}, schema=pa.schema([("stat", pa.string())]))
+
+
+def _cluster_group(ctx: ClusterContext, storage: Storage, row: dict[str, Any], token: str) -> list[WriteStat]:
+    start = time.monotonic()
+    tables = []
+    for sl in json.loads(row["slices"]):
+        base = _rel(storage, sl["dataFilePath"]) if sl.get("dataFilePath") else None
+        logs = [_rel(storage, p) for p in sl.get("deltaFilePaths") or []]
+        merged, _ = merge_file_slice(storage, sl["fileId"], base, logs, ctx.spec)
+        tables.append(merged)
+    records = order(pa.concat_tables(tables), ctx.sort_columns, ctx.layout)
+    partition = row["partition"]
+    ensure_partition_metadata(storage, partition, ctx.instant)
+    return _write_preserving_meta(ctx, storage, partition, records, token, start)
+
+
+def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str, records: pa.Table, token: str,
+                           start: float) -> list[WriteStat]:
+    """New file groups rolled over at the target size; records keep their meta columns but the file name."""
+    stats: list[WriteStat] = []
+    if records.num_rows == 0:
+        return stats
+    prefix = new_file_id_prefix()
+    per_row = estimate_bytes_per_row(records.slice(0, 20000), ctx.parquet, sample_rows=20000)
+    offset, i = 0, 0
+    name_idx = records.schema.get_field_index(FILE_NAME)
+    while offset < records.num_rows:
+        rows = rollover_chunks(records.num_rows - offset, per_row, ctx.target_file_bytes, ctx.parquet)[0]
+        fid = file_id(prefix, i)
+        name = base_file_name(fid, token, ctx.instant)
+
+        def chunk(n: int, start: int = offset, fname: str = name) -> pa.Table:
+            part = records.slice(start, n)
+            return part.set_column(name_idx, records.schema.field(name_idx), pa.array([fname] * n, pa.string()))
+
+        path = join_path(partition, name)
+        data, rows = encode_within(chunk, rows, ctx.target_file_bytes, ctx.avro_with_meta, ctx.parquet, per_row)
+        create_marker(storage, ctx.instant, partition, name, "CREATE")
+        storage.write_bytes(path, data)
+        size = len(data)
+        stats.append(WriteStat(
+            file_id=fid, path=path, partition_path=partition, num_writes=rows, num_inserts=rows,
+            total_write_bytes=size, file_size_in_bytes=size,
+            runtime_stats=RuntimeStats(total_create_time=int((time.monotonic() - start) * 1000))))
+        per_row = max(1.0, (size - file_overhead(rows, ctx.parquet)) / rows)
+        offset += rows
+        i += 1
+    return stats
+
+
+# --------------------------------------------------------------------------- execution (driver)
+def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg: ClusteringConfig,
+            parquet: ParquetSettings, event_time_field: str | None, lock: LockSettings | None = None) -> CommitMetadata:
+    timeline = ActiveTimeline.load(storage)
+    current = timeline.find(instant)
+    if current is None or current.action is not Action.REPLACE_COMMIT or current.is_completed:
+        raise TimelineError(f"{instant} is not a pending clustering on {storage.base_uri}")
+    plan = read_plan(timeline, instant)
+    if current.state is State.INFLIGHT:
+        _undo_partial(storage, instant)  # an earlier attempt died part-way
+    else:
+        timeline.transition_to_inflight(current, b"")
+    avro = table_schema(timeline, table)
+    if avro is None:
+        raise HudiError(f"cannot cluster {storage.base_uri}: the table has no schema yet")
+    params = (plan.get("strategy") or {}).get("strategyParams") or {}
+    sort_columns = tuple(c for c in params.get("hoodie.clustering.plan.strategy.sort.columns", "").split(",") if c)
+    first = timeline.write_timeline().first()
+    spec = MergeSpec(committed=frozenset(i.timestamp for i in timeline.write_timeline().completed()),
+                     as_of=None, event_time_field=event_time_field,
+                     target_schema=S.avro_to_arrow(S.with_meta_fields(avro)), populate_meta=table.populate_meta_fields,
+                     record_key_fields=table.record_key_fields, committed_before=first.timestamp if first else None)
+    target = int(params.get("hoodie.clustering.plan.strategy.target.file.max.bytes", cfg.target_file_max_bytes))
+    ctx = ClusterContext(storage.base_uri, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet, target,
+                         sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout))
+    groups = plan.get("inputGroups") or []
+    rows = [(i, str(g["slices"][0].get("partitionPath") or ""), json.dumps(g["slices"])) for i, g in enumerate(groups)]
+    try:
+        stats = _run(spark, ctx, rows, cfg.max_parallelism)
+        _reconcile(storage, instant, stats)
+        return _commit(storage, table, instant, plan, stats, avro, lock)
+    except CommitConflictError:
+        rollback_clustering(storage, instant)
+        raise
+
+
+def _run(spark: Any, ctx: ClusterContext, rows: list[tuple[int, str, str]], parallelism: int) -> list[WriteStat]:
+    if not rows:
+        return []
+    df = spark.createDataFrame(rows, GROUPS_SCHEMA).repartition(max(1, min(len(rows), parallelism)))
+    out = df.mapInArrow(lambda it: _cluster_task(ctx, it), "stat string").collect()
+    return [WriteStat.from_json(json.loads(r["stat"])) for r in out]
+
+
+def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, Any], stats: list[WriteStat],
+            avro: dict[str, Any], lock: LockSettings | None) -> CommitMetadata:
+    replaced: dict[str, list[str]] = {}
+    for g in plan.get("inputGroups") or []:
+        for sl in g.get("slices") or []:
+            replaced.setdefault(str(sl.get("partitionPath") or ""), []).append(str(sl["fileId"]))
+    meta = CommitMetadata(operation_type="CLUSTER", extra_metadata={"schema": S.to_json(avro)},
+                          partition_to_replace_file_ids={p: sorted(ids) for p, ids in replaced.items()})
+    for s in stats:
+        meta.add(s)
+    with table_lock(storage, lock or LockSettings()):
+        timeline = ActiveTimeline.load(storage)
+        check_clustering(storage, table, timeline, instant, plan)
+        timeline.complete(Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT), meta.to_bytes())
+    delete_markers(storage, instant)
+    log.info("completed clustering %s: %d groups -> %d files", instant, len(plan.get("inputGroups") or []),
+             len(stats))
+    return meta
+
+
+def rollback_clustering(storage: Storage, instant: str) -> None:
+    """Undo a clustering attempt: its files, markers and instant files (the plan is dropped, not retried)."""
+    _undo_partial(storage, instant)
+    for name in (f"{instant}.replacecommit.inflight", f"{instant}.replacecommit.requested"):
+        storage.delete(f"{META_DIR}/{name}")
+
+
+def _undo_partial(storage: Storage, instant: str) -> None:
+    for rel in list_marked_files(storage, instant):
+        storage.delete(rel)
+    delete_markers(storage, instant)
+
+
+def _reconcile(storage: Storage, instant: str, stats: list[WriteStat]) -> None:
+    written = {s.path for s in stats}
+    for rel in list_marked_files(storage, instant):
+        if rel not in written:
+            storage.delete(rel)
+
