@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pyhudi.errors import CommitConflictError, HudiError, TimelineError
+from pyhudi.errors import CommitConflictError, HudiError, InvalidConfigError, TimelineError
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings, encode_within, estimate_bytes_per_row
 from pyhudi.model import avro_models as am
@@ -40,7 +40,7 @@ from pyhudi.transaction.conflicts import check_clustering
 from pyhudi.transaction.lock import LockSettings, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.writer.config import ClusteringConfig
-from pyhudi.writer.handles import FILE_NAME, file_overhead, rollover_chunks
+from pyhudi.writer.handles import FILE_NAME, file_overhead, rollover_chunks, size_limit
 from pyhudi.writer.markers import create_marker, delete_markers, list_marked_files
 from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.prepare import table_schema
@@ -59,6 +59,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_fi
     """Write a clustering plan if there is anything worth clustering; return its instant."""
     with table_lock(storage, lock or LockSettings()):
         timeline = ActiveTimeline.load(storage)
+        _check_sort_columns(timeline, table, cfg.sort_columns)
         draft = draft_plan(build_view(storage, table, timeline), cfg, max_file_size)
         if draft.empty:
             return None
@@ -69,6 +70,19 @@ def schedule(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_fi
         timeline.create_requested(Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED), requested)
     log.info("scheduled clustering %s: %d groups", instant, len(draft.groups))
     return instant
+
+
+def _check_sort_columns(timeline: ActiveTimeline, table: TableConfig, columns: tuple[str, ...]) -> None:
+    """A plan with a column the table lacks could never execute; refuse it before it exists."""
+    if not columns:
+        return
+    avro = table_schema(timeline, table)
+    names = {f["name"] for f in (avro or {}).get("fields", [])} | set(S.META_FIELDS)
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise InvalidConfigError(
+            f"hoodie.clustering.plan.strategy.sort.columns names {', '.join(missing)}, which the table does not "
+            f"have (columns: {', '.join(sorted(names - set(S.META_FIELDS)))})")
 
 
 def commits_since_last_clustering(timeline: ActiveTimeline) -> int:
@@ -109,9 +123,13 @@ class ClusterContext:
     layout: str
 
 
-def _rel(storage: Storage, uri: str) -> str:
-    base = storage.uri("")
-    return uri[len(base):].lstrip("/") if uri.startswith(base) else uri.lstrip("/")
+def _rel(partition: str, uri: str) -> str:
+    """A plan's file path as a table-relative path.
+
+    Plans hold full paths, spelled differently by each writer (`file:/x`, `file:///x`, `s3://` vs
+    `s3a://`), so a file is found by its partition and name, which every spelling shares.
+    """
+    return join_path(partition, uri.rsplit("/", 1)[-1])
 
 
 def _cluster_task(ctx: ClusterContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -133,8 +151,9 @@ def _cluster_group(ctx: ClusterContext, storage: Storage, row: dict[str, Any], t
     start = time.monotonic()
     tables = []
     for sl in json.loads(row["slices"]):
-        base = _rel(storage, sl["dataFilePath"]) if sl.get("dataFilePath") else None
-        logs = [_rel(storage, p) for p in sl.get("deltaFilePaths") or []]
+        part = str(sl.get("partitionPath") or "")
+        base = _rel(part, sl["dataFilePath"]) if sl.get("dataFilePath") else None
+        logs = [_rel(part, p) for p in sl.get("deltaFilePaths") or []]
         merged, _ = merge_file_slice(storage, sl["fileId"], base, logs, ctx.spec)
         tables.append(merged)
     records = order(pa.concat_tables(tables), ctx.sort_columns, ctx.layout)
@@ -163,7 +182,8 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
             return part.set_column(name_idx, records.schema.field(name_idx), pa.array([fname] * n, pa.string()))
 
         path = join_path(partition, name)
-        data, rows = encode_within(chunk, rows, ctx.target_file_bytes, ctx.avro_with_meta, ctx.parquet, per_row)
+        limit = size_limit(ctx.target_file_bytes, rows, ctx.parquet)
+        data, rows = encode_within(chunk, rows, limit, ctx.avro_with_meta, ctx.parquet, per_row)
         create_marker(storage, ctx.instant, partition, name, "CREATE")
         storage.write_bytes(path, data)
         size = len(data)
@@ -194,6 +214,11 @@ def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg:
         raise HudiError(f"cannot cluster {storage.base_uri}: the table has no schema yet")
     params = (plan.get("strategy") or {}).get("strategyParams") or {}
     sort_columns = tuple(c for c in params.get("hoodie.clustering.plan.strategy.sort.columns", "").split(",") if c)
+    try:
+        _check_sort_columns(timeline, table, sort_columns)
+    except InvalidConfigError:
+        rollback_clustering(storage, instant)  # an unexecutable plan must not block its file groups
+        raise
     first = timeline.write_timeline().first()
     spec = MergeSpec(committed=frozenset(i.timestamp for i in timeline.write_timeline().completed()),
                      as_of=None, event_time_field=event_time_field,

@@ -79,7 +79,8 @@ def select_partitions(partitions: list[str], cfg: ClusteringConfig) -> tuple[lis
         kept = [p for p in kept if rx.fullmatch(p)]
     if cfg.filter_mode == "RECENT_DAYS":
         ordered = sorted(kept, reverse=True)
-        recent = ordered[cfg.skip_latest_partitions: cfg.skip_latest_partitions + cfg.lookback_partitions]
+        lookback = cfg.lookback_partitions if cfg.lookback_partitions > 0 else len(ordered)
+        recent = ordered[cfg.skip_latest_partitions: cfg.skip_latest_partitions + lookback]
         skipped.update({p: "outside the RECENT_DAYS window" for p in kept if p not in recent})
         kept = [p for p in kept if p in recent]
     elif cfg.filter_mode == "SELECTED_PARTITIONS":
@@ -114,23 +115,20 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) 
             else:
                 eligible.append(s)
         eligible.sort(key=lambda s: _size(s, max_file_size), reverse=True)
-        for bin_ in pack_sequential(eligible, lambda s: _size(s, max_file_size), cfg.max_bytes_per_group):
+        bins = pack_sequential(eligible, lambda s: _size(s, max_file_size), cfg.max_bytes_per_group)
+        for pos, bin_ in enumerate(bins):
             group_bytes = sum(_size(s, max_file_size) for s in bin_)
+            n_out = max(1, math.ceil(group_bytes / cfg.target_file_max_bytes))
             if len(bin_) == 1:
-                only = bin_[0]
-                unchanged = not only.log_files and not sort_or_merge_changes
-                if unchanged or not cfg.single_group_enabled:
-                    why = ("a single file group with nothing to merge or sort would be rewritten unchanged"
-                           if unchanged else "single-slice groups are disabled "
-                           "(plan.strategy.single.group.clustering.enabled=false)")
-                    draft.decisions.append(SliceDecision(p, only.file_id, group_bytes, False, why))
+                why = _single_slice_skip(bin_[0], n_out, pos == len(bins) - 1, cfg, sort_or_merge_changes)
+                if why:
+                    draft.decisions.append(SliceDecision(p, bin_[0].file_id, group_bytes, False, why))
                     continue
             if len(draft.groups) >= cfg.max_num_groups:
                 for s in bin_:
                     draft.decisions.append(SliceDecision(p, s.file_id, _size(s, max_file_size), False,
                                                          f"plan already has max.num.groups={cfg.max_num_groups}"))
                 continue
-            n_out = max(1, math.ceil(group_bytes / cfg.target_file_max_bytes))
             draft.groups.append(PlannedGroup(list(bin_), n_out))
             for s in bin_:
                 draft.decisions.append(SliceDecision(
@@ -138,6 +136,21 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) 
                     f"small file (below {cfg.small_file_limit} B), packed into group {len(draft.groups) - 1} "
                     f"({group_bytes} B -> {n_out} file(s))", len(draft.groups) - 1))
     return draft
+
+
+def _single_slice_skip(only: FileSlice, n_out: int, trailing: bool, cfg: ClusteringConfig,
+                       sorted_output: bool) -> str | None:
+    """Why a one-slice group is left out, or None to keep it.
+
+    Hudi drops only a partition's trailing one-slice group, and only when neither sort columns nor
+    single.group.clustering.enabled ask for it. pyhudi also drops any one-slice group that would be
+    rewritten unchanged: nothing to merge (no logs), nothing to sort, a single output file.
+    """
+    if not only.log_files and not sorted_output and n_out == 1:
+        return "a single file group with nothing to merge or sort would be rewritten unchanged"
+    if trailing and not (cfg.single_group_enabled or sorted_output):
+        return "single-slice groups are disabled (plan.strategy.single.group.clustering.enabled=false)"
+    return None
 
 
 def to_avro_plan(draft: ClusteringPlanDraft, storage: Storage, cfg: ClusteringConfig,

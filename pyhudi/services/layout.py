@@ -80,9 +80,11 @@ def hilbert_keys(coords: list[np.ndarray], bits: int) -> np.ndarray:
 
 def order(table: pa.Table, columns: Sequence[str], strategy: str = "linear") -> pa.Table:
     """`table` reordered by the sort columns under the given layout strategy (stable)."""
-    if not columns or table.num_rows <= 1:
+    if not columns:
         return table
     _check(table, columns)
+    if table.num_rows <= 1:
+        return table
     if strategy == "linear" or len(columns) == 1:
         return table.sort_by([(c, "ascending") for c in columns])
     bits = min(32, 64 // len(columns))

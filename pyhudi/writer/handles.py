@@ -191,7 +191,7 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
         fid = bucket.file_id if bucket.fixed_file_id else file_id(bucket.file_id, first_rollover + i)
         name = base_file_name(fid, token, ctx.instant)
         path = join_path(bucket.partition, name)
-        limit = 1 << 62 if bucket.fixed_file_id else ctx.sizing.max_file_size
+        limit = 1 << 62 if bucket.fixed_file_id else size_limit(ctx.sizing.max_file_size, rows, ctx.parquet)
         def make(n: int, start: int = offset, fname: str = name) -> pa.Table:
             return with_meta(ctx, records.slice(start, n), fname, pid, start)
 
@@ -216,11 +216,33 @@ def file_overhead(n: int, settings: ParquetSettings) -> int:
     return bloom_overhead(min(n, settings.bloom_num_entries + 1), settings) + 4096
 
 
+def size_limit(max_file_size: int, n: int, settings: ParquetSettings) -> int:
+    """The hard size limit of a rolled file: the max, unless the fixed footer (mostly the bloom filter)
+    leaves less than half of it for data; then footer + half the max, so files never degenerate into
+    one-record files (shrink hoodie.index.bloom.num_entries for small files instead)."""
+    overhead = file_overhead(n, settings)
+    if overhead > max_file_size // 2:
+        _warn_overhead(max_file_size, overhead)
+        return overhead + max_file_size // 2
+    return max_file_size
+
+
+def _warn_overhead(max_file_size: int, overhead: int) -> None:
+    import warnings
+
+    warnings.warn(
+        f"the file footer ({overhead} B, mostly the bloom filter of hoodie.index.bloom.num_entries) is more than "
+        f"half of the max file size {max_file_size} B; files will hold about half that in data. Lower "
+        "hoodie.index.bloom.num_entries or raise the max file size.", UserWarning, stacklevel=3)
+
+
 def rollover_chunks(n: int, bytes_per_row: float, max_file_size: int, settings: ParquetSettings) -> list[int]:
     """Rows per file so that no file passes the max size; the last file takes the remainder."""
     overhead = file_overhead(n, settings)
-    # Sizes are estimates (compression varies along a file): aim a little below the max.
-    fits = int((max_file_size * ROLLOVER_TARGET - overhead) / max(bytes_per_row, 1.0))
+    # Sizes are estimates (compression varies along a file): aim a little below the max, but leave at
+    # least half of it for data however large the footer is.
+    budget = max(max_file_size * ROLLOVER_TARGET - overhead, max_file_size * 0.5)
+    fits = int(budget / max(bytes_per_row, 1.0))
     per_file = max(1, fits)
     if n <= per_file:
         return [n]
