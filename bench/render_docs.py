@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 
-BENCHMARKS = ["mor_vs_cow"]
+BENCHMARKS = ["mor_vs_cow", "clustering"]
 
 
 def main() -> int:
