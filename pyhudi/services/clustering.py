@@ -46,7 +46,7 @@ from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.prepare import table_schema
 
 log = logging.getLogger(__name__)
-GROUPS_SCHEMA = "group_index int, partition string, slices string"
+GROUPS_SCHEMA = "group_index int, partition string, slices string, num_output int"
 
 
 def explain(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_file_size: int) -> ClusteringPlanDraft:
@@ -159,12 +159,16 @@ def _cluster_group(ctx: ClusterContext, storage: Storage, row: dict[str, Any], t
     records = order(pa.concat_tables(tables), ctx.sort_columns, ctx.layout)
     partition = row["partition"]
     ensure_partition_metadata(storage, partition, ctx.instant)
-    return _write_preserving_meta(ctx, storage, partition, records, token, start)
+    return _write_preserving_meta(ctx, storage, partition, records, token, start, int(row.get("num_output") or 1))
 
 
 def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str, records: pa.Table, token: str,
-                           start: float) -> list[WriteStat]:
-    """New file groups rolled over at the target size; records keep their meta columns but the file name."""
+                           start: float, planned_files: int = 1) -> list[WriteStat]:
+    """New file groups of at most the target size; records keep their meta columns but the file name.
+
+    Rows are spread evenly over the plan's numOutputFileGroups (as Hudi repartitions into them), so a
+    group does not end in one full file and a small remainder; a file is still never over the target.
+    """
     stats: list[WriteStat] = []
     if records.num_rows == 0:
         return stats
@@ -173,7 +177,9 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
     offset, i = 0, 0
     name_idx = records.schema.get_field_index(FILE_NAME)
     while offset < records.num_rows:
-        rows = rollover_chunks(records.num_rows - offset, per_row, ctx.target_file_bytes, ctx.parquet)[0]
+        remaining = records.num_rows - offset
+        even = -(-remaining // max(1, planned_files - i))
+        rows = min(even, rollover_chunks(remaining, per_row, ctx.target_file_bytes, ctx.parquet)[0])
         fid = file_id(prefix, i)
         name = base_file_name(fid, token, ctx.instant)
 
@@ -228,7 +234,8 @@ def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg:
     ctx = ClusterContext(storage.base_uri, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet, target,
                          sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout))
     groups = plan.get("inputGroups") or []
-    rows = [(i, str(g["slices"][0].get("partitionPath") or ""), json.dumps(g["slices"])) for i, g in enumerate(groups)]
+    rows = [(i, str(g["slices"][0].get("partitionPath") or ""), json.dumps(g["slices"]),
+             int(g.get("numOutputFileGroups") or 1)) for i, g in enumerate(groups)]
     try:
         stats = _run(spark, ctx, rows, cfg.max_parallelism)
         _reconcile(storage, instant, stats)
@@ -238,7 +245,7 @@ def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg:
         raise
 
 
-def _run(spark: Any, ctx: ClusterContext, rows: list[tuple[int, str, str]], parallelism: int) -> list[WriteStat]:
+def _run(spark: Any, ctx: ClusterContext, rows: list[tuple[int, str, str, int]], parallelism: int) -> list[WriteStat]:
     if not rows:
         return []
     df = spark.createDataFrame(rows, GROUPS_SCHEMA).repartition(max(1, min(len(rows), parallelism)))
