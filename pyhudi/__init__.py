@@ -32,6 +32,13 @@ def cluster(spark, path, options=None, instant=None):  # type: ignore[no-untyped
     return _cluster(spark, path, options, instant)
 
 
+def clean(spark, path, options=None, dry_run=False):  # type: ignore[no-untyped-def]
+    """Clean old file versions per hoodie.cleaner.*; with dry_run, the plan only. See pyhudi.api.clean."""
+    from pyhudi.api import clean as _clean
+
+    return _clean(spark, path, options, dry_run)
+
+
 def wait_for_table_services(path=None, timeout=None):  # type: ignore[no-untyped-def]
     """Wait for background table services (async clustering); returns their errors."""
     from pyhudi.api import wait_for_table_services as _wait
@@ -56,6 +63,6 @@ def read(spark, path, options=None, filters=None):  # type: ignore[no-untyped-de
 __all__ = [
     "ClusteringUpdateConflictError", "CommitConflictError", "CorruptFileError", "HudiError",
     "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
-    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "cluster", "compact",
+    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "clean", "cluster", "compact",
     "read", "wait_for_table_services", "write",
 ]

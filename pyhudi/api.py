@@ -115,6 +115,23 @@ def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
     return todo
 
 
+def clean(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
+          dry_run: bool = False) -> Any:
+    """Delete file versions the retention policy (hoodie.cleaner.*) no longer needs.
+
+    Resumes an interrupted clean first. Returns the completed clean results, or with `dry_run` the plan
+    (what would be deleted and why) without deleting anything. Needs no Spark session.
+    """
+    from pyhudi.services import clean as cleaner
+
+    storage = Storage(path)
+    table = load_table_config(storage)
+    config = build_write_config(Options.parse(options), table, WriteOperation.INSERT)
+    if dry_run:
+        return cleaner.dry_run(storage, table, config.clean)
+    return cleaner.clean(storage, table, config.clean, config.lock)
+
+
 def wait_for_table_services(path: str | None = None, timeout: float | None = None) -> list[BaseException]:
     """Block until background table services (async clustering) of `path` (or all tables) finish."""
     from pyhudi.services import background
@@ -142,4 +159,4 @@ def _delete_table(storage: Storage) -> None:
         storage.delete_dir("")
 
 
-__all__ = ["K", "cluster", "compact", "read", "wait_for_table_services", "write"]
+__all__ = ["K", "clean", "cluster", "compact", "read", "wait_for_table_services", "write"]

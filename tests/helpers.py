@@ -98,3 +98,25 @@ def rows_by_key(table: pa.Table | None, key: str, columns: list[str]) -> dict[An
         assert r[key] not in out, f"duplicate key {r[key]!r}"
         out[r[key]] = tuple(_norm(r[c]) for c in columns)
     return out
+
+
+def time_travel(spark: Any, path: str, instant: str) -> tuple[pa.Table | None, str | None]:
+    """(rows as of `instant`, None), or (None, the earliest readable instant) when the cleaner removed its files."""
+    import re
+
+    import pyhudi
+    from pyhudi.errors import InstantNotFoundError
+
+    try:
+        return pyhudi.read(spark, path, {"as.of.instant": instant}).toArrow(), None
+    except InstantNotFoundError as exc:
+        m = re.search(r"earliest instant still readable is (\d{17})", str(exc))
+        assert m, f"time travel error must name the earliest readable instant: {exc}"
+        return None, m.group(1)
+
+
+def state_at(history: list[tuple[str, Any]], instant: str) -> Any:
+    """The model state after the newest history entry at or before `instant`."""
+    older = [state for ts, state in history if ts <= instant]
+    assert older, f"no model state at or before {instant}"
+    return older[-1]

@@ -24,6 +24,7 @@ from pyhudi.model.instant_time import INIT_INSTANT, normalize_instant
 from pyhudi.model.table_config import TableConfig, load_table_config
 from pyhudi.reader.mor import merge_spec, read_mor
 from pyhudi.reader.spark_files import read_parquet_files
+from pyhudi.reader.time_travel import check_readable
 from pyhudi.spark_env import ensure_worker_python
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -97,6 +98,8 @@ def _snapshot_plan(opts: Options, config: TableConfig, timeline: ActiveTimeline,
                    query: str) -> ReadPlan:
     as_of = opts.get(K.AS_OF_INSTANT)
     as_of = normalize_instant(as_of) if as_of else None
+    if as_of is not None:
+        check_readable(view.storage, timeline, as_of)
     avro = _avro(config, timeline, as_of)
     if config.is_mor and query == "snapshot":
         slices = view.all_latest_merged_file_slices(as_of)
@@ -118,6 +121,8 @@ def _incremental_plan(opts: Options, config: TableConfig, timeline: ActiveTimeli
     last = timeline.commits().completed().last()
     end_opt = opts.get(K.END_INSTANT)
     end = normalize_instant(end_opt) if end_opt else (last.timestamp if last else begin)
+    if last is not None and end < last.timestamp:
+        check_readable(view.storage, timeline, end)
     avro = _avro(config, timeline, end)
     if config.is_mor:
         # A slice can only hold rows committed after `begin` if it was created after it or has logs.

@@ -80,6 +80,7 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
     # The failed write disappears from the timeline before the rollback is marked complete.
     timeline.delete_pending(Instant(target_ts, target_action, State.REQUESTED))
     delete_markers(storage, target_ts)
+    storage.delete(f".hoodie/.heartbeat/{target_ts}")
     meta = am.rollback_metadata(
         start_rollback_time=rollback_ts,
         instants_rollback=[am.instant_info(target_ts, target_action.value)],

@@ -119,6 +119,12 @@ class Storage:
         info = self.fs.get_file_info(self.full_path(rel))
         return int(info.size or 0)
 
+    def mtime_ms(self, rel: str) -> int | None:
+        info = self.fs.get_file_info(self.full_path(rel))
+        if info.type == pafs.FileType.NotFound or info.mtime_ns is None:
+            return None
+        return int(info.mtime_ns // 1_000_000)
+
     def read_bytes(self, rel: str) -> bytes:
         with self.fs.open_input_stream(self.full_path(rel)) as f:
             return bytes(f.read())
@@ -179,17 +185,24 @@ class Storage:
     def create_exclusive(self, rel: str, data: bytes = b"") -> bool:
         """Create `rel` only if absent; returns False when someone else got there first."""
         if self.is_local:
+            # Write the content to a temp file first, then link(2) it into place: the link fails if the
+            # target exists (exclusive) and makes the complete content appear at once (atomic).
             path = self.full_path(rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                return False
+            tmp = self.full_path(f"{TEMP_DIR}/{uuid.uuid4().hex}")
+            os.makedirs(os.path.dirname(tmp), exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
                 _write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
             return True
         if self.exists(rel):
             return False

@@ -76,11 +76,19 @@ class FileSystemLockProvider:
         return data if isinstance(data, dict) else None
 
     def _expired(self, rel: str) -> dict[str, Any] | None:
+        """The file's content if it has expired, else None.
+
+        A file a crashed process left empty or torn has no readable lease; it expires once its
+        modification time is older than a lease (reported as {"unreadable": mtime}).
+        """
+        now = int(time.time() * 1000)
         info = self._read(rel)
         if info is None:
-            # Unreadable (e.g. being written): expired only if its file is older than a lease.
+            mtime = self.storage.mtime_ms(rel)
+            if mtime is not None and mtime + self.lease_ms < now:
+                return {"unreadable": mtime}
             return None
-        return info if int(info.get("expires_ms", 0)) < int(time.time() * 1000) else None
+        return info if int(info.get("expires_ms", 0)) < now else None
 
     def _try_steal(self) -> bool:
         stale = self._expired(self.path)
@@ -93,8 +101,11 @@ class FileSystemLockProvider:
             return False
         try:
             current = self._read(self.path)
-            if current is not None and current.get("owner") == stale.get("owner") and \
-                    current.get("acquired_ms") == stale.get("acquired_ms"):
+            same_torn = current is None and "unreadable" in stale and \
+                self.storage.mtime_ms(self.path) == stale["unreadable"]
+            same_lease = current is not None and current.get("owner") == stale.get("owner") and \
+                current.get("acquired_ms") == stale.get("acquired_ms")
+            if same_torn or same_lease:
                 self.storage.delete(self.path)
             return self.storage.create_exclusive(self.path, self._content())
         finally:

@@ -50,6 +50,22 @@ def pending_clustering(timeline: ActiveTimeline) -> dict[tuple[str, str], str]:
     return out
 
 
+def pending_clustering_files(timeline: ActiveTimeline) -> set[str]:
+    """File names (base and log) that pending clustering plans will read."""
+    out: set[str] = set()
+    for inst in timeline.actions(Action.REPLACE_COMMIT).pending():
+        try:
+            meta = am.read_instant_avro(timeline.requested_details(inst))
+        except HudiError:
+            continue
+        for group in (meta.get("clusteringPlan") or {}).get("inputGroups") or []:
+            for sl in group.get("slices") or []:
+                for path in [sl.get("dataFilePath") or "", *(sl.get("deltaFilePaths") or [])]:
+                    if path:
+                        out.add(str(path).rsplit("/", 1)[-1])
+    return out
+
+
 def build_view(storage: Storage, config: TableConfig, timeline: ActiveTimeline,
                partition_filter: PartitionFilter | None = None) -> FileSystemView:
     return FileSystemView(storage, config, timeline, pending_compactions=pending_compactions(timeline),

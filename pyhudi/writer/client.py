@@ -127,8 +127,31 @@ class WriteClient:
         return result
 
     def _inline_services(self) -> None:
-        """Table services the writer runs after its commit: clustering, then compaction."""
+        """Table services the writer runs after its commit: clustering, compaction, then the cleaner."""
         self._clustering_service()
+        self._compaction_service()
+        self._clean_service()
+
+    def _clean_service(self) -> None:
+        cfg = self.config
+        if not cfg.clean.automatic:
+            return
+        from pyhudi.services import background
+        from pyhudi.services import clean as cleaner
+
+        if not cleaner.cleans_due(ActiveTimeline.load(self.storage), cfg.clean):
+            return
+
+        def run() -> object:
+            return cleaner.clean(self.storage, cfg.table, cfg.clean, cfg.lock)
+
+        if cfg.clean.run_async:
+            if not background.busy(self.storage.base_uri):
+                background.submit(self.storage.base_uri, "clean", run)
+        else:
+            run()
+
+    def _compaction_service(self) -> None:
         cfg = self.config
         if not cfg.table.is_mor or not (cfg.compaction.inline or cfg.compaction.schedule_inline):
             return
@@ -178,16 +201,11 @@ class WriteClient:
             if action is Action.REPLACE_COMMIT else b""
         bulk = op is WriteOperation.BULK_INSERT
         self._reject_updates_under_clustering(profile, view)
+        self._check_update_targets_live(profile, view)
         plan = None if bulk else self._plan(profile, view, timeline)
-        heartbeat = None
-        if cfg.failed_writes_lazy:
-            after = timeline.last().timestamp if timeline.last() else None  # type: ignore[union-attr]
-            heartbeat = Heartbeat(self.storage, new_instant_time(after=after, local=cfg.table.local_timezone),
-                                  cfg.heartbeat_interval_ms).start()
+        requested, heartbeat = self._start_instant(timeline, action, requested_bytes)
+        instant = requested.timestamp
         try:
-            requested = self._start_instant(timeline, action, requested_bytes,
-                                            heartbeat.path.rsplit("/", 1)[-1] if heartbeat else None)
-            instant = requested.timestamp
             timeline.transition_to_inflight(requested, profile.to_inflight_bytes())
             if bulk:
                 stats = self._run_bulk(tagged, batch, instant) if profile.total_inserts else []
@@ -202,6 +220,11 @@ class WriteClient:
             if op.is_overwrite:
                 meta.partition_to_replace_file_ids = self._replaced_file_ids(view, profile, replace_all)
             self._complete(instant, action, meta, stats)
+        except CommitConflictError:
+            raise  # _complete already rolled this instant back
+        except BaseException:
+            self._rollback_own(instant, action)
+            raise
         finally:
             if heartbeat is not None:
                 heartbeat.stop()
@@ -252,6 +275,32 @@ class WriteClient:
                 raise
             timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes())
 
+    def _rollback_own(self, instant: str, action: Action) -> None:
+        """A write that failed after creating its instant undoes itself at once (best effort; otherwise
+        the next writer's rollback does it)."""
+        try:
+            rollback_pending_write(self.storage, ActiveTimeline.load(self.storage),
+                                   Instant(instant, action, State.INFLIGHT))
+        except Exception as exc:
+            log.warning("could not roll back failed write %s now (%s); the next write will", instant, exc)
+
+    def _check_update_targets_live(self, profile: WorkloadProfile, view: FileSystemView) -> None:
+        """Records were tagged on an older view; if a clustering or overwrite replaced one of their
+        file groups since, fail cleanly before creating an instant (nothing is written)."""
+        replaced_by: dict[tuple[str, str], str] | None = None
+        for part, prof in profile.partitions.items():
+            if not prof.updates:
+                continue
+            live = {g.file_id for g in view.live_groups(part)}
+            gone = sorted(fid for fid in prof.updates if fid not in live)
+            if gone:
+                replaced_by = replaced_by if replaced_by is not None else _replacing_instants(view)
+                by = replaced_by.get((part, gone[0]))
+                raise CommitConflictError(
+                    f"file group {gone[0]} ({part or 'table root'}) that this write updates was replaced by "
+                    f"replacecommit {by or '(unknown)'} after the write looked it up; nothing was written. "
+                    "Please retry the write")
+
     def _reject_updates_under_clustering(self, profile: WorkloadProfile, view: FileSystemView) -> None:
         """Hudi's default SparkRejectUpdateStrategy: updating a file group under pending clustering fails
         the whole write before anything is written."""
@@ -267,16 +316,24 @@ class WriteClient:
                 "clustering completes, or set hoodie.clustering.updates.strategy="
                 "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy")
 
-    def _start_instant(self, timeline: ActiveTimeline, action: Action, content: bytes,
-                       preferred: str | None = None) -> Instant:
-        """Take a fresh instant time; if another writer took the same one first, take the next."""
+    def _start_instant(self, timeline: ActiveTimeline, action: Action,
+                       content: bytes) -> tuple[Instant, Heartbeat | None]:
+        """Take a fresh instant time; if another writer took the same one first, take the next.
+
+        Under LAZY failed-write handling the heartbeat starts before the instant exists and always
+        carries the instant's own time, so no other writer ever sees this live write without one.
+        """
+        cfg = self.config
         after = timeline.last().timestamp if timeline.last() else None  # type: ignore[union-attr]
-        for attempt in range(20):
-            instant = preferred if attempt == 0 and preferred else \
-                new_instant_time(after=after, local=self.config.table.local_timezone)
+        for _ in range(20):
+            instant = new_instant_time(after=after, local=cfg.table.local_timezone)
+            beat = Heartbeat(self.storage, instant, cfg.heartbeat_interval_ms).start() \
+                if cfg.failed_writes_lazy else None
             try:
-                return timeline.create_requested(Instant(instant, action, State.REQUESTED), content)
+                return timeline.create_requested(Instant(instant, action, State.REQUESTED), content), beat
             except TimelineError:
+                if beat is not None:
+                    beat.stop()
                 after = instant
         raise TimelineError("could not take a new instant time after 20 attempts; is the clock or the "
                             "storage misbehaving?")
@@ -375,6 +432,17 @@ class WriteClient:
             if ids:
                 out[part] = ids
         return out
+
+
+def _replacing_instants(view: FileSystemView) -> dict[tuple[str, str], str]:
+    """(partition, fileId) -> the completed replacecommit (clustering, overwrite) that replaced it."""
+    out: dict[tuple[str, str], str] = {}
+    for inst in view.timeline.actions(Action.REPLACE_COMMIT).completed():
+        meta = view.timeline.commit_metadata(inst)
+        for p, ids in (meta.partition_to_replace_file_ids or {}).items():
+            for fid in ids:
+                out[(p, fid)] = inst.timestamp
+    return out
 
 
 def parquet_settings(cfg: WriteConfig) -> ParquetSettings:

@@ -108,6 +108,8 @@ class WriteConfig:
     compaction: CompactionConfig = field(default_factory=lambda: CompactionConfig())
     clustering: ClusteringConfig = field(default_factory=lambda: ClusteringConfig())
     lock: LockSettings = field(default_factory=lambda: LockSettings())
+    clean: CleanConfig = field(default_factory=lambda: CleanConfig())
+    archival: ArchivalConfig = field(default_factory=lambda: ArchivalConfig())
     heartbeat_interval_ms: int = 60000
     heartbeat_tolerable_misses: int = 2
 
@@ -221,6 +223,7 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         raise InvalidConfigError(
             f"hoodie.index.type={index.type} needs the _hoodie_record_key column but the table was created with "
             "hoodie.populate.meta.fields=false; only insert/bulk_insert are supported on such tables")
+    clean = CleanConfig.from_options(o)
     prefix = o.get(K.COMMIT_META_PREFIX)
     extra = {k: str(v) for k, v in o.extras.items() if prefix and k.startswith(prefix)}
     return WriteConfig(
@@ -230,7 +233,8 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         parallelism=int(parallelism), storage_level=str(o.get(K.TAGGED_STORAGE_LEVEL)).upper(), occ=occ,
         failed_writes_lazy=failed == "LAZY", extra_metadata=extra, options=o,
         compaction=CompactionConfig.from_options(o), clustering=ClusteringConfig.from_options(o),
-        lock=lock_settings(o), heartbeat_interval_ms=o.get(K.HEARTBEAT_INTERVAL_MS),
+        lock=lock_settings(o), clean=clean, archival=ArchivalConfig.from_options(o, clean),
+        heartbeat_interval_ms=o.get(K.HEARTBEAT_INTERVAL_MS),
         heartbeat_tolerable_misses=o.get(K.HEARTBEAT_TOLERABLE_MISSES),
     )
 
@@ -307,3 +311,63 @@ class ClusteringConfig:
             reject_updates=o.get(K.CLUSTERING_UPDATES_STRATEGY) == "SparkRejectUpdateStrategy",
             rollback_on_conflict=o.get(K.CLUSTERING_ROLLBACK_ON_CONFLICT),
         )
+
+
+@dataclass(frozen=True)
+class CleanConfig:
+    automatic: bool = True
+    run_async: bool = False
+    max_commits: int = 1
+    policy: str = "KEEP_LATEST_COMMITS"
+    commits_retained: int = 10
+    hours_retained: int = 24
+    file_versions_retained: int = 3
+    incremental: bool = True
+
+    @classmethod
+    def from_options(cls, o: Options) -> CleanConfig:
+        cfg = cls(
+            automatic=o.get(K.CLEAN_AUTOMATIC), run_async=o.get(K.CLEAN_ASYNC), max_commits=o.get(K.CLEAN_MAX_COMMITS),
+            policy=o.get(K.CLEANER_POLICY), commits_retained=o.get(K.CLEANER_COMMITS_RETAINED),
+            hours_retained=o.get(K.CLEANER_HOURS_RETAINED),
+            file_versions_retained=o.get(K.CLEANER_FILEVERSIONS_RETAINED), incremental=o.get(K.CLEANER_INCREMENTAL),
+        )
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        """Refuse retention that is negative, or that would let the cleaner touch the latest snapshot."""
+        for key, value in (("hoodie.cleaner.commits.retained", self.commits_retained),
+                           ("hoodie.cleaner.hours.retained", self.hours_retained),
+                           ("hoodie.cleaner.fileversions.retained", self.file_versions_retained)):
+            if value < 0:
+                raise InvalidConfigError(f"{key}={value} is negative; retention must be at least 1")
+        chosen = {"KEEP_LATEST_COMMITS": ("hoodie.cleaner.commits.retained", self.commits_retained),
+                  "KEEP_LATEST_FILE_VERSIONS": ("hoodie.cleaner.fileversions.retained", self.file_versions_retained),
+                  }.get(self.policy)
+        if chosen is not None and chosen[1] < 1:
+            raise InvalidConfigError(
+                f"{chosen[0]}={chosen[1]} with hoodie.cleaner.policy={self.policy} would let the cleaner delete "
+                "files of the latest committed snapshot; keep at least 1")
+
+
+@dataclass(frozen=True)
+class ArchivalConfig:
+    max_commits: int = 30
+    min_commits: int = 20
+    batch: int = 10
+
+    @classmethod
+    def from_options(cls, o: Options, clean: CleanConfig) -> ArchivalConfig:
+        cfg = cls(max_commits=o.get(K.KEEP_MAX_COMMITS), min_commits=o.get(K.KEEP_MIN_COMMITS),
+                  batch=o.get(K.ARCHIVAL_BATCH))
+        if cfg.min_commits <= 0 or cfg.max_commits <= cfg.min_commits:
+            raise InvalidConfigError(
+                f"hoodie.keep.max.commits={cfg.max_commits} must be greater than hoodie.keep.min.commits="
+                f"{cfg.min_commits}, which must be positive")
+        if clean.policy == "KEEP_LATEST_COMMITS" and cfg.min_commits <= clean.commits_retained:
+            raise InvalidConfigError(
+                f"hoodie.keep.min.commits={cfg.min_commits} must be greater than hoodie.cleaner.commits.retained="
+                f"{clean.commits_retained}: archiving instants the cleaner still retains would lose them; raise "
+                "hoodie.keep.min.commits (and hoodie.keep.max.commits) or lower the retention")
+        return cfg

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import pyhudi
-from tests.helpers import hudi_rs
+from pyhudi.errors import InstantNotFoundError
+from tests.helpers import hudi_rs, state_at, time_travel
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 PARTS = ["p0", "p1", "p2"]
@@ -129,6 +130,12 @@ def _model_apply(model: Model, op: str, rows: list[tuple[int, str, str, int]], i
     model.history.append((instant, dict(model.rows)))
 
 
+def _incremental(spark, path: str, begin: str, end: str):
+    return pyhudi.read(spark, path, {"hoodie.datasource.query.type": "incremental",
+                                     "hoodie.datasource.read.begin.instanttime": begin,
+                                     "hoodie.datasource.read.end.instanttime": end}).toArrow()
+
+
 def _run(spark, tmp_path, index: str, steps: int, seed: int) -> None:
     rng = random.Random(seed)
     path = str(tmp_path / f"rand_{index}")
@@ -151,16 +158,25 @@ def _run(spark, tmp_path, index: str, steps: int, seed: int) -> None:
         assert _commit_times(ours) == {k: v[2] for k, v in model.rows.items()}, f"step {step}: commit times"
         _check_write_stats(path, instant)
         if step % 4 == 3:
-            past_instant, past_rows = model.history[rng.randrange(len(model.history))]
-            past = {k: (v[0], v[1]) for k, v in past_rows.items()}
-            assert _table_rows(pyhudi.read(spark, path, {"as.of.instant": past_instant}).toArrow()) == past
+            past_instant, _ = model.history[rng.randrange(len(model.history))]
+            table, earliest = time_travel(spark, path, past_instant)
+            if table is None:
+                # Cleaned (automatic cleaning keeps 10 commits): the named instant must be later and exact.
+                assert earliest is not None and earliest > past_instant
+                past_instant = earliest
+                table = pyhudi.read(spark, path, {"as.of.instant": earliest}).toArrow()
+            past = {k: (v[0], v[1]) for k, v in state_at(model.history, past_instant).items()}
+            assert _table_rows(table) == past, f"step {step}: time travel to {past_instant}"
             assert _table_rows(hudi_rs(path, as_of=past_instant)) == past
             lo, hi = sorted(rng.sample(range(len(model.history)), 2)) if len(model.history) > 1 else (0, 0)
             begin, end = model.history[lo][0], model.history[hi][0]
+            if time_travel(spark, path, end)[0] is None:
+                # The window ends at a cleaned instant: the incremental query must refuse it too...
+                with pytest.raises(InstantNotFoundError):
+                    _incremental(spark, path, begin, end)
+                end, hi = model.history[-1][0], len(model.history) - 1  # ...and an open-ended window works
             want = {k: (v[0], v[1]) for k, v in model.history[hi][1].items() if begin < v[2] <= end}
-            got = pyhudi.read(spark, path, {"hoodie.datasource.query.type": "incremental",
-                                            "hoodie.datasource.read.begin.instanttime": begin,
-                                            "hoodie.datasource.read.end.instanttime": end}).toArrow()
+            got = _incremental(spark, path, begin, end)
             assert _table_rows(got) == want, f"step {step}: incremental ({begin}, {end}]"
 
 

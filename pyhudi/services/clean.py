@@ -1,0 +1,133 @@
+"""The cleaner: delete old file versions the retention policy no longer needs, resumably.
+
+`<T>.clean.requested` (Avro HoodieCleanerPlan, every file to delete) -> `<T>.clean.inflight` ->
+deletes -> `<T>.clean` (Avro HoodieCleanMetadata). A crash leaves a pending clean that the next
+clean resumes from its plan (deleting an already deleted file is a no-op). Deletes are plain
+metadata operations on storage and run from a small thread pool in the driver.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from pyhudi.errors import UnsupportedTableError
+from pyhudi.model import avro_models as am
+from pyhudi.model.instant_time import new_instant_time
+from pyhudi.model.table_config import TableConfig
+from pyhudi.services.clean_plan import CleanPlanDraft, plan_clean
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.transaction.lock import LockSettings, table_lock
+from pyhudi.view.builder import build_view
+from pyhudi.writer.config import CleanConfig
+
+log = logging.getLogger(__name__)
+SUPPORTED_PLAN_VERSION = 2
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    instant: str
+    deleted: int
+    failed: int
+    earliest_retained: str | None
+
+
+def _rel(storage: Storage, uri: str, partition: str) -> str:
+    from pyhudi.model.file_names import join_path
+
+    return join_path(partition, uri.rsplit("/", 1)[-1])
+
+
+def dry_run(storage: Storage, table: TableConfig, cfg: CleanConfig) -> CleanPlanDraft:
+    timeline = ActiveTimeline.load(storage)
+    return plan_clean(storage, build_view(storage, table, timeline), cfg)
+
+
+def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None) -> str | None:
+    """Write a clean plan if anything can be deleted; return its instant."""
+    with table_lock(storage, lock or LockSettings()):
+        timeline = ActiveTimeline.load(storage)
+        draft = plan_clean(storage, build_view(storage, table, timeline), cfg)
+        if draft.empty:
+            return None
+        by_partition: dict[str, list[dict[str, object]]] = defaultdict(list)
+        for f in draft.files:
+            by_partition[f.partition].append(am.clean_file_info(storage.uri(f.path)))
+        earliest = draft.earliest_to_retain
+        plan = am.cleaner_plan(
+            policy=cfg.policy, file_paths_to_be_deleted_per_partition=by_partition,
+            earliest_instant_to_retain=am.action_instant(earliest.timestamp, earliest.action.value)
+            if earliest else None,
+            last_completed_commit_timestamp=draft.last_completed, partitions_to_be_deleted=draft.partitions_to_delete)
+        last = timeline.last()
+        instant = new_instant_time(after=last.timestamp if last else None, local=table.local_timezone)
+        timeline.create_requested(Instant(instant, Action.CLEAN, State.REQUESTED),
+                                  am.write_instant_avro("HoodieCleanerPlan", plan))
+    log.info("scheduled clean %s: %d files", instant, len(draft.files))
+    return instant
+
+
+def execute(storage: Storage, instant: str) -> CleanResult:
+    timeline = ActiveTimeline.load(storage)
+    requested = Instant(instant, Action.CLEAN, State.REQUESTED)
+    plan_bytes = timeline.requested_details(requested)
+    plan = am.read_instant_avro(plan_bytes)
+    version = int(plan.get("version") or 0)
+    if version > SUPPORTED_PLAN_VERSION:
+        raise UnsupportedTableError(
+            f"pending clean {instant} has a plan of version {version}, written by a newer Hudi/pyhudi; this pyhudi "
+            f"understands up to version {SUPPORTED_PLAN_VERSION}. Nothing was deleted; finish it with the newer "
+            "version")
+    current = timeline.find(instant)
+    if current is not None and current.state is State.REQUESTED:
+        timeline.transition_to_inflight(requested, plan_bytes)
+    started = time.monotonic()
+    partitions: dict[str, dict[str, Any]] = {}
+    files = plan.get("filePathsToBeDeletedPerPartition") or {}
+    with ThreadPoolExecutor(8) as pool:
+        for partition, infos in files.items():
+            rels = [_rel(storage, str(i["filePath"]), partition) for i in infos]
+            outcomes = list(pool.map(lambda r: storage.delete(r) or not storage.exists(r), rels))
+            names = [r.rsplit("/", 1)[-1] for r in rels]
+            partitions[partition] = am.clean_partition_metadata(
+                partition_path=partition, policy=str(plan.get("policy")), delete_path_patterns=names,
+                success_delete_files=[n for n, ok in zip(names, outcomes) if ok],
+                failed_delete_files=[n for n, ok in zip(names, outcomes) if not ok])
+    earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+    meta = am.clean_metadata(
+        start_clean_time=instant, earliest_commit_to_retain=earliest or "", partition_metadata=partitions,
+        time_taken_in_millis=int((time.monotonic() - started) * 1000),
+        last_completed_commit_timestamp=str(plan.get("lastCompletedCommitTimestamp") or ""))
+    timeline.complete(Instant(instant, Action.CLEAN, State.INFLIGHT), am.write_instant_avro("HoodieCleanMetadata", meta))
+    deleted = sum(len(m["successDeleteFiles"]) for m in partitions.values())
+    failed = sum(len(m["failedDeleteFiles"]) for m in partitions.values())
+    log.info("completed clean %s: %d files deleted, %d failed", instant, deleted, failed)
+    return CleanResult(instant, deleted, failed, earliest)
+
+
+def pending_cleans(storage: Storage) -> list[str]:
+    return [i.timestamp for i in ActiveTimeline.load(storage).actions(Action.CLEAN).pending()]
+
+
+def clean(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None) -> list[CleanResult]:
+    """Resume interrupted cleans, then plan and run a new one if anything can go."""
+    results = [execute(storage, i) for i in pending_cleans(storage)]
+    instant = schedule(storage, table, cfg, lock)
+    if instant is not None:
+        results.append(execute(storage, instant))
+    return results
+
+
+def cleans_due(timeline: ActiveTimeline, cfg: CleanConfig) -> bool:
+    """hoodie.clean.max.commits: commits since the last completed clean."""
+    last = timeline.completed().actions(Action.CLEAN).last()
+    since = [i for i in timeline.completed().actions(Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+             if last is None or i.timestamp > last.timestamp]
+    return len(since) >= cfg.max_commits

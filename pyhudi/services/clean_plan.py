@@ -1,0 +1,204 @@
+"""What the cleaner may delete (Hudi's CleanPlanner), with the reason for every file.
+
+Immutable files mean every top-up, compaction and clustering leaves an older
+version behind. A version may go once no reader at any retained instant can
+need it:
+
+* KEEP_LATEST_COMMITS / KEEP_LATEST_BY_HOURS: per file group keep the latest
+  slice, the last slice before the earliest retained commit (what a query at
+  that commit reads), every slice at or after it, savepointed slices and slices
+  a pending compaction or clustering will read; delete older slices (base and
+  logs together). Groups replaced before the earliest retained commit go whole.
+* KEEP_LATEST_FILE_VERSIONS: keep the newest N slices per group; replaced groups
+  go at once.
+
+Also deleted: orphans, data files of instants that never completed and are no
+longer pending (left by crashed writers whose rollback could not name them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from pyhudi.model import avro_models as am
+from pyhudi.model.file_names import parse_base_file, parse_log_file
+from pyhudi.model.instant_time import instant_minus, now_instant
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant
+from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.view.builder import pending_clustering_files
+from pyhudi.view.file_system_view import FileGroup, FileSlice, FileSystemView
+from pyhudi.writer.config import CleanConfig
+
+
+@dataclass(frozen=True)
+class FileToClean:
+    partition: str
+    path: str  # relative to the base path
+    reason: str
+
+
+@dataclass
+class CleanPlanDraft:
+    policy: str
+    earliest_to_retain: Instant | None
+    last_completed: str
+    files: list[FileToClean] = field(default_factory=list)
+    partitions_to_delete: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.files and not self.partitions_to_delete
+
+
+def _commits(timeline: ActiveTimeline) -> list[Instant]:
+    return [i for i in timeline.completed() if i.action in WRITE_ACTIONS]
+
+
+def earliest_commit_to_retain(timeline: ActiveTimeline, cfg: CleanConfig, local_tz: bool = False,
+                              now: str | None = None) -> Instant | None:
+    """Hudi's CleanPlanner.getEarliestCommitToRetain, including the cap by the oldest pending write."""
+    commits = _commits(timeline)
+    if cfg.policy == "KEEP_LATEST_COMMITS":
+        if len(commits) <= cfg.commits_retained:
+            return None
+        nth = commits[len(commits) - cfg.commits_retained]
+        pending = [i for i in timeline.pending() if i.action in WRITE_ACTIONS]
+        if pending and nth.timestamp > pending[0].timestamp:
+            before = [c for c in commits if c.timestamp < pending[0].timestamp]
+            return before[-1] if before else None
+        return nth
+    if cfg.policy == "KEEP_LATEST_BY_HOURS":
+        cutoff = instant_minus(now or now_instant(local_tz), timedelta(hours=cfg.hours_retained), local_tz)
+        after = [c for c in commits if c.timestamp >= cutoff]
+        return after[0] if after else None
+    return None
+
+
+def savepointed_files(timeline: ActiveTimeline) -> set[str]:
+    out: set[str] = set()
+    for inst in timeline.completed().actions(Action.SAVEPOINT):
+        meta = am.read_instant_avro(timeline.details(inst))
+        for pm in (meta.get("partitionMetadata") or {}).values():
+            out.update(pm.get("savepointDataFile") or [])
+    return out
+
+
+def _protected_slices(view: FileSystemView) -> set[tuple[str, str, str]]:
+    """(partition, fileId, base instant) of slices a pending compaction or clustering will read."""
+    out = {(p.partition, p.file_id, _pending_base(view, p.partition, p.file_id, p.instant))
+           for p in view._pending_compactions}
+    planned = pending_clustering_files(view.timeline)  # type: ignore[arg-type]
+    for (part, fid) in view.pending_clustering_file_ids():
+        group = next((g for g in view.file_groups(part) if g.file_id == fid), None)
+        for sl in group.slices if group else []:
+            names = {p.rsplit("/", 1)[-1] for p in sl.all_paths()}
+            if names & planned:
+                out.add((part, fid, sl.base_instant))
+    return out
+
+
+def _pending_base(view: FileSystemView, partition: str, fid: str, compaction: str) -> str:
+    group = next((g for g in view.file_groups(partition) if g.file_id == fid), None)
+    older = [s for s in (group.slices if group else []) if s.base_instant < compaction]
+    return older[-1].base_instant if older else ""
+
+
+def _slice_files(sl: FileSlice) -> list[str]:
+    return sl.all_paths()
+
+
+def _is_savepointed(sl: FileSlice, saved: set[str]) -> bool:
+    return sl.base_file is not None and sl.base_file.name in saved
+
+
+def _group_by_commits(group: FileGroup, earliest: Instant, protected: set[tuple[str, str, str]],
+                      saved: set[str]) -> list[FileToClean]:
+    slices = list(reversed(group.slices))  # newest first
+    latest = slices[0].base_instant
+    before = next((s.base_instant for s in slices if s.base_instant < earliest.timestamp), None)
+    out: list[FileToClean] = []
+    for sl in slices:
+        if sl.base_instant in (latest, before) or _is_savepointed(sl, saved) or \
+                (group.partition, group.file_id, sl.base_instant) in protected:
+            continue
+        if sl.base_instant < earliest.timestamp:
+            why = (f"older version of file group {group.file_id}: superseded before the earliest retained commit "
+                   f"{earliest.timestamp}, and the version readers at that commit need is {before}")
+            out.extend(FileToClean(group.partition, p, why) for p in _slice_files(sl))
+    return out
+
+
+def _group_by_versions(group: FileGroup, keep: int, protected: set[tuple[str, str, str]],
+                       saved: set[str]) -> list[FileToClean]:
+    out: list[FileToClean] = []
+    kept = 0
+    for sl in reversed(group.slices):
+        if _is_savepointed(sl, saved) or (group.partition, group.file_id, sl.base_instant) in protected:
+            continue
+        if kept < keep:
+            kept += 1
+            continue
+        why = f"file group {group.file_id} keeps its newest {keep} versions (hoodie.cleaner.fileversions.retained)"
+        out.extend(FileToClean(group.partition, p, why) for p in _slice_files(sl))
+    return out
+
+
+def _replaced_before(timeline: ActiveTimeline, earliest: Instant | None, all_: bool) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for inst in timeline.actions(Action.REPLACE_COMMIT).completed():
+        if not all_ and (earliest is None or inst.timestamp >= earliest.timestamp):
+            continue
+        meta = timeline.commit_metadata(inst)
+        for p, ids in (meta.partition_to_replace_file_ids or {}).items():
+            for fid in ids:
+                out[(p, fid)] = inst.timestamp
+    return out
+
+
+def _orphans(storage: Storage, view: FileSystemView, partition: str) -> list[FileToClean]:
+    """Data files whose instant is neither committed, pending, nor archived: left by a crashed write."""
+    timeline = view.timeline
+    first = timeline.write_timeline().first()
+    newest = timeline.last()
+    out = []
+    for info in storage.list_dir(partition):
+        base = parse_base_file(info.name)
+        lf = parse_log_file(info.name) if base is None else None
+        instant = base.instant if base else (lf.base_instant if lf else None)
+        if instant is None or timeline.contains(instant) or (first is not None and instant < first.timestamp):
+            continue
+        # A writer that started after this timeline was loaded has a newer instant; never touch its files.
+        if newest is None or instant >= newest.timestamp:
+            continue
+        out.append(FileToClean(partition, info.path, f"written by instant {instant}, which never completed and "
+                               "is no longer pending (a crashed write)"))
+    return out
+
+
+def plan_clean(storage: Storage, view: FileSystemView, cfg: CleanConfig, partitions: list[str] | None = None,
+               now: str | None = None) -> CleanPlanDraft:
+    timeline = view.timeline
+    assert isinstance(timeline, ActiveTimeline)
+    earliest = earliest_commit_to_retain(timeline, cfg, view.config.local_timezone, now)
+    commits = _commits(timeline)
+    draft = CleanPlanDraft(cfg.policy, earliest, commits[-1].timestamp if commits else "")
+    saved = savepointed_files(timeline)
+    protected = _protected_slices(view)
+    by_versions = cfg.policy == "KEEP_LATEST_FILE_VERSIONS"
+    replaced = _replaced_before(timeline, earliest, by_versions)
+    for part in partitions if partitions is not None else view.partition_paths:
+        for group in view.file_groups(part):
+            if (part, group.file_id) in replaced and (part, group.file_id) not in view.pending_clustering_file_ids():
+                rc = replaced[(part, group.file_id)]
+                why = f"file group {group.file_id} was replaced by replacecommit {rc}" + (
+                    "" if by_versions else f", before the earliest retained commit {earliest.timestamp if earliest else ''}")
+                draft.files.extend(FileToClean(part, p, why) for sl in group.slices
+                                   if not _is_savepointed(sl, saved) for p in _slice_files(sl))
+            elif by_versions:
+                draft.files.extend(_group_by_versions(group, cfg.file_versions_retained, protected, saved))
+            elif earliest is not None:
+                draft.files.extend(_group_by_commits(group, earliest, protected, saved))
+        draft.files.extend(_orphans(storage, view, part))
+    return draft
