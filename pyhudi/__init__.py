@@ -39,6 +39,27 @@ def clean(spark, path, options=None, dry_run=False):  # type: ignore[no-untyped-
     return _clean(spark, path, options, dry_run)
 
 
+def rollback(spark, path, instant, options=None):  # type: ignore[no-untyped-def]
+    """Undo the latest completed write or a failed one. See pyhudi.api.rollback."""
+    from pyhudi.api import rollback as _rollback
+
+    return _rollback(spark, path, instant, options)
+
+
+def savepoint(spark, path, instant=None, user=None, comments="", options=None):  # type: ignore[no-untyped-def]
+    """Protect an instant from cleaning and archival. See pyhudi.api.savepoint."""
+    from pyhudi.api import savepoint as _savepoint
+
+    return _savepoint(spark, path, instant, user, comments, options)
+
+
+def restore(spark, path, savepoint, options=None):  # type: ignore[no-untyped-def]
+    """Bring the table back to a savepoint. See pyhudi.api.restore."""
+    from pyhudi.api import restore as _restore
+
+    return _restore(spark, path, savepoint, options)
+
+
 def wait_for_table_services(path=None, timeout=None):  # type: ignore[no-untyped-def]
     """Wait for background table services (async clustering); returns their errors."""
     from pyhudi.api import wait_for_table_services as _wait
@@ -64,5 +85,5 @@ __all__ = [
     "ClusteringUpdateConflictError", "CommitConflictError", "CorruptFileError", "HudiError",
     "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
     "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "clean", "cluster", "compact",
-    "read", "wait_for_table_services", "write",
+    "read", "restore", "rollback", "savepoint", "wait_for_table_services", "write",
 ]

@@ -132,6 +132,42 @@ def clean(spark: SparkSession | None, path: str, options: Mapping[str, Any] | No
     return cleaner.clean(storage, table, config.clean, config.lock)
 
 
+def _service_config(path: str, options: Mapping[str, Any] | None) -> tuple[Storage, Any]:
+    storage = Storage(path)
+    table = load_table_config(storage)
+    return storage, build_write_config(Options.parse(options), table, WriteOperation.INSERT)
+
+
+def rollback(spark: SparkSession | None, path: str, instant: str, options: Mapping[str, Any] | None = None) -> Any:
+    """Undo the latest completed write or a failed (pending) one; returns the RollbackResult.
+
+    Refuses (RollbackRefusedError, nothing changed) an instant that a later write, a savepoint or a live
+    writer (under LAZY failed-write handling) still depends on. Needs no Spark session.
+    """
+    from pyhudi.services import restore as rs
+
+    storage, config = _service_config(path, options)
+    lazy = (config.heartbeat_interval_ms, config.heartbeat_tolerable_misses) if config.failed_writes_lazy else None
+    return rs.rollback(storage, instant, config.lock, lazy)
+
+
+def savepoint(spark: SparkSession | None, path: str, instant: str | None = None, user: str | None = None,
+              comments: str = "", options: Mapping[str, Any] | None = None) -> str:
+    """Protect a completed instant (default: the latest) from cleaning and archival; returns it."""
+    from pyhudi.services import restore as rs
+
+    storage, config = _service_config(path, options)
+    return rs.create_savepoint(storage, instant, user, comments, config.lock)
+
+
+def restore(spark: SparkSession | None, path: str, savepoint: str, options: Mapping[str, Any] | None = None) -> str:
+    """Bring the table back to a savepoint (rolls back every later write); returns the restore instant."""
+    from pyhudi.services import restore as rs
+
+    storage, config = _service_config(path, options)
+    return rs.restore(storage, savepoint, config.lock)
+
+
 def wait_for_table_services(path: str | None = None, timeout: float | None = None) -> list[BaseException]:
     """Block until background table services (async clustering) of `path` (or all tables) finish."""
     from pyhudi.services import background
@@ -159,4 +195,5 @@ def _delete_table(storage: Storage) -> None:
         storage.delete_dir("")
 
 
-__all__ = ["K", "clean", "cluster", "compact", "read", "wait_for_table_services", "write"]
+__all__ = ["K", "clean", "cluster", "compact", "read", "restore", "rollback", "savepoint", "wait_for_table_services",
+           "write"]

@@ -78,7 +78,7 @@ def earliest_commit_to_retain(timeline: ActiveTimeline, cfg: CleanConfig, local_
 
 def savepointed_files(timeline: ActiveTimeline) -> set[str]:
     out: set[str] = set()
-    for inst in timeline.completed().actions(Action.SAVEPOINT):
+    for inst in timeline.savepoints():
         meta = am.read_instant_avro(timeline.details(inst))
         for pm in (meta.get("partitionMetadata") or {}).values():
             out.update(pm.get("savepointDataFile") or [])
@@ -110,7 +110,7 @@ def _slice_files(sl: FileSlice) -> list[str]:
 
 
 def _is_savepointed(sl: FileSlice, saved: set[str]) -> bool:
-    return sl.base_file is not None and sl.base_file.name in saved
+    return any(p.rsplit("/", 1)[-1] in saved for p in sl.all_paths())
 
 
 def _group_by_commits(group: FileGroup, earliest: Instant, protected: set[tuple[str, str, str]],

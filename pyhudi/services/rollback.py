@@ -14,16 +14,21 @@ import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
+from pyhudi.io.log_format import ROLLBACK_COMMAND, BlockType, HeaderKey, build_log_file, encode_block
 from pyhudi.model import avro_models as am
+from pyhudi.model.file_names import join_path, log_file_name, parse_log_file
 from pyhudi.model.instant_time import new_instant_time
 from pyhudi.storage import Storage
-from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.instant import Action, Instant, State, parse_instant_file
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
 from pyhudi.writer.markers import delete_markers, list_marked_files
 
 log = logging.getLogger(__name__)
 ROLLBACKABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+# Hudi writes its rollback command blocks from the driver with this token.
+ROLLBACK_WRITE_TOKEN = "1-0-1"
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,58 @@ def _rel(storage: Storage, uri: str) -> str:
     return uri[len(base):].lstrip("/") if uri.startswith(base) else uri
 
 
+def _append_rollback_block(storage: Storage, log_uri: str, rollback_ts: str, target_ts: str) -> tuple[str, int]:
+    """Hudi v6 undoes appended log blocks by appending a ROLLBACK command block, in a new log
+    version of the same slice (a closed log file is never appended to)."""
+    rel = _rel(storage, log_uri)
+    partition = _partition_of(rel)
+    parsed = parse_log_file(rel.rsplit("/", 1)[-1])
+    assert parsed is not None, log_uri
+    versions = [lf.version for info in storage.list_dir(partition)
+                if (lf := parse_log_file(info.name)) is not None
+                and (lf.file_id, lf.base_instant) == (parsed.file_id, parsed.base_instant)]
+    header = {HeaderKey.INSTANT_TIME: rollback_ts, HeaderKey.TARGET_INSTANT_TIME: target_ts,
+              HeaderKey.COMMAND_BLOCK_TYPE: ROLLBACK_COMMAND}
+    data = build_log_file([encode_block(BlockType.COMMAND_BLOCK, header, b"")])
+    version = max(versions, default=parsed.version) + 1
+    while True:
+        name = log_file_name(parsed.file_id, parsed.base_instant, version, ROLLBACK_WRITE_TOKEN)
+        new_rel = join_path(partition, name)
+        if storage.create_exclusive(new_rel, data):
+            return storage.uri(new_rel), len(data)
+        version += 1
+
+
+def _delete_instant_files(storage: Storage, ts: str) -> None:
+    """Remove the rolled-back instant from the timeline: completed file first (readers stop seeing
+    it), requested last (until then it still shows as pending and the rollback can be resumed)."""
+    names = [i.name for i in storage.list_dir(META_DIR) if not i.is_dir and i.name.startswith(ts + ".")]
+    instants = {n: parse_instant_file(n) for n in names}
+    doomed = [n for n, inst in instants.items() if inst is not None
+              and inst.action in (*ROLLBACKABLE, Action.COMPACTION, Action.LOG_COMPACTION)]
+    order = {State.COMPLETED: 0, State.INFLIGHT: 1, State.REQUESTED: 2}
+    for name in sorted(doomed, key=lambda n: order[instants[n].state]):  # type: ignore[union-attr]
+        storage.delete(f"{META_DIR}/{name}")
+
+
+def _execute_request(storage: Storage, request: dict[str, Any], rollback_ts: str,
+                     target_ts: str) -> tuple[list[str], dict[str, object]]:
+    partition = str(request["partitionPath"])
+    ok, failed = [], []
+    for uri in request.get("filesToBeDeleted") or []:
+        if storage.delete(_rel(storage, uri)) or not storage.exists(_rel(storage, uri)):
+            ok.append(uri)
+        else:
+            failed.append(uri)
+    from_failed = dict(request.get("logBlocksToBeDeleted") or {})
+    appended = dict(_append_rollback_block(storage, uri, rollback_ts, target_ts) for uri in from_failed)
+    meta = am.rollback_partition_metadata(partition_path=partition, success_delete_files=ok, failed_delete_files=failed)
+    if from_failed:
+        meta["rollbackLogFiles"] = appended
+        meta["logFilesFromFailedCommit"] = from_failed
+    return ok, meta
+
+
 def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: str,
                      plan: dict[str, object]) -> RollbackResult:
     started = time.monotonic()
@@ -62,23 +119,23 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
     inflight = Instant(rollback_ts, Action.ROLLBACK, State.INFLIGHT)
     if not storage.exists(f"{META_DIR}/{inflight.file_name}"):
         timeline.transition_to_inflight(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED), b"")
+    target_now = timeline.find(target_ts)
+    if target_now is not None and target_now.is_completed:
+        timeline.revert_to_inflight(target_now)
     partitions: dict[str, dict[str, object]] = {}
     deleted: list[str] = []
     requests = plan.get("RollbackRequests") or []
     assert isinstance(requests, list)
     for request in requests:
-        partition = str(request["partitionPath"])
-        ok, failed = [], []
-        for uri in request.get("filesToBeDeleted") or []:
-            if storage.delete(_rel(storage, uri)) or not storage.exists(_rel(storage, uri)):
-                ok.append(uri)
-            else:
-                failed.append(uri)
+        ok, meta = _execute_request(storage, request, rollback_ts, target_ts)
         deleted.extend(ok)
-        partitions[partition] = am.rollback_partition_metadata(
-            partition_path=partition, success_delete_files=ok, failed_delete_files=failed)
+        partition = str(request["partitionPath"])
+        if partition in partitions:  # several file groups of one partition: merge their outcomes
+            _merge_partition_meta(partitions[partition], meta)
+        else:
+            partitions[partition] = meta
     # The failed write disappears from the timeline before the rollback is marked complete.
-    timeline.delete_pending(Instant(target_ts, target_action, State.REQUESTED))
+    _delete_instant_files(storage, target_ts)
     delete_markers(storage, target_ts)
     storage.delete(f".hoodie/.heartbeat/{target_ts}")
     meta = am.rollback_metadata(
@@ -90,6 +147,14 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
     log.info("rolled back %s@%s with rollback %s (%d files deleted)", target_action.value, target_ts,
              rollback_ts, len(deleted))
     return RollbackResult(rollback_ts, target_ts, tuple(deleted))
+
+
+def _merge_partition_meta(into: dict[str, Any], more: dict[str, Any]) -> None:
+    for key in ("successDeleteFiles", "failedDeleteFiles"):
+        into[key] = list(into.get(key) or []) + list(more.get(key) or [])
+    for key in ("rollbackLogFiles", "logFilesFromFailedCommit"):
+        if more.get(key):
+            into[key] = {**(into.get(key) or {}), **more[key]}
 
 
 def rollback_pending_write(storage: Storage, timeline: ActiveTimeline, target: Instant) -> RollbackResult:

@@ -161,6 +161,12 @@ class ActiveTimeline(Timeline):
     def instant_files(self, ts: str) -> set[str]:
         return set(self._files.get(ts, set()))
 
+    def savepoints(self) -> list[Instant]:
+        """Completed savepoints, oldest first. A savepoint shares its timestamp with the commit it
+        protects, so it never shows as that timestamp's instant and is looked up by file name."""
+        return sorted(Instant(ts, Action.SAVEPOINT) for ts, names in self._files.items()
+                      if f"{ts}.{Action.SAVEPOINT.value}" in names)
+
     # -- transitions ----------------------------------------------------------------------
     def create_requested(self, instant: Instant, content: bytes = b"") -> Instant:
         """Start an instant; fails if any file of this timestamp already exists."""
@@ -204,6 +210,15 @@ class ActiveTimeline(Timeline):
         pending_action = Action.COMPACTION if self.is_compaction_commit(instant) else instant.action
         for name in reversed(instant_file_names(instant.timestamp, pending_action)):
             self.storage.delete(f"{META_DIR}/{name}")
+
+    def revert_to_inflight(self, instant: Instant) -> None:
+        """Hide a completed instant from readers in one step (delete its completed file) before a
+        rollback touches its files; its requested/inflight files keep it on the timeline as pending."""
+        pending_action = Action.COMPACTION if self.is_compaction_commit(instant) else instant.action
+        inflight = Instant(instant.timestamp, pending_action, State.INFLIGHT)
+        if not self.storage.exists(f"{META_DIR}/{inflight.file_name}"):
+            self.storage.write_atomic(f"{META_DIR}/{inflight.file_name}", b"")
+        self.storage.delete(f"{META_DIR}/{instant.file_name}")
 
     def _existing_names(self) -> list[str]:
         return [i.name for i in self.storage.list_dir(META_DIR) if not i.is_dir]

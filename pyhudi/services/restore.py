@@ -1,0 +1,253 @@
+"""Rollback of a completed write, savepoints, and restore to a savepoint.
+
+A completed instant is rolled back from its own write stats (markers are gone by then): files it
+created are deleted, and log blocks it appended to an older slice are undone the Hudi v6 way, by a
+ROLLBACK command block in a new log version. Only the newest write can be rolled back, because
+every later write may have read it; `restore` rolls back everything after a savepoint, newest
+first, and is recorded as `<R>.restore.requested` (HoodieRestorePlan) -> `.inflight` -> `.restore`
+(HoodieRestoreMetadata), each step being an ordinary, resumable rollback.
+
+A savepoint (`<ts>.savepoint.inflight` -> `<ts>.savepoint`, Avro HoodieSavepointMetadata) lists
+every file a reader at `ts` needs; the cleaner keeps them and archival stops before it.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from pyhudi.errors import HudiError, InstantNotFoundError
+from pyhudi.model import avro_models as am
+from pyhudi.model.file_names import parse_log_file
+from pyhudi.model.instant_time import new_instant_time
+from pyhudi.reader.time_travel import _needed_files, missing_files
+from pyhudi.services.rollback import (
+    ROLLBACKABLE,
+    RollbackResult,
+    execute_rollback,
+    is_clustering,
+    plan_rollback,
+    resume_pending_rollbacks,
+)
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
+from pyhudi.transaction.lock import LockSettings, table_lock
+
+log = logging.getLogger(__name__)
+_DATA_ACTIONS = (*ROLLBACKABLE, Action.COMPACTION, Action.LOG_COMPACTION)
+
+
+class RollbackRefusedError(HudiError):
+    """The requested rollback or restore would break the table; nothing was changed."""
+
+
+@dataclass(frozen=True)
+class SavepointInfo:
+    instant: str
+    savepointed_by: str
+    savepointed_at: int
+    comments: str
+    files: int
+
+
+def _partition_of(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def plan_completed_rollback(storage: Storage, timeline: ActiveTimeline, target: Instant,
+                            doomed: frozenset[str] = frozenset()) -> dict[str, object]:
+    """HoodieRollbackPlan of a completed instant, from its write stats.
+
+    Base files and logs that belong to a slice the target (or another instant of `doomed`, in a
+    restore) started are deleted; logs appended to an older, surviving slice get a command block.
+    """
+    meta = timeline.commit_metadata(target)
+    requests = []
+    for s in meta.all_stats():
+        if not s.path:
+            continue
+        partition = s.partition_path or _partition_of(s.path)
+        name = s.path.rsplit("/", 1)[-1]
+        lf = parse_log_file(name)
+        if lf is None:
+            requests.append(am.rollback_request(partition_path=partition, files_to_be_deleted=[storage.uri(s.path)]))
+        elif lf.base_instant == target.timestamp or lf.base_instant in doomed:
+            requests.append(am.rollback_request(partition_path=partition, file_id=lf.file_id,
+                                                latest_base_instant=lf.base_instant,
+                                                files_to_be_deleted=[storage.uri(s.path)]))
+        elif storage.exists(s.path):
+            requests.append(am.rollback_request(
+                partition_path=partition, file_id=lf.file_id, latest_base_instant=lf.base_instant,
+                log_blocks_to_be_deleted={storage.uri(s.path): int(s.file_size_in_bytes or 0)}))
+    return am.rollback_plan(instant_to_rollback=am.instant_info(target.timestamp, target.action.value),
+                            rollback_requests=requests)
+
+
+def _start_rollback(storage: Storage, timeline: ActiveTimeline, target: Instant,
+                    doomed: frozenset[str] = frozenset()) -> RollbackResult:
+    if target.is_completed:
+        plan = plan_completed_rollback(storage, timeline, target, doomed)
+    else:
+        plan = plan_rollback(storage, target)
+    last = timeline.last()
+    rollback_ts = new_instant_time(after=last.timestamp if last else None)
+    timeline.create_requested(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED),
+                              am.write_instant_avro("HoodieRollbackPlan", plan))
+    return execute_rollback(storage, timeline, rollback_ts, plan)
+
+
+def _check_rollback(storage: Storage, timeline: ActiveTimeline, target: Instant,
+                    lazy: tuple[int, int] | None) -> None:
+    later = [i for i in timeline.write_timeline().after(target.timestamp)
+             if i.is_completed or i.action in (Action.COMPACTION, Action.LOG_COMPACTION) or is_clustering(timeline, i)]
+    if later:
+        raise RollbackRefusedError(
+            f"cannot roll back {target.action.value} {target.timestamp}: {later[0].action.value} "
+            f"{later[0].timestamp} came after it and may depend on it; only the latest write can be rolled back "
+            "(use restore to a savepoint to go further back). Nothing was changed")
+    saved = [s.timestamp for s in timeline.savepoints() if s.timestamp >= target.timestamp]
+    if saved:
+        raise RollbackRefusedError(
+            f"cannot roll back {target.timestamp}: savepoint {saved[0]} protects it; delete the savepoint first "
+            "(pyhudi savepoint PATH delete). Nothing was changed")
+    if target.is_pending and lazy is not None:
+        from pyhudi.transaction.heartbeat import is_expired
+
+        if not is_expired(storage, target.timestamp, *lazy):
+            raise RollbackRefusedError(
+                f"cannot roll back {target.timestamp}: its writer is alive (heartbeat in .hoodie/.heartbeat is "
+                "fresh). Stop that writer or wait for its heartbeat to expire. Nothing was changed")
+    if target.is_completed:
+        before = [i for i in timeline.completed().write_timeline() if i.timestamp < target.timestamp]
+        if before and missing_files(storage, timeline, before[-1].timestamp):
+            raise RollbackRefusedError(
+                f"cannot roll back {target.timestamp}: the cleaner already deleted files of the previous version "
+                f"({before[-1].timestamp}), so the table could not go back to it. Nothing was changed")
+
+
+def rollback(storage: Storage, instant: str, lock: LockSettings | None = None,
+             lazy: tuple[int, int] | None = None) -> RollbackResult:
+    """Roll back the latest completed write (commit, deltacommit, replacecommit, compaction) or a
+    failed (pending) write; a pending compaction plan is simply removed."""
+    with table_lock(storage, lock or LockSettings()):
+        resume_pending_rollbacks(storage, ActiveTimeline.load(storage))
+        timeline = ActiveTimeline.load(storage)
+        target = timeline.find(instant)
+        if target is None or target.action not in _DATA_ACTIONS:
+            newest = timeline.write_timeline().last()
+            raise InstantNotFoundError(
+                f"no write instant {instant!r} on the active timeline of {storage.base_uri}; the latest write is "
+                f"{newest.timestamp if newest else '(none)'}")
+        _check_rollback(storage, timeline, target, lazy)
+        return _start_rollback(storage, timeline, target)
+
+
+# -- savepoints --------------------------------------------------------------------------------
+def create_savepoint(storage: Storage, instant: str | None = None, user: str | None = None,
+                     comments: str = "", lock: LockSettings | None = None) -> str:
+    with table_lock(storage, lock or LockSettings()):
+        timeline = ActiveTimeline.load(storage)
+        writes = timeline.completed().write_timeline()
+        target = writes.find(instant) if instant else writes.last()
+        if target is None:
+            raise InstantNotFoundError(
+                f"cannot savepoint {instant or 'the latest commit'}: no such completed write on the active timeline "
+                f"of {storage.base_uri}")
+        gone = missing_files(storage, timeline, target.timestamp)
+        if gone:
+            raise RollbackRefusedError(f"cannot savepoint {target.timestamp}: the cleaner already deleted {len(gone)} "
+                                       f"of its files (e.g. {gone[0]})")
+        by_partition: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(_needed_files(timeline, target.timestamp)):
+            by_partition[_partition_of(path)].append(path.rsplit("/", 1)[-1])
+        meta = am.savepoint_metadata(savepointed_by=user or _user(), comments=comments, latest_files=by_partition)
+        ts = target.timestamp
+        storage.write_atomic(f"{META_DIR}/{ts}.savepoint.inflight", b"")
+        storage.write_atomic(f"{META_DIR}/{ts}.savepoint", am.write_instant_avro("HoodieSavepointMetadata", meta))
+    log.info("savepoint %s created (%d files protected)", ts, sum(len(v) for v in by_partition.values()))
+    return ts
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "pyhudi"
+
+
+def list_savepoints(storage: Storage) -> list[SavepointInfo]:
+    timeline = ActiveTimeline.load(storage)
+    out = []
+    for sp in timeline.savepoints():
+        meta = am.read_instant_avro(timeline.details(sp))
+        files = sum(len(pm.get("savepointDataFile") or []) for pm in (meta.get("partitionMetadata") or {}).values())
+        out.append(SavepointInfo(sp.timestamp, str(meta.get("savepointedBy") or ""),
+                                 int(meta.get("savepointedAt") or 0), str(meta.get("comments") or ""), files))
+    return out
+
+
+def delete_savepoint(storage: Storage, instant: str, lock: LockSettings | None = None) -> None:
+    with table_lock(storage, lock or LockSettings()):
+        if not storage.exists(f"{META_DIR}/{instant}.savepoint"):
+            raise InstantNotFoundError(f"no savepoint {instant} in {storage.base_uri}")
+        storage.delete(f"{META_DIR}/{instant}.savepoint")
+        storage.delete(f"{META_DIR}/{instant}.savepoint.inflight")
+
+
+# -- restore ---------------------------------------------------------------------------------
+def restore(storage: Storage, savepoint: str, lock: LockSettings | None = None) -> str:
+    """Bring the table back to `savepoint`: roll back every write after it, newest first."""
+    with table_lock(storage, lock or LockSettings()):
+        resume_pending_rollbacks(storage, ActiveTimeline.load(storage))
+        timeline = ActiveTimeline.load(storage)
+        pending = timeline.actions(Action.RESTORE).pending()
+        if pending:
+            return _execute_restore(storage, pending.instants[0].timestamp)
+        if savepoint not in {s.timestamp for s in timeline.savepoints()}:
+            known = ", ".join(s.timestamp for s in timeline.savepoints()) or "none"
+            raise InstantNotFoundError(f"no savepoint {savepoint} in {storage.base_uri} (savepoints: {known}); create "
+                                       "one with pyhudi.savepoint")
+        later = [s.timestamp for s in timeline.savepoints() if s.timestamp > savepoint]
+        if later:
+            raise RollbackRefusedError(f"savepoint {later[0]} is newer than {savepoint}; restore to it first or delete "
+                                       "it. Nothing was changed")
+        targets = sorted((i for i in timeline.write_timeline() if i.timestamp > savepoint),
+                         key=lambda i: i.timestamp, reverse=True)
+        last = timeline.last()
+        ts = new_instant_time(after=last.timestamp if last else None)
+        plan = am.restore_plan(instants_to_rollback=[am.instant_info(i.timestamp, i.action.value) for i in targets],
+                               savepoint_to_restore_timestamp=savepoint)
+        timeline.create_requested(Instant(ts, Action.RESTORE, State.REQUESTED),
+                                  am.write_instant_avro("HoodieRestorePlan", plan))
+        return _execute_restore(storage, ts)
+
+
+def _execute_restore(storage: Storage, ts: str) -> str:
+    started = time.monotonic()
+    timeline = ActiveTimeline.load(storage)
+    requested = Instant(ts, Action.RESTORE, State.REQUESTED)
+    plan = am.read_instant_avro(timeline.requested_details(requested))
+    if timeline.find(ts) == requested:
+        timeline.transition_to_inflight(requested, b"")
+    doomed = frozenset(str(i["commitTime"]) for i in plan.get("instantsToRollback") or [])
+    done: dict[str, list[dict[str, object]]] = {}
+    for info in plan.get("instantsToRollback") or []:
+        timeline = ActiveTimeline.load(storage)
+        target = timeline.find(str(info["commitTime"]))
+        if target is None or target.action not in _DATA_ACTIONS:
+            continue  # rolled back before a crash interrupted the restore
+        result = _start_rollback(storage, timeline, target, doomed)
+        rb = Instant(result.rollback_instant, Action.ROLLBACK)
+        done[target.timestamp] = [am.read_instant_avro(ActiveTimeline.load(storage).details(rb))]
+    meta = am.restore_metadata(
+        start_restore_time=ts, restore_instant_info=list(plan.get("instantsToRollback") or []),
+        rollback_metadata_by_instant=done, time_taken_in_millis=int((time.monotonic() - started) * 1000))
+    ActiveTimeline.load(storage).complete(Instant(ts, Action.RESTORE, State.INFLIGHT),
+                                         am.write_instant_avro("HoodieRestoreMetadata", meta))
+    log.info("restore %s to savepoint %s rolled back %d instants", ts, plan.get("savepointToRestoreTimestamp"),
+             len(done))
+    return ts
