@@ -9,8 +9,9 @@ need it:
   that commit reads), every slice at or after it, savepointed slices and slices
   a pending compaction or clustering will read; delete older slices (base and
   logs together). Groups replaced before the earliest retained commit go whole.
-* KEEP_LATEST_FILE_VERSIONS: keep the newest N slices per group; replaced groups
-  go at once.
+  Groups replaced later are left alone until then (Hudi's view hides them).
+* KEEP_LATEST_FILE_VERSIONS: keep the newest N slices per group (the slices a
+  pending compaction needs are kept and count as one); replaced groups go at once.
 
 Also deleted: orphans, data files of instants that never completed and are no
 longer pending (left by crashed writers whose rollback could not name them).
@@ -58,13 +59,15 @@ def _commits(timeline: ActiveTimeline) -> list[Instant]:
 
 def earliest_commit_to_retain(timeline: ActiveTimeline, cfg: CleanConfig, local_tz: bool = False,
                               now: str | None = None) -> Instant | None:
-    """Hudi's CleanPlanner.getEarliestCommitToRetain, including the cap by the oldest pending write."""
+    """Hudi's CleanPlanner.getEarliestCommitToRetain, including the cap by the oldest pending write or
+    compaction."""
     commits = _commits(timeline)
     if cfg.policy == "KEEP_LATEST_COMMITS":
         if len(commits) <= cfg.commits_retained:
             return None
         nth = commits[len(commits) - cfg.commits_retained]
-        pending = [i for i in timeline.pending() if i.action in WRITE_ACTIONS]
+        # Hudi caps by its commits-and-compaction timeline: a pending compaction counts too.
+        pending = [i for i in timeline.pending() if i.action in WRITE_ACTIONS or i.action is Action.COMPACTION]
         if pending and nth.timestamp > pending[0].timestamp:
             before = [c for c in commits if c.timestamp < pending[0].timestamp]
             return before[-1] if before else None
@@ -131,10 +134,14 @@ def _group_by_commits(group: FileGroup, earliest: Instant, protected: set[tuple[
 
 
 def _group_by_versions(group: FileGroup, keep: int, protected: set[tuple[str, str, str]],
-                       saved: set[str]) -> list[FileToClean]:
+                       saved: set[str], compaction_base: str | None) -> list[FileToClean]:
     out: list[FileToClean] = []
     kept = 0
+    if compaction_base is not None:
+        keep -= 1  # as Hudi: the slices a pending compaction needs are kept and count as one version
     for sl in reversed(group.slices):
+        if compaction_base is not None and sl.base_instant >= compaction_base:
+            continue
         if _is_savepointed(sl, saved) or (group.partition, group.file_id, sl.base_instant) in protected:
             continue
         if kept < keep:
@@ -188,6 +195,10 @@ def plan_clean(storage: Storage, view: FileSystemView, cfg: CleanConfig, partiti
     protected = _protected_slices(view)
     by_versions = cfg.policy == "KEEP_LATEST_FILE_VERSIONS"
     replaced = _replaced_before(timeline, earliest, by_versions)
+    # As Hudi's view, replaced groups are no live groups: untouched until their replacecommit may go.
+    replaced_any = _replaced_before(timeline, None, True)
+    compaction_bases = {(p.partition, p.file_id): _pending_base(view, p.partition, p.file_id, p.instant)
+                        for p in view._pending_compactions}
     for part in partitions if partitions is not None else view.partition_paths:
         for group in view.file_groups(part):
             if (part, group.file_id) in replaced and (part, group.file_id) not in view.pending_clustering_file_ids():
@@ -196,8 +207,11 @@ def plan_clean(storage: Storage, view: FileSystemView, cfg: CleanConfig, partiti
                     "" if by_versions else f", before the earliest retained commit {earliest.timestamp if earliest else ''}")
                 draft.files.extend(FileToClean(part, p, why) for sl in group.slices
                                    if not _is_savepointed(sl, saved) for p in _slice_files(sl))
+            elif (part, group.file_id) in replaced_any:
+                continue
             elif by_versions:
-                draft.files.extend(_group_by_versions(group, cfg.file_versions_retained, protected, saved))
+                draft.files.extend(_group_by_versions(group, cfg.file_versions_retained, protected, saved,
+                                                      compaction_bases.get((part, group.file_id))))
             elif earliest is not None:
                 draft.files.extend(_group_by_commits(group, earliest, protected, saved))
         draft.files.extend(_orphans(storage, view, part))
