@@ -54,9 +54,10 @@ def check_readable(storage: Storage, timeline: ActiveTimeline, as_of: str) -> No
     """Raise InstantNotFoundError when a read as of `as_of` would silently miss cleaned files."""
     writes = [i for i in timeline.completed() if i.action in WRITE_ACTIONS]
     first = writes[0].timestamp if writes else None
-    cleaned = bool(timeline.completed().actions(Action.CLEAN)) or _archived(storage)
+    # A pending clean counts: an interrupted one may already have deleted part of its plan.
+    cleaned = bool(timeline.actions(Action.CLEAN)) or _archived(storage)
     if not cleaned:
-        return  # nothing was ever deleted or archived: every version is still on disk
+        return  # no clean ever started and nothing was archived: every version is still on disk
     if first is not None and as_of < first and _archived(storage):
         raise _error(storage, timeline, as_of, writes, "it is older than the active timeline (archived)")
     missing = missing_files(storage, timeline, as_of)
