@@ -39,6 +39,14 @@ def clean(spark, path, options=None, dry_run=False):  # type: ignore[no-untyped-
     return _clean(spark, path, options, dry_run)
 
 
+def archive(spark, path, options=None, dry_run=False):  # type: ignore[no-untyped-def]
+    """Archive old timeline instants per hoodie.keep.*.commits; with dry_run, the plan only. See
+    pyhudi.api.archive."""
+    from pyhudi.api import archive as _archive
+
+    return _archive(spark, path, options, dry_run)
+
+
 def wait_for_table_services(path=None, timeout=None):  # type: ignore[no-untyped-def]
     """Wait for background table services (async clustering); returns their errors."""
     from pyhudi.api import wait_for_table_services as _wait
@@ -63,6 +71,7 @@ def read(spark, path, options=None, filters=None):  # type: ignore[no-untyped-de
 __all__ = [
     "ClusteringUpdateConflictError", "CommitConflictError", "CorruptFileError", "HudiError",
     "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
-    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "clean", "cluster", "compact",
+    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "archive", "clean", "cluster",
+    "compact",
     "read", "wait_for_table_services", "write",
 ]

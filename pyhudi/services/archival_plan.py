@@ -307,15 +307,14 @@ def plan_archival(storage: Storage, table: TableConfig, cfg: ArchivalConfig, cle
     if len(p.commits) > cfg.max_commits:
         bounds = p.hard_bounds() + p.compaction_bounds()
         k, stop = _count(p, bounds, len(p.commits) - cfg.min_commits)
+        # The bounds below read more (clean metadata, listings): only for what is left to archive.
         if k:
             extra = [b for b in (p.clean_bound(p.commits[k - 1].timestamp),
                                  p.replace_bound(p.commits[:k])) if b is not None]
-            if extra:
-                k, stop = _count(p, bounds + extra, k)
+            k, stop = _count(p, bounds + extra, k, stop)
         if k:
             orphan = p.orphan_bound(p.commits[k - 1].timestamp)
-            if orphan is not None:
-                k, stop = _count(p, bounds + [orphan], k)
+            k, stop = _count(p, bounds + ([orphan] if orphan else []), k, stop)
         plan.stopped_by = stop
     # Everything completed and archivable before the first commit kept goes (cleans, rollbacks too).
     cut = p.commits[k].timestamp if k else ""
@@ -330,11 +329,12 @@ def plan_archival(storage: Storage, table: TableConfig, cfg: ArchivalConfig, cle
     return plan
 
 
-def _count(p: _Planner, bounds: list[_Bound], limit: int) -> tuple[int, str | None]:
-    """How many of the oldest commits lie before every bound (at most `limit`), and what stopped them."""
+def _count(p: _Planner, bounds: list[_Bound], limit: int, stop: str | None = None) -> tuple[int, str | None]:
+    """How many of the oldest commits lie before every bound (at most `limit`), and what stopped them
+    (`stop`: what already held them back to `limit`)."""
     first = min(bounds, key=lambda b: b.timestamp, default=None)
     eligible = sum(1 for c in p.commits if first is None or c.timestamp < first.timestamp)
     # Commits are sorted, so the eligible ones are exactly the oldest `eligible`.
     if first is not None and eligible < limit:
         return eligible, f"archival stops before {first.timestamp}: {first.reason}"
-    return min(limit, eligible), None
+    return min(limit, eligible), stop
