@@ -43,7 +43,7 @@ from pyhudi.timeline.archived import (
     list_archive_files,
     read_archive_bytes,
 )
-from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State
 from pyhudi.timeline.timeline import META_DIR
 from pyhudi.transaction.lock import LockSettings, table_lock
 from pyhudi.writer.config import ArchivalConfig, CleanConfig, CompactionConfig, WriteConfig
@@ -208,6 +208,26 @@ def dry_run(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, 
     return plan_archival(storage, table, archival_cfg, clean_cfg, compaction_cfg, archived_keys=archived.keys())
 
 
+def archival_due(storage: Storage, table: TableConfig, cfg: ArchivalConfig) -> bool:
+    """Cheap check before taking the lock after every commit: more completed commits than
+    hoodie.keep.max.commits, or the oldest active instant left behind by an interrupted run (it is
+    then in the newest archive file: the next run always finishes what the previous one left)."""
+    groups = load_groups(storage)
+    commits = sum(1 for g in groups if g.completed and g.action in WRITE_ACTIONS)
+    if commits > cfg.max_commits:
+        return True
+    folder = f"{META_DIR}/{table.archive_folder}"
+    files = list_archive_files(storage, folder)
+    if not groups or not files:
+        return False
+    try:
+        found, _, _ = read_archive_bytes(storage.read_bytes(f"{folder}/{files[-1][1]}"))
+    except FileNotFoundError:
+        return False
+    keys = {e.key for e in found}
+    return all((f.timestamp, f.action.value, f.state.value) in keys for f in groups[0].files)
+
+
 _queued: set[str] = set()
 _queued_lock = threading.Lock()
 
@@ -218,7 +238,7 @@ def archive_after_commit(storage: Storage, cfg: WriteConfig) -> None:
     The commit is already durable here, so a failed archival is logged, not raised: the table is
     consistent at every step and the next commit archives again.
     """
-    if not cfg.archival.automatic:
+    if not cfg.archival.automatic or not archival_due(storage, cfg.table, cfg.archival):
         return
 
     def run() -> ArchiveResult | None:

@@ -530,3 +530,32 @@ def test_groups_keep_a_savepoint_apart_from_its_commit(table: ArchTable) -> None
     groups = load_groups(table.storage)
     assert [(g.timestamp, g.action) for g in groups] == [(C(1), Action.COMMIT), (C(2), Action.COMMIT),
                                                         (C(2), Action.SAVEPOINT)]
+
+
+def test_automatic_archival_after_a_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyhudi.services import background
+
+    def config(**opts: str):  # type: ignore[no-untyped-def]
+        return build_write_config(Options.parse({"hoodie.keep.max.commits": "30", "hoodie.keep.min.commits": "20",
+                                                 **opts}), table_config, WriteOperation.INSERT)
+
+    table = ArchTable(tmp_path / "t")
+    table_config = table.config  # every ArchTable has the same identity
+    table.commits(1, 31)
+    archival.archive_after_commit(table.storage, config(**{"hoodie.archive.automatic": "false"}))
+    assert len(table.active_ts()) == 31
+    archival.archive_after_commit(table.storage, config(**{"hoodie.archive.async": "true"}))
+    assert background.wait(table.storage.base_uri, timeout=60) == []
+    assert len(table.active_ts()) == 20
+    assert not archival.archival_due(table.storage, table.config, config().archival)
+
+    # An interrupted run with no more than keep.max commits left is still finished after the next commit.
+    other = ArchTable(tmp_path / "u")
+    other.commits(1, 31)
+    crash_at(monkeypatch, "archival.mid_delete")
+    with pytest.raises(Crash):
+        run(other)
+    monkeypatch.undo()
+    assert len(other.active_ts()) == 30 and archival.archival_due(other.storage, other.config, KEEP)
+    archival.archive_after_commit(other.storage, config())
+    assert len(other.active_ts()) == 20 and not archival.archival_due(other.storage, other.config, KEEP)
