@@ -220,12 +220,28 @@ def archival_due(storage: Storage, table: TableConfig, cfg: ArchivalConfig) -> b
     files = list_archive_files(storage, folder)
     if not groups or not files:
         return False
-    try:
-        found, _, _ = read_archive_bytes(storage.read_bytes(f"{folder}/{files[-1][1]}"))
-    except FileNotFoundError:
-        return False
-    keys = {e.key for e in found}
+    keys = _newest_archive_keys(storage, f"{folder}/{files[-1][1]}")
     return all((f.timestamp, f.action.value, f.state.value) in keys for f in groups[0].files)
+
+
+_keys_cache: dict[str, tuple[int, frozenset[tuple[str, str, str]]]] = {}
+
+
+def _newest_archive_keys(storage: Storage, rel: str) -> frozenset[tuple[str, str, str]]:
+    """Keys of one archive file, decoded once per process (archive files never change once written)."""
+    uri = storage.uri(rel)
+    try:
+        size = storage.size(rel)
+        cached = _keys_cache.get(uri)
+        if cached is None or cached[0] != size:
+            found, _, _ = read_archive_bytes(storage.read_bytes(rel))
+            cached = (size, frozenset(e.key for e in found))
+            if len(_keys_cache) >= 16:  # only each table's newest file is ever asked for
+                _keys_cache.clear()
+            _keys_cache[uri] = cached
+    except FileNotFoundError:
+        return frozenset()
+    return cached[1]
 
 
 _queued: set[str] = set()
