@@ -260,7 +260,7 @@ def archive_after_commit(storage: Storage, cfg: WriteConfig) -> None:
     def run() -> ArchiveResult | None:
         try:
             return archive(storage, cfg.table, cfg.archival, cfg.clean, cfg.lock, cfg.compaction)
-        except HudiError as exc:
+        except (HudiError, OSError) as exc:
             log.warning("archival of %s failed (the table is unaffected; the next commit retries): %s",
                         storage.base_uri, exc)
             return None

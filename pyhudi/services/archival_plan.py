@@ -287,8 +287,13 @@ class _Planner:
             return None
         log.warning("archival stops before %s: %s was written by an instant that never completed; the "
                     "cleaner deletes such files", oldest[0], oldest[1])
-        return _Bound(oldest[0], f"{oldest[1]} was written by {oldest[0]}, which never completed (an orphan "
-                                 "the cleaner has not removed; archiving past it would make it visible)")
+        # The last commit before the orphan stays too, so the orphan is never older than the active
+        # timeline's first write (which is what "archived, hence committed" means to readers).
+        before = [c for c in self.commits if c.timestamp < oldest[0]]
+        return _Bound(before[-1].timestamp if before else oldest[0],
+                      f"{oldest[1]} was written by {oldest[0]}, which never completed (an orphan the cleaner has "
+                      "not removed; the timeline must keep starting before it, or readers would take it for "
+                      "archived data)")
 
 
 def plan_archival(storage: Storage, table: TableConfig, cfg: ArchivalConfig, clean_cfg: CleanConfig,

@@ -282,8 +282,11 @@ def test_stops_before_files_of_a_write_that_never_completed(table: ArchTable) ->
     table.commits(1, 35)
     table.base(PART, "orphan", X(5, 3))
     result = run(table)
-    assert result is not None and [i.timestamp for i in result.archived] == [C(n) for n in range(1, 6)]
+    # C(5), the last commit before the orphan, stays: the active timeline must start before it.
+    assert result is not None and [i.timestamp for i in result.archived] == [C(n) for n in range(1, 5)]
     assert "never completed" in (result.stopped_by or "")
+    view = table.view()
+    assert not view.is_committed(X(5, 3)) and view.is_committed(C(1))
 
 
 def test_stops_before_an_action_it_does_not_archive(table: ArchTable) -> None:
