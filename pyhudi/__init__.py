@@ -58,6 +58,12 @@ def restore(spark, path, savepoint, options=None):  # type: ignore[no-untyped-de
     from pyhudi.api import restore as _restore
 
     return _restore(spark, path, savepoint, options)
+def archive(spark, path, options=None, dry_run=False):  # type: ignore[no-untyped-def]
+    """Archive old timeline instants per hoodie.keep.*.commits; with dry_run, the plan only. See
+    pyhudi.api.archive."""
+    from pyhudi.api import archive as _archive
+
+    return _archive(spark, path, options, dry_run)
 
 
 def wait_for_table_services(path=None, timeout=None):  # type: ignore[no-untyped-def]
@@ -84,6 +90,6 @@ def read(spark, path, options=None, filters=None):  # type: ignore[no-untyped-de
 __all__ = [
     "ClusteringUpdateConflictError", "CommitConflictError", "CorruptFileError", "HudiError",
     "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
-    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "clean", "cluster", "compact",
-    "read", "restore", "rollback", "savepoint", "wait_for_table_services", "write",
+    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "archive", "clean", "cluster",
+    "compact", "read", "restore", "rollback", "savepoint", "wait_for_table_services", "write",
 ]

@@ -166,6 +166,22 @@ def restore(spark: SparkSession | None, path: str, savepoint: str, options: Mapp
 
     storage, config = _service_config(path, options)
     return rs.restore(storage, savepoint, config.lock)
+def archive(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
+            dry_run: bool = False) -> Any:
+    """Archive old instants of the timeline (hoodie.keep.max/min.commits) into `.hoodie/archived/`.
+
+    Writers do this after every commit unless hoodie.archive.automatic=false; call it to archive by
+    hand. Returns the ArchiveResult (None if nothing could go), or with `dry_run` the plan: which
+    instants would be archived and what stops archival where it stops. Needs no Spark session.
+    """
+    from pyhudi.services import archival
+
+    storage = Storage(path)
+    table = load_table_config(storage)
+    config = build_write_config(Options.parse(options), table, WriteOperation.INSERT)
+    if dry_run:
+        return archival.dry_run(storage, table, config.archival, config.clean, config.compaction)
+    return archival.archive(storage, table, config.archival, config.clean, config.lock, config.compaction)
 
 
 def wait_for_table_services(path: str | None = None, timeout: float | None = None) -> list[BaseException]:
@@ -195,5 +211,5 @@ def _delete_table(storage: Storage) -> None:
         storage.delete_dir("")
 
 
-__all__ = ["K", "clean", "cluster", "compact", "read", "restore", "rollback", "savepoint", "wait_for_table_services",
-           "write"]
+__all__ = ["K", "archive", "clean", "cluster", "compact", "read", "restore", "rollback", "savepoint",
+           "wait_for_table_services", "write"]

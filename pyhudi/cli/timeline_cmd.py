@@ -18,10 +18,10 @@ from pyhudi.cli import render
 from pyhudi.cli.common import OpenTable, guarded, non_negative_int, open_table, table_header
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
+from pyhudi.model.commit_metadata import CommitMetadata
+from pyhudi.timeline.archived import ArchivedTimeline
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State
-from pyhudi.timeline.timeline import ActiveTimeline
-
-ARCHIVED_NOT_AVAILABLE = "archived timeline not available yet"
+from pyhudi.timeline.timeline import ActiveTimeline, Timeline
 
 
 def register(sub: Any) -> None:
@@ -36,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=non_negative_int, default=None, metavar="N",
                    help="show only the newest N instants")
     p.add_argument("--json", action="store_true", help="machine-readable JSON")
-    p.add_argument("--archived", action="store_true", help="also show the archived timeline (not yet)")
+    p.add_argument("--archived", action="store_true",
+                   help="also show the archived timeline (.hoodie/archived/), before the active instants")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,10 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     t = open_table(args.path)
-    if args.archived and _has_archived(t):
-        # Issue 5 will read the archived timeline; until then say so, on stderr to keep --json clean.
-        print(ARCHIVED_NOT_AVAILABLE, file=sys.stderr)
-    data = collect(t, args.limit)
+    archived = ArchivedTimeline.load(t.storage, t.config.archive_folder) if args.archived else None
+    if archived is not None and archived.corrupt_blocks:
+        # On stderr, so --json output stays parseable.
+        print(f"archived timeline: skipped {archived.corrupt_blocks} unreadable block(s): "
+              f"{'; '.join(archived.problems[:3])}", file=sys.stderr)
+    data = collect(t, args.limit, archived)
     if args.json:
         render.emit_json(data)
     else:
@@ -60,39 +63,75 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _has_archived(t: OpenTable) -> bool:
-    return bool(t.storage.list_dir(f".hoodie/{t.config.archive_folder}"))
-
-
-def collect(t: OpenTable, limit: int | None = None) -> dict[str, Any]:
-    """Everything the command shows, as JSON-ready values."""
+def collect(t: OpenTable, limit: int | None = None, archived: ArchivedTimeline | None = None) -> dict[str, Any]:
+    """Everything the command shows, as JSON-ready values; archived instants (if asked) come first."""
     instants = list(t.timeline.instants)
     actions = Counter(_action_label(t.timeline, i) for i in instants)
-    shown = instants if limit is None else instants[max(0, len(instants) - limit):]
-    return {
-        "table": table_header(t),
-        "counts": {
-            "instants": len(instants),
-            "completed": sum(1 for i in instants if i.is_completed),
-            "pending": sum(1 for i in instants if i.is_pending),
-            "by_action": dict(sorted(actions.items())),
-            "shown": len(shown),
-        },
-        "instants": [describe_instant(t.timeline, i) for i in shown],
+    rows = [(True, i) for i in (archived.instants if archived is not None else ())]
+    rows += [(False, i) for i in instants]
+    shown = rows if limit is None else rows[max(0, len(rows) - limit):]
+    counts: dict[str, Any] = {
+        "instants": len(instants),
+        "completed": sum(1 for i in instants if i.is_completed),
+        "pending": sum(1 for i in instants if i.is_pending),
+        "by_action": dict(sorted(actions.items())),
+        "shown": len(shown),
     }
+    data: dict[str, Any] = {"table": table_header(t), "counts": counts}
+    if archived is not None:
+        arch_actions = Counter(_action_label(archived.timeline, i) for i in archived.instants)
+        counts["archived"] = len(archived.instants)
+        data["archive"] = {
+            "files": list(archived.files), "instants": len(archived.instants), "records": len(archived.entries),
+            "by_action": dict(sorted(arch_actions.items())), "corrupt_blocks": archived.corrupt_blocks,
+            "duplicate_records": archived.duplicates,
+        }
+    data["instants"] = [describe_archived(archived, i) if old and archived is not None
+                        else describe_instant(t.timeline, i) for old, i in shown]
+    return data
 
 
-def _action_label(tl: ActiveTimeline, inst: Instant) -> str:
+def _action_label(tl: Timeline, inst: Instant) -> str:
     return "compaction" if tl.is_compaction_commit(inst) else inst.action.value
 
 
-def describe_instant(tl: ActiveTimeline, inst: Instant) -> dict[str, Any]:
-    row: dict[str, Any] = {
+def _row(tl: Timeline, inst: Instant, archived: bool) -> dict[str, Any]:
+    return {
         "timestamp": inst.timestamp, "action": inst.action.value, "state": inst.state.value,
-        "compaction": tl.is_compaction_commit(inst), "operation": None, "records": None, "inserts": None,
-        "updates": None, "deletes": None, "bytes": None, "files": None, "replaced_file_groups": None,
-        "summary": "",
+        "archived": archived, "compaction": tl.is_compaction_commit(inst), "operation": None, "records": None,
+        "inserts": None, "updates": None, "deletes": None, "bytes": None, "files": None,
+        "replaced_file_groups": None, "summary": "",
     }
+
+
+def describe_archived(arch: ArchivedTimeline, inst: Instant) -> dict[str, Any]:
+    """An archived instant, summarised from the HoodieArchivedMetaEntry records kept for it."""
+    row = _row(arch.timeline, inst, True)
+    try:
+        if inst.action in WRITE_ACTIONS and inst.is_completed:
+            meta = arch.commit_metadata(inst)
+            if meta is None:
+                row["summary"] = "no metadata archived"
+            else:
+                _fill_commit_row(meta, row)
+        elif inst.action in (Action.COMPACTION, Action.LOG_COMPACTION):
+            entry = arch.requested_entry(inst)
+            plan = entry.record.get("hoodieCompactionPlan") if entry else None
+            row["summary"] = compaction_summary(plan) if plan else ""
+        elif inst.is_completed and (payload := arch.payload(inst)) is not None:
+            if inst.action is Action.CLEAN:
+                row["summary"] = clean_summary(payload)
+            elif inst.action is Action.ROLLBACK:
+                row["summary"] = rollback_summary(payload)
+            elif inst.action is Action.SAVEPOINT:
+                row["summary"] = savepoint_summary(payload)
+    except (HudiError, ValueError, TypeError, AttributeError) as exc:
+        row["summary"] = "unreadable: " + " ".join(str(exc).split())
+    return row
+
+
+def describe_instant(tl: ActiveTimeline, inst: Instant) -> dict[str, Any]:
+    row = _row(tl, inst, False)
     try:
         if inst.action in WRITE_ACTIONS and inst.is_completed:
             _commit_stats(tl, inst, row)
@@ -110,16 +149,17 @@ def describe_instant(tl: ActiveTimeline, inst: Instant) -> dict[str, Any]:
             data = am.read_instant_avro(tl.details(inst) if inst.is_completed else tl.requested_details(inst))
             row["summary"] = restore_summary(data, inst.is_completed)
         elif inst.action is Action.SAVEPOINT and inst.is_completed:
-            data = am.read_instant_avro(tl.details(inst))
-            row["summary"] = (f"savepoint by {data.get('savepointedBy') or '?'} of "
-                              f"{len(data.get('partitionMetadata') or {})} partitions")
+            row["summary"] = savepoint_summary(am.read_instant_avro(tl.details(inst)))
     except HudiError as exc:
         row["summary"] = "unreadable: " + " ".join(str(exc).split())
     return row
 
 
 def _commit_stats(tl: ActiveTimeline, inst: Instant, row: dict[str, Any]) -> None:
-    meta = tl.commit_metadata(inst)
+    _fill_commit_row(tl.commit_metadata(inst), row)
+
+
+def _fill_commit_row(meta: CommitMetadata, row: dict[str, Any]) -> None:
     stats = meta.all_stats()
     row.update(
         operation=meta.operation_type, records=sum(s.num_writes for s in stats),
@@ -178,6 +218,10 @@ def clean_summary(meta: dict[str, Any]) -> str:
             f"earliest retained {retain}")
 
 
+def savepoint_summary(data: dict[str, Any]) -> str:
+    return f"savepoint by {data.get('savepointedBy') or '?'} of {len(data.get('partitionMetadata') or {})} partitions"
+
+
 def rollback_plan_summary(plan: dict[str, Any]) -> str:
     target = plan.get("instantToRollback") or {}
     reqs = plan.get("RollbackRequests") or []
@@ -219,16 +263,25 @@ def render_text(data: dict[str, Any]) -> list[str]:
     if counts["instants"]:
         summary += f" ({counts['completed']} completed, {counts['pending']} pending); {by_action}"
     lines = [f"table {tbl['name']}  ({tbl['type']}, version {tbl['version']})  {tbl['path']}", summary]
-    if counts["shown"] < counts["instants"]:
+    if "archive" in data:
+        arch = data["archive"]
+        by = ", ".join(f"{a} {n}" for a, n in arch["by_action"].items())
+        text = f"archived: {arch['instants']} instants in {len(arch['files'])} file(s)" + (f"; {by}" if by else "")
+        if arch["corrupt_blocks"]:
+            text += f" ({arch['corrupt_blocks']} unreadable block(s) skipped)"
+        lines.append(text)
+    total = counts["instants"] + counts.get("archived", 0)
+    if counts["shown"] < total:
         lines.append(f"showing the newest {counts['shown']}")
     if not data["instants"]:
-        lines.append("(no instants)" if counts["instants"] == 0 else "")
+        lines.append("(no instants)" if total == 0 else "")
         return [ln for ln in lines if ln]
     rows = []
     for r in data["instants"]:
         action = r["action"] + (" (compaction)" if r["compaction"] else "")
         rows.append([
-            r["timestamp"], action, r["state"], r["operation"] or "-", render.number(r["records"]),
+            r["timestamp"], action, ("archived" if r["state"] == "completed" else f"archived {r['state']}")
+            if r.get("archived") else r["state"], r["operation"] or "-", render.number(r["records"]),
             render.number(r["inserts"]), render.number(r["updates"]), render.number(r["deletes"]),
             render.human_bytes(r["bytes"]), render.number(r["files"]),
             render.number(r["replaced_file_groups"]), r["summary"],

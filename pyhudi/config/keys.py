@@ -307,12 +307,17 @@ CLEANER_INCREMENTAL = declare("hoodie.cleaner.incremental.mode", "bool", True,
                               "Only scan partitions written since the last clean.", Group.CLEAN)
 
 # --------------------------------------------------------------------------- archival
-KEEP_MAX_COMMITS = declare("hoodie.keep.max.commits", "int", 30, "Archive when more instants than this.",
-                           Group.ARCHIVAL)
-KEEP_MIN_COMMITS = declare("hoodie.keep.min.commits", "int", 20, "Archive down to this many instants.",
-                           Group.ARCHIVAL)
-ARCHIVAL_BATCH = declare("hoodie.commits.archival.batch", "int", 10, "Instants archived per batch.",
+KEEP_MAX_COMMITS = declare("hoodie.keep.max.commits", "int", 30,
+                           "Archive when more completed commits than this.", Group.ARCHIVAL)
+KEEP_MIN_COMMITS = declare("hoodie.keep.min.commits", "int", 20,
+                           "Archive down to this many completed commits.", Group.ARCHIVAL)
+ARCHIVAL_BATCH = declare("hoodie.commits.archival.batch", "int", 10,
+                         "Archived instants per Avro data block of an archive file.",
                          Group.ARCHIVAL, validator=positive)
+ARCHIVE_AUTOMATIC = declare("hoodie.archive.automatic", "bool", True,
+                            "Archive the timeline after every commit (after the cleaner).", Group.ARCHIVAL)
+ARCHIVE_ASYNC = declare("hoodie.archive.async", "bool", False,
+                        "Archive in the background instead of inside write().", Group.ARCHIVAL)
 
 # --------------------------------------------------------------------------- lock
 LOCK_PROVIDER = declare("hoodie.write.lock.provider", "str", None,

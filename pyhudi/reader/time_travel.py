@@ -5,25 +5,47 @@ a reader that trusts it silently returns the wrong rows (hudi-rs does). The
 commits' write stats can: from them we know, for each file group live at
 instant X, the base file and log files a reader at X needs. If any is gone,
 reading X fails and the error names the earliest instant still readable.
+
+Once the timeline is archived, the write stats of the oldest commits live in
+`.hoodie/archived/` (HoodieArchivedMetaEntry records keep them): a file group
+last written by an archived commit is still needed by a read at a later,
+active instant, so those stats are read too. An instant older than the active
+timeline is refused outright: the archived commits are all older than the
+cleaner's retention (hoodie.keep.min.commits > hoodie.cleaner.commits.retained).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 from pyhudi.errors import InstantNotFoundError
+from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant
 from pyhudi.timeline.timeline import ActiveTimeline
 
+#: (instant, metadata) of completed writes that are only in the archived timeline.
+ArchivedWrites = Sequence[tuple[Instant, CommitMetadata]]
 
-def _needed_files(timeline: ActiveTimeline, as_of: str) -> set[str]:
+
+def _writes(timeline: ActiveTimeline, archived: ArchivedWrites,
+            as_of: str) -> Iterable[tuple[Instant, CommitMetadata]]:
+    """Completed writes at or before `as_of`, oldest first: archived ones, then the active timeline's."""
+    active = {i.timestamp for i in timeline.completed()}
+    for inst, meta in archived:
+        if inst.timestamp <= as_of and inst.timestamp not in active:
+            yield inst, meta
+    for inst in timeline.completed():
+        if inst.action in WRITE_ACTIONS and inst.timestamp <= as_of:
+            yield inst, timeline.commit_metadata(inst)
+
+
+def _needed_files(timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites = ()) -> set[str]:
     """Paths (relative) a snapshot at `as_of` reads, from the write stats of commits at or before it."""
     base_of: dict[tuple[str, str], tuple[str, str]] = {}  # group -> (base instant, base path)
     logs_of: dict[tuple[str, str], list[tuple[str, str]]] = {}  # group -> [(slice base instant, log path)]
     replaced: set[tuple[str, str]] = set()
-    for inst in timeline.completed():
-        if inst.action not in WRITE_ACTIONS or inst.timestamp > as_of:
-            continue
-        meta = timeline.commit_metadata(inst)
+    for inst, meta in _writes(timeline, archived, as_of):
         for p, ids in (meta.partition_to_replace_file_ids or {}).items():
             replaced.update((p, f) for f in ids)
         for s in meta.all_stats():
@@ -46,34 +68,51 @@ def _needed_files(timeline: ActiveTimeline, as_of: str) -> set[str]:
     return needed
 
 
-def missing_files(storage: Storage, timeline: ActiveTimeline, as_of: str) -> list[str]:
-    return sorted(p for p in _needed_files(timeline, as_of) if not storage.exists(p))
+def missing_files(storage: Storage, timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites = ()) -> list[str]:
+    return sorted(p for p in _needed_files(timeline, as_of, archived) if not storage.exists(p))
 
 
 def check_readable(storage: Storage, timeline: ActiveTimeline, as_of: str) -> None:
     """Raise InstantNotFoundError when a read as of `as_of` would silently miss cleaned files."""
     writes = [i for i in timeline.completed() if i.action in WRITE_ACTIONS]
     first = writes[0].timestamp if writes else None
+    archived_any = _archived(storage)
     # A pending clean counts: an interrupted one may already have deleted part of its plan.
-    cleaned = bool(timeline.actions(Action.CLEAN)) or _archived(storage)
+    cleaned = bool(timeline.actions(Action.CLEAN)) or archived_any
     if not cleaned:
         return  # no clean ever started and nothing was archived: every version is still on disk
-    if first is not None and as_of < first and _archived(storage):
-        raise _error(storage, timeline, as_of, writes, "it is older than the active timeline (archived)")
-    missing = missing_files(storage, timeline, as_of)
+    archived = archived_writes(storage) if archived_any else []
+    if first is not None and as_of < first and archived_any:
+        raise _error(storage, timeline, as_of, writes, "it is older than the active timeline (archived)", archived)
+    missing = missing_files(storage, timeline, as_of, archived)
     if missing:
         raise _error(storage, timeline, as_of, writes, f"the cleaner deleted {len(missing)} file(s) it needs, "
-                     f"e.g. {missing[0]}")
+                     f"e.g. {missing[0]}", archived)
+
+
+def archived_writes(storage: Storage) -> list[tuple[Instant, CommitMetadata]]:
+    """Completed writes of the archived timeline that carry their metadata, oldest first."""
+    from pyhudi.timeline.archived import ArchivedTimeline
+
+    arch = ArchivedTimeline.load(storage)
+    out = []
+    for inst in arch.completed_writes():
+        meta = arch.commit_metadata(inst)
+        if meta is not None:
+            out.append((inst, meta))
+    return out
 
 
 def _archived(storage: Storage) -> bool:
-    return any(not i.is_dir for i in storage.list_dir(".hoodie/archived"))
+    from pyhudi.timeline.archived import archive_folder, list_archive_files
+
+    return bool(list_archive_files(storage, archive_folder(storage)))
 
 
 def _error(storage: Storage, timeline: ActiveTimeline, as_of: str, writes: list[Instant],
-           why: str) -> InstantNotFoundError:
+           why: str, archived: ArchivedWrites = ()) -> InstantNotFoundError:
     earliest = next((w.timestamp for w in writes if w.timestamp > as_of
-                     and not missing_files(storage, timeline, w.timestamp)), None)
+                     and not missing_files(storage, timeline, w.timestamp, archived)), None)
     hint = f"the earliest instant still readable is {earliest}" if earliest else "no earlier instant is readable"
     return InstantNotFoundError(
         f"cannot read {storage.base_uri} as of {as_of}: {why}; {hint}. Keep more history with "

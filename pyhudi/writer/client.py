@@ -127,10 +127,17 @@ class WriteClient:
         return result
 
     def _inline_services(self) -> None:
-        """Table services the writer runs after its commit: clustering, compaction, then the cleaner."""
+        """Table services the writer runs after its commit: clustering, compaction, the cleaner, then
+        archival (as Hudi orders them)."""
         self._clustering_service()
         self._compaction_service()
         self._clean_service()
+        self._archive_service()
+
+    def _archive_service(self) -> None:
+        from pyhudi.services.archival import archive_after_commit
+
+        archive_after_commit(self.storage, self.config)
 
     def _clean_service(self) -> None:
         cfg = self.config

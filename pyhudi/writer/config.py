@@ -353,14 +353,20 @@ class CleanConfig:
 
 @dataclass(frozen=True)
 class ArchivalConfig:
+    """hoodie.keep.max/min.commits bound the active timeline; the archiver moves the rest to
+    `.hoodie/archived/` (see pyhudi.services.archival)."""
+
     max_commits: int = 30
     min_commits: int = 20
     batch: int = 10
+    automatic: bool = True
+    run_async: bool = False
 
     @classmethod
     def from_options(cls, o: Options, clean: CleanConfig) -> ArchivalConfig:
         cfg = cls(max_commits=o.get(K.KEEP_MAX_COMMITS), min_commits=o.get(K.KEEP_MIN_COMMITS),
-                  batch=o.get(K.ARCHIVAL_BATCH))
+                  batch=o.get(K.ARCHIVAL_BATCH), automatic=o.get(K.ARCHIVE_AUTOMATIC),
+                  run_async=o.get(K.ARCHIVE_ASYNC))
         if cfg.min_commits <= 0 or cfg.max_commits <= cfg.min_commits:
             raise InvalidConfigError(
                 f"hoodie.keep.max.commits={cfg.max_commits} must be greater than hoodie.keep.min.commits="

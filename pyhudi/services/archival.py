@@ -1,0 +1,283 @@
+"""Timeline archival: move old instants from `.hoodie/` into `.hoodie/archived/` (layout 1).
+
+Hudi's HoodieTimelineArchiver for table version 6. What may go is decided in
+:mod:`pyhudi.services.archival_plan`; this module records it and removes it, so that a crash at any
+point leaves a table every reader still reads correctly:
+
+1. everything happens under the table lock, so no commit or other archiver interleaves;
+2. every state file of the chosen instants becomes a HoodieArchivedMetaEntry record (filled as
+   Hudi's MetadataConversionUtils fills it) in Avro data blocks of one *new* archive log file
+   `.commits_.archive.<N>_1-0-1` (N = next version; a closed file is never appended to). The file
+   appears atomically with its full content (exclusive create of a complete temp file), and is read
+   back before anything is deleted;
+3. only then are the instants' files deleted from `.hoodie/`, oldest instant first, and for each
+   instant the requested and inflight files before the completed one. A crash mid-way therefore
+   leaves a timeline whose start has moved forward by whole instants, and never an inflight without
+   its completed file (which the next writer would take for a failed write and roll back, deleting
+   committed data), nor a `.compaction.requested` without its `.commit` (a "pending" compaction);
+4. a re-run finishes instants that are already in the archive but still in `.hoodie/` without
+   writing them again, so the archived timeline never holds an instant twice and no instant is ever
+   missing from both timelines.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pyhudi.errors import HudiError, TimelineError
+from pyhudi.faults import fault_point
+from pyhudi.io.log_blocks import encode_avro_records
+from pyhudi.io.log_format import BlockType, HeaderKey, build_log_file, encode_block
+from pyhudi.model import avro_models as am
+from pyhudi.model.instant_time import ms_to_instant, zone
+from pyhudi.model.table_config import TableConfig
+from pyhudi.services.archival_plan import ArchivalPlan, InstantGroup, load_groups, plan_archival
+from pyhudi.storage import Storage
+from pyhudi.timeline.archived import (
+    ArchivedTimeline,
+    archive_file_name,
+    list_archive_files,
+    read_archive_bytes,
+)
+from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State
+from pyhudi.timeline.timeline import META_DIR
+from pyhudi.transaction.lock import LockSettings, table_lock
+from pyhudi.writer.config import ArchivalConfig, CleanConfig, CompactionConfig, WriteConfig
+from pyhudi.writer.markers import delete_markers
+
+log = logging.getLogger(__name__)
+ENTRY_SCHEMA = "HoodieArchivedMetaEntry"
+_MAX_VERSION_ATTEMPTS = 50
+
+
+class ArchivalError(TimelineError):
+    """An instant could not be archived; nothing was deleted."""
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    """One archival run: the instants moved out of `.hoodie/` and the archive file written."""
+
+    archived: tuple[Instant, ...]  # each in its latest state, oldest first
+    archive_file: str | None  # relative to the base path; None if every entry was already archived
+    records: int  # HoodieArchivedMetaEntry records written
+    recovered: tuple[Instant, ...]  # finished for an interrupted run (already in the archive)
+    stopped_by: str | None  # why fewer commits than hoodie.keep.min.commits allows were archived
+
+
+# ---------------------------------------------------------------------------------------- entries
+def meta_entry(group: InstantGroup, inst: Instant, data: bytes, local_tz: bool = False,
+               mtime_ms: int | None = None) -> dict[str, Any]:
+    """The HoodieArchivedMetaEntry of one instant file, as MetadataConversionUtils.createMetaWrapper
+    builds it: the action's payload where the file holds one, null otherwise (e.g. an empty
+    `.commit.requested`, a rollback's plan states, which the Avro model has no field for)."""
+    payload: dict[str, Any] = {}
+    action, completed = inst.action, inst.is_completed
+    try:
+        if not data:
+            pass  # createMetaWrapperForEmptyInstant: action and state only
+        elif action in (Action.COMMIT, Action.DELTA_COMMIT):
+            payload["hoodieCommitMetadata"] = am.archived_commit_metadata(json.loads(data))
+        elif action is Action.REPLACE_COMMIT:
+            if completed:
+                payload["hoodieReplaceCommitMetadata"] = am.archived_commit_metadata(json.loads(data), replace=True)
+            elif inst.state is State.INFLIGHT:
+                if not data.startswith(am.AVRO_MAGIC):  # clustering may leave an Avro copy of its plan here
+                    payload["HoodieInflightReplaceMetadata"] = am.archived_commit_metadata(json.loads(data))
+            else:
+                payload["hoodieRequestedReplaceMetadata"] = am.read_instant_avro(data, "HoodieRequestedReplaceMetadata")
+        elif action is Action.CLEAN:
+            payload["hoodieCleanMetadata" if completed else "hoodieCleanerPlan"] = am.read_instant_avro(
+                data, "HoodieCleanMetadata" if completed else "HoodieCleanerPlan")
+        elif action is Action.ROLLBACK and completed:
+            payload["hoodieRollbackMetadata"] = am.read_instant_avro(data, "HoodieRollbackMetadata")
+        elif action is Action.SAVEPOINT and completed:
+            payload["hoodieSavePointMetadata"] = am.read_instant_avro(data, "HoodieSavepointMetadata")
+        elif action in (Action.COMPACTION, Action.LOG_COMPACTION) and inst.state is State.REQUESTED:
+            payload["hoodieCompactionPlan"] = am.read_instant_avro(data, "HoodieCompactionPlan")
+    except (HudiError, ValueError) as exc:
+        raise ArchivalError(
+            f"cannot archive {group}: {inst.file_name} is unreadable ({' '.join(str(exc).split())}); nothing "
+            "was archived. Fix or remove the file (it is part of the timeline) and archive again") from exc
+    transition = ms_to_instant(mtime_ms, zone(local_tz)) if mtime_ms else None
+    return am.archived_meta_entry(commit_time=inst.timestamp, action_type=action.value,
+                                  action_state=inst.state.name, state_transition_time=transition, **payload)
+
+
+def _entries(storage: Storage, groups: list[InstantGroup], skip: set[tuple[str, str, str]],
+             local_tz: bool) -> list[dict[str, Any]]:
+    out = []
+    for g in groups:
+        for inst, mtime in zip(g.files, g.mtimes_ms or (0,) * len(g.files)):
+            if (inst.timestamp, inst.action.value, inst.state.value) in skip:
+                continue
+            try:
+                data = storage.read_bytes(f"{META_DIR}/{inst.file_name}")
+            except FileNotFoundError as exc:
+                raise ArchivalError(f"cannot archive {g}: {inst.file_name} disappeared while archiving (another "
+                                    "archiver without the table lock?); nothing was archived") from exc
+            out.append(meta_entry(g, inst, data, local_tz, mtime or None))
+    return out
+
+
+# ---------------------------------------------------------------------------------------- the file
+def encode_archive(entries: list[dict[str, Any]], batch: int) -> bytes:
+    """A complete archive log: Avro data blocks of at most `batch` records, header SCHEMA only, as
+    Hudi's archiver writes them (hoodie.commits.archival.batch)."""
+    schema = am.avro_schema_json(ENTRY_SCHEMA)
+    blocks = []
+    for start in range(0, len(entries), max(1, batch)):
+        chunk = entries[start:start + max(1, batch)]
+        blocks.append(encode_block(BlockType.AVRO_DATA_BLOCK, {HeaderKey.SCHEMA: schema},
+                                   encode_avro_records(chunk, schema)))
+    return build_log_file(blocks)
+
+
+def _write_archive(storage: Storage, folder: str, data: bytes, expected: set[tuple[str, str, str]]) -> str:
+    """Create the next archive version with its full content at once, then read it back."""
+    storage.makedirs(folder)
+    version = max((v for v, _ in list_archive_files(storage, folder)), default=0) + 1
+    for _ in range(_MAX_VERSION_ATTEMPTS):
+        rel = f"{folder}/{archive_file_name(version)}"
+        if storage.create_exclusive(rel, data):
+            break
+        version += 1  # taken (a concurrent archiver outside our lock, or a leftover): never reuse a file
+    else:
+        raise ArchivalError(f"could not create a new archive file in {folder} after {_MAX_VERSION_ATTEMPTS} tries")
+    found, bad, notes = read_archive_bytes(storage.read_bytes(rel), rel)
+    missing = expected - {e.key for e in found}
+    if bad or missing:
+        raise ArchivalError(f"archive file {rel} does not read back ({notes[:1] or sorted(missing)[:3]}); nothing "
+                            "was deleted from the active timeline")
+    return rel
+
+
+def _delete_group(storage: Storage, group: InstantGroup) -> None:
+    """Requested and inflight first, the completed file last (see the module docstring)."""
+    for inst in sorted(group.files, key=lambda i: i.is_completed):
+        storage.delete(f"{META_DIR}/{inst.file_name}")
+    delete_markers(storage, group.timestamp)  # Hudi's deleteAnyLeftOverMarkers
+
+
+# ---------------------------------------------------------------------------------------- entry points
+def archive(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, clean_cfg: CleanConfig,
+            lock: LockSettings | None = None, compaction_cfg: CompactionConfig | None = None) -> ArchiveResult | None:
+    """Archive what the rules allow; None when there is nothing to do (a re-run is a no-op)."""
+    with table_lock(storage, lock or LockSettings()):
+        archived = ArchivedTimeline.load(storage, table.archive_folder)
+        keys = archived.keys()
+        groups = load_groups(storage)
+        plan = plan_archival(storage, table, archival_cfg, clean_cfg, compaction_cfg, groups=groups,
+                             archived_keys=keys)
+        if plan.empty:
+            if plan.stopped_by:
+                log.info("nothing archived: %s", plan.stopped_by)
+            return None
+        return _run(storage, table, archival_cfg, plan, keys)
+
+
+def _run(storage: Storage, table: TableConfig, cfg: ArchivalConfig, plan: ArchivalPlan,
+         keys: set[tuple[str, str, str]]) -> ArchiveResult:
+    entries = _entries(storage, plan.groups, keys, table.local_timezone)
+    rel: str | None = None
+    if entries:
+        expected = {(e["commitTime"], e["actionType"], State[e["actionState"]].value) for e in entries}
+        rel = _write_archive(storage, f"{META_DIR}/{table.archive_folder}", encode_archive(entries, cfg.batch),
+                             expected)
+        log.info("archived %d instants (%d records) to %s", len(plan.groups), len(entries), rel)
+    fault_point("archival.after_archive_file")
+    for n, group in enumerate(plan.groups):
+        _delete_group(storage, group)
+        if n == 0:
+            fault_point("archival.mid_delete")
+    if plan.stopped_by:
+        log.info("archival: %s", plan.stopped_by)
+    return ArchiveResult(
+        archived=tuple(g.instant for g in plan.groups), archive_file=rel, records=len(entries),
+        recovered=tuple(g.instant for g in plan.leftovers), stopped_by=plan.stopped_by)
+
+
+def dry_run(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, clean_cfg: CleanConfig,
+            compaction_cfg: CompactionConfig | None = None) -> ArchivalPlan:
+    """What `archive` would move now, and why it would stop there; changes nothing."""
+    archived = ArchivedTimeline.load(storage, table.archive_folder)
+    return plan_archival(storage, table, archival_cfg, clean_cfg, compaction_cfg, archived_keys=archived.keys())
+
+
+def archival_due(storage: Storage, table: TableConfig, cfg: ArchivalConfig) -> bool:
+    """Cheap check before taking the lock after every commit: more completed commits than
+    hoodie.keep.max.commits, or the oldest active instant left behind by an interrupted run (it is
+    then in the newest archive file: the next run always finishes what the previous one left)."""
+    groups = load_groups(storage)
+    commits = sum(1 for g in groups if g.completed and g.action in WRITE_ACTIONS)
+    if commits > cfg.max_commits:
+        return True
+    folder = f"{META_DIR}/{table.archive_folder}"
+    files = list_archive_files(storage, folder)
+    if not groups or not files:
+        return False
+    keys = _newest_archive_keys(storage, f"{folder}/{files[-1][1]}")
+    return all((f.timestamp, f.action.value, f.state.value) in keys for f in groups[0].files)
+
+
+_keys_cache: dict[str, tuple[int, frozenset[tuple[str, str, str]]]] = {}
+
+
+def _newest_archive_keys(storage: Storage, rel: str) -> frozenset[tuple[str, str, str]]:
+    """Keys of one archive file, decoded once per process (archive files never change once written)."""
+    uri = storage.uri(rel)
+    try:
+        size = storage.size(rel)
+        cached = _keys_cache.get(uri)
+        if cached is None or cached[0] != size:
+            found, _, _ = read_archive_bytes(storage.read_bytes(rel))
+            cached = (size, frozenset(e.key for e in found))
+            if len(_keys_cache) >= 16:  # only each table's newest file is ever asked for
+                _keys_cache.clear()
+            _keys_cache[uri] = cached
+    except FileNotFoundError:
+        return frozenset()
+    return cached[1]
+
+
+_queued: set[str] = set()
+_queued_lock = threading.Lock()
+
+
+def archive_after_commit(storage: Storage, cfg: WriteConfig) -> None:
+    """The writer's automatic archival (hoodie.archive.automatic, .async), after the cleaner.
+
+    The commit is already durable here, so a failed archival is logged, not raised: the table is
+    consistent at every step and the next commit archives again.
+    """
+    if not cfg.archival.automatic or not archival_due(storage, cfg.table, cfg.archival):
+        return
+
+    def run() -> ArchiveResult | None:
+        try:
+            return archive(storage, cfg.table, cfg.archival, cfg.clean, cfg.lock, cfg.compaction)
+        except (HudiError, OSError) as exc:
+            log.warning("archival of %s failed (the table is unaffected; the next commit retries): %s",
+                        storage.base_uri, exc)
+            return None
+
+    if not cfg.archival.run_async:
+        run()
+        return
+    from pyhudi.services import background
+
+    with _queued_lock:
+        if storage.base_uri in _queued:
+            return  # one queued archival per table is enough: it sees every commit made before it runs
+        _queued.add(storage.base_uri)
+
+    def job() -> ArchiveResult | None:
+        with _queued_lock:
+            _queued.discard(storage.base_uri)
+        return run()
+
+    background.submit(storage.base_uri, "archival", job)

@@ -1,0 +1,345 @@
+"""Which instants the archiver may move out of `.hoodie/` (Hudi's HoodieTimelineArchiver rules).
+
+Archival runs once the completed commits (commit, deltacommit, replacecommit; a compaction completes
+as a commit) exceed hoodie.keep.max.commits and trims them to hoodie.keep.min.commits, oldest first.
+It never archives at or after:
+
+* the oldest pending instant of any action; as Hudi does, the last completed commit before it is
+  kept too, so the timeline has no hole in front of a write that is still running;
+* the first savepoint (savepoints themselves are never archived);
+* the earliest commit the latest completed clean retains. Hudi's incremental cleaner finds the
+  partitions to scan from the commits after that point, so they must stay readable. When the
+  cleaner has nothing left to delete, the retained point the cleaner would record now is used instead
+  (Hudi records it with an empty clean; pyhudi writes no empty cleans, and without this the
+  archive would freeze behind the last clean of a table that only appends). With no clean ever and
+  the cleaner enabled, the point the cleaner would retain now bounds archival;
+* a replacecommit whose replaced file groups still have files on storage: without its metadata the
+  file-system view would show the replaced and the replacing files side by side;
+* the slices and delta commits a pending compaction still needs, and (MOR, NUM_COMMITS trigger)
+  the delta commits Hudi keeps so the compaction trigger can still count them;
+* the files of a write that never completed (an orphan older than the new start of the timeline
+  would look archived, hence committed, to every reader);
+* actions pyhudi does not archive (restore, indexing).
+
+Cleans and rollbacks older than the first commit kept go with the commits. The result is always a
+*prefix* of the timeline: every archived instant is older than every instant left in `.hoodie/`,
+which is what readers rely on when they treat an instant older than the active timeline as
+archived, hence committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from pyhudi.errors import HudiError
+from pyhudi.model import avro_models as am
+from pyhudi.model.file_names import parse_base_file, parse_log_file
+from pyhudi.model.table_config import TableConfig
+from pyhudi.storage import Storage
+from pyhudi.timeline.archived import comparable_action
+from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State, parse_instant_file
+from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
+from pyhudi.writer.config import ArchivalConfig, CleanConfig, CompactionConfig
+
+log = logging.getLogger(__name__)
+
+#: Completed instants the archiver moves (savepoints, restores and indexing stay in `.hoodie/`).
+ARCHIVABLE = WRITE_ACTIONS | {Action.CLEAN, Action.ROLLBACK}
+#: Actions the archiver knows how to record; anything else stops archival in front of it.
+KNOWN = ARCHIVABLE | {Action.SAVEPOINT, Action.COMPACTION, Action.LOG_COMPACTION}
+_STATE_ORDER = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
+
+
+@dataclass(frozen=True)
+class InstantGroup:
+    """Every file one instant left in `.hoodie/` (requested, inflight, completed), in that order.
+
+    A completed compaction's group holds `.compaction.requested`, `.compaction.inflight` and the
+    `.commit` it completed as, as Hudi groups them (getComparableAction).
+    """
+
+    timestamp: str
+    files: tuple[Instant, ...]
+    mtimes_ms: tuple[int, ...] = ()
+
+    @property
+    def completed(self) -> bool:
+        return any(f.is_completed for f in self.files)
+
+    @property
+    def instant(self) -> Instant:
+        """The instant in its latest state (the completed file if there is one)."""
+        return self.files[-1]
+
+    @property
+    def action(self) -> Action:
+        return self.instant.action
+
+    @property
+    def is_compaction_commit(self) -> bool:
+        return self.completed and any(f.action is Action.COMPACTION for f in self.files)
+
+    def __str__(self) -> str:
+        return f"{self.action.value}@{self.timestamp}"
+
+
+def load_groups(storage: Storage) -> list[InstantGroup]:
+    """The raw active timeline: one group per (timestamp, comparable action), oldest first.
+
+    Unlike ActiveTimeline, a savepoint and the commit it names (same timestamp) stay apart.
+    """
+    found: dict[tuple[str, Action], list[tuple[Instant, int]]] = {}
+    for info in storage.list_dir(META_DIR):
+        if info.is_dir:
+            continue
+        inst = parse_instant_file(info.name)
+        if inst is None:
+            continue
+        found.setdefault((inst.timestamp, comparable_action(inst.action)), []).append(
+            (inst, info.mtime_ns // 1_000_000))
+    groups = []
+    for (ts, _), files in found.items():
+        files.sort(key=lambda f: (_STATE_ORDER[f[0].state], f[0].action in WRITE_ACTIONS))
+        groups.append(InstantGroup(ts, tuple(f[0] for f in files), tuple(f[1] for f in files)))
+    groups.sort(key=lambda g: (g.timestamp, g.action.value))
+    return groups
+
+
+@dataclass
+class ArchivalPlan:
+    """What to archive (oldest first) and why it stops where it stops."""
+
+    groups: list[InstantGroup] = field(default_factory=list)
+    leftovers: list[InstantGroup] = field(default_factory=list)  # already archived by an interrupted run
+    commits_total: int = 0
+    commits_archived: int = 0
+    stopped_by: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.groups
+
+
+@dataclass(frozen=True)
+class _Bound:
+    timestamp: str  # archive strictly before this
+    reason: str
+
+
+class _Planner:
+    def __init__(self, storage: Storage, table: TableConfig, groups: list[InstantGroup], cfg: ArchivalConfig,
+                 clean_cfg: CleanConfig, compaction_cfg: CompactionConfig | None,
+                 archived_keys: set[tuple[str, str, str]]) -> None:
+        self.storage = storage
+        self.table = table
+        self.groups = groups
+        self.cfg = cfg
+        self.clean_cfg = clean_cfg
+        self.compaction_cfg = compaction_cfg
+        self.archived_keys = archived_keys
+        self.commits = [g for g in groups if g.completed and g.action in WRITE_ACTIONS]
+        self._listing: dict[str, list[str]] = {}
+
+    @cached_property
+    def timeline(self) -> ActiveTimeline:
+        return ActiveTimeline.load(self.storage)
+
+    @cached_property
+    def view(self):  # type: ignore[no-untyped-def]
+        from pyhudi.view.builder import build_view
+
+        return build_view(self.storage, self.table, self.timeline)
+
+    def _files(self, partition: str) -> list[str]:
+        if partition not in self._listing:
+            self._listing[partition] = [i.name for i in self.storage.list_dir(partition) if not i.is_dir]
+        return self._listing[partition]
+
+    # -- the hard stops (no count involved) ---------------------------------------------------
+    def first_of(self, pred: Callable[[InstantGroup], bool]) -> InstantGroup | None:
+        return next((g for g in self.groups if pred(g)), None)
+
+    def hard_bounds(self) -> list[_Bound]:
+        out = []
+        pending = self.first_of(lambda g: not g.completed)
+        if pending is not None:
+            before = [c for c in self.commits if c.timestamp < pending.timestamp]
+            at = before[-1].timestamp if before else pending.timestamp
+            out.append(_Bound(at, f"the oldest pending instant {pending.instant} (the completed commit "
+                                  "before it stays too)" if before else f"the oldest pending instant {pending.instant}"))
+        savepoint = self.first_of(lambda g: g.action is Action.SAVEPOINT)
+        if savepoint is not None:
+            out.append(_Bound(savepoint.timestamp, f"the first savepoint {savepoint.timestamp}"))
+        other = self.first_of(lambda g: g.action not in KNOWN)
+        if other is not None:
+            out.append(_Bound(other.timestamp, f"{other.instant}, an action pyhudi does not archive"))
+        return out
+
+    def compaction_bounds(self) -> list[_Bound]:
+        out = []
+        for g in self.groups:
+            if g.completed or g.action not in (Action.COMPACTION, Action.LOG_COMPACTION):
+                continue
+            try:
+                plan = am.read_instant_avro(self.storage.read_bytes(
+                    f"{META_DIR}/{Instant(g.timestamp, g.action, State.REQUESTED).file_name}"))
+            except (HudiError, OSError) as exc:
+                out.append(_Bound(g.timestamp, f"pending {g} whose plan cannot be read ({exc})"))
+                continue
+            bases = [str(op.get("baseInstantTime")) for op in plan.get("operations") or []
+                     if op.get("baseInstantTime")]
+            if bases:
+                out.append(_Bound(min(bases), f"pending {g}, which still needs the file slices based at "
+                                              f"{min(bases)} and the delta commits after it"))
+        cc = self.compaction_cfg
+        if self.table.is_mor and cc is not None and cc.trigger in ("NUM_COMMITS", "NUM_AND_TIME"):
+            bound = self._compaction_trigger_bound(cc.max_delta_commits)
+            if bound is not None:
+                out.append(bound)
+        return out
+
+    def _compaction_trigger_bound(self, max_deltas: int) -> _Bound | None:
+        """Hudi's CompactionUtils.getOldestInstantToRetainForCompaction: the trigger counts delta
+        commits since the last compaction, so the newest `max_deltas` of them (or, with fewer, the
+        last compaction and everything after it) stay on the active timeline."""
+        done = [c for c in self.commits if c.action in (Action.COMMIT, Action.REPLACE_COMMIT)]
+        last = done[-1].timestamp if done else None
+        deltas = [c for c in self.commits if c.action is Action.DELTA_COMMIT and (last is None or c.timestamp > last)]
+        if len(deltas) < max_deltas:
+            at = last or (deltas[0].timestamp if deltas else None)
+            return _Bound(at, f"the compaction trigger (fewer than {max_deltas} delta commits since the last "
+                              "compaction)") if at else None
+        return _Bound(deltas[len(deltas) - max_deltas].timestamp,
+                      f"the newest {max_deltas} delta commits the compaction trigger counts")
+
+    # -- bounds that need more reading, applied to a tentative selection ------------------------
+    def clean_bound(self, tentative_last: str) -> _Bound | None:
+        latest = next((g for g in reversed(self.groups) if g.completed and g.action is Action.CLEAN), None)
+        if latest is None:
+            if not self.clean_cfg.automatic:
+                return None
+            from pyhudi.services.clean_plan import earliest_commit_to_retain
+
+            now = earliest_commit_to_retain(self.timeline, self.clean_cfg, self.table.local_timezone)
+            return _Bound(now.timestamp, "the earliest commit the cleaner retains (no clean has run yet)") \
+                if now else None
+        try:
+            meta = am.read_instant_avro(self.storage.read_bytes(f"{META_DIR}/{latest.instant.file_name}"))
+        except (HudiError, OSError) as exc:
+            return _Bound(latest.timestamp, f"the latest clean {latest.timestamp}, whose metadata cannot be read "
+                                            f"({exc})")
+        retained = str(meta.get("earliestCommitToRetain") or "")
+        if not retained or retained > tentative_last:
+            return None
+        # The last clean retained from `retained`; if nothing is left to clean now, a clean run now
+        # would retain from where the cleaner stands today (Hudi would record that in an empty clean).
+        from pyhudi.services.clean_plan import plan_clean
+
+        draft = plan_clean(self.storage, self.view, self.clean_cfg)
+        if draft.empty:
+            now = draft.earliest_to_retain
+            return _Bound(now.timestamp, "the earliest commit the cleaner retains now (nothing is left to "
+                                         "clean)") if now else None
+        return _Bound(retained, f"the earliest commit the latest clean {latest.timestamp} retains ({retained}); "
+                                f"the cleaner still has {len(draft.files)} file(s) to delete")
+
+    def replace_bound(self, candidates: list[InstantGroup]) -> _Bound | None:
+        for g in candidates:
+            if g.action is not Action.REPLACE_COMMIT:
+                continue
+            meta = self.timeline.commit_metadata(g.instant)
+            for partition, ids in (meta.partition_to_replace_file_ids or {}).items():
+                live = self._group_files(partition, set(ids))
+                if live:
+                    return _Bound(g.timestamp, f"replacecommit {g.timestamp}: replaced file group(s) still on "
+                                               f"storage (e.g. {live[0]}); the cleaner has not removed them yet")
+        return None
+
+    def _group_files(self, partition: str, file_ids: set[str]) -> list[str]:
+        out = []
+        for name in self._files(partition):
+            parsed = parse_base_file(name) or parse_log_file(name)
+            if parsed is not None and parsed.file_id in file_ids:
+                out.append(f"{partition}/{name}" if partition else name)
+        return out
+
+    def orphan_bound(self, last_selected: str) -> _Bound | None:
+        """Data files of writes that never completed, in the range about to leave the timeline."""
+        first_write = next((g.timestamp for g in self.groups if g.action in WRITE_ACTIONS
+                            or g.action in (Action.COMPACTION, Action.LOG_COMPACTION)), None)
+        if first_write is None:
+            return None
+        committed = {c.timestamp for c in self.commits}
+        oldest: tuple[str, str] | None = None
+        for partition in self.view.partition_paths:
+            for name in self._files(partition):
+                base = parse_base_file(name)
+                lf = parse_log_file(name) if base is None else None
+                instant = base.instant if base else (lf.base_instant if lf else None)
+                if instant is None or instant in committed or not first_write <= instant <= last_selected:
+                    continue
+                if oldest is None or instant < oldest[0]:
+                    oldest = (instant, f"{partition}/{name}" if partition else name)
+        if oldest is None:
+            return None
+        log.warning("archival stops before %s: %s was written by an instant that never completed; the "
+                    "cleaner deletes such files", oldest[0], oldest[1])
+        # The last commit before the orphan stays too, so the orphan is never older than the active
+        # timeline's first write (which is what "archived, hence committed" means to readers).
+        before = [c for c in self.commits if c.timestamp < oldest[0]]
+        return _Bound(before[-1].timestamp if before else oldest[0],
+                      f"{oldest[1]} was written by {oldest[0]}, which never completed (an orphan the cleaner has "
+                      "not removed; the timeline must keep starting before it, or readers would take it for "
+                      "archived data)")
+
+
+def plan_archival(storage: Storage, table: TableConfig, cfg: ArchivalConfig, clean_cfg: CleanConfig,
+                  compaction_cfg: CompactionConfig | None = None, *, groups: list[InstantGroup] | None = None,
+                  archived_keys: set[tuple[str, str, str]] | None = None) -> ArchivalPlan:
+    """Choose the instants to archive; `archived_keys` are the (ts, action, state) already archived."""
+    groups = load_groups(storage) if groups is None else groups
+    keys = archived_keys or set()
+    p = _Planner(storage, table, groups, cfg, clean_cfg, compaction_cfg, keys)
+    plan = ArchivalPlan(commits_total=len(p.commits))
+    # Instants an interrupted run wrote to the archive but did not delete: finish them too (the walk
+    # below stops at the first pending, savepoint or unknown instant, so only a prefix can go).
+    leftovers = {id(g) for g in groups if g.completed and g.action in ARCHIVABLE
+                 and all((f.timestamp, f.action.value, f.state.value) in keys for f in g.files)}
+    k = 0
+    if len(p.commits) > cfg.max_commits:
+        bounds = p.hard_bounds() + p.compaction_bounds()
+        k, stop = _count(p, bounds, len(p.commits) - cfg.min_commits)
+        # The bounds below read more (clean metadata, listings): only for what is left to archive.
+        if k:
+            extra = [b for b in (p.clean_bound(p.commits[k - 1].timestamp),
+                                 p.replace_bound(p.commits[:k])) if b is not None]
+            k, stop = _count(p, bounds + extra, k, stop)
+        if k:
+            orphan = p.orphan_bound(p.commits[k - 1].timestamp)
+            k, stop = _count(p, bounds + ([orphan] if orphan else []), k, stop)
+        plan.stopped_by = stop
+    # Everything completed and archivable before the first commit kept goes (cleans, rollbacks too).
+    cut = p.commits[k].timestamp if k else ""
+    for g in groups:
+        new = g.completed and g.action in ARCHIVABLE and g.timestamp < cut
+        if not (new or id(g) in leftovers):
+            break  # a prefix only: everything archived is older than everything kept
+        plan.groups.append(g)
+        if id(g) in leftovers:
+            plan.leftovers.append(g)
+    plan.commits_archived = sum(1 for g in plan.groups if g.action in WRITE_ACTIONS)
+    return plan
+
+
+def _count(p: _Planner, bounds: list[_Bound], limit: int, stop: str | None = None) -> tuple[int, str | None]:
+    """How many of the oldest commits lie before every bound (at most `limit`), and what stopped them
+    (`stop`: what already held them back to `limit`)."""
+    first = min(bounds, key=lambda b: b.timestamp, default=None)
+    eligible = sum(1 for c in p.commits if first is None or c.timestamp < first.timestamp)
+    # Commits are sorted, so the eligible ones are exactly the oldest `eligible`.
+    if first is not None and eligible < limit:
+        return eligible, f"archival stops before {first.timestamp}: {first.reason}"
+    return min(limit, eligible), stop
