@@ -29,8 +29,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.cli import render
-from pyhudi.cli.common import OpenTable, guarded, open_table, table_header
-from pyhudi.cli.compaction_cmd import key_value
+from pyhudi.cli.common import OpenTable, guarded, key_value, open_table, parse_options, table_header
 from pyhudi.errors import CommitConflictError, HudiError, InvalidConfigError
 from pyhudi.model import avro_models as am
 from pyhudi.storage import Storage
@@ -114,18 +113,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # --------------------------------------------------------------------------- options
-def parse_options(pairs: Sequence[tuple[str, str]]) -> tuple[dict[str, str], Options]:
-    """User options as given, and parsed; an unknown `hoodie.*` key gets one warning line on stderr,
-    since a misspelt key would otherwise be silently ignored."""
-    from pyhudi.config.registry import Options
-
-    raw = dict(pairs)
-    parsed = Options.parse(raw, warn_unknown=False)
-    for key in parsed.extras:
-        if key.startswith("hoodie."):
-            print(f"{PROG}: warning: unknown option {key!r} is ignored", file=sys.stderr)
-    known = {k: v for k, v in raw.items() if k not in parsed.extras or not k.startswith("hoodie.")}
-    return known, parsed
 
 
 def clustering_config(parsed: Options) -> ClusteringConfig:
@@ -401,7 +388,7 @@ def collect_show(t: OpenTable, cfg: ClusteringConfig, max_size: int, explain: bo
 
 def run_show(args: argparse.Namespace) -> int:
     t = open_table(args.path)
-    _, parsed = parse_options(args.options)
+    _, parsed = parse_options(args.options, PROG)
     data = collect_show(t, clustering_config(parsed), max_file_size(parsed), args.explain)
     if args.json:
         render.emit_json(data)
@@ -417,7 +404,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     from pyhudi.writer.config import lock_settings
 
     t = open_table(args.path)
-    _, parsed = parse_options(args.options)
+    _, parsed = parse_options(args.options, PROG)
     cfg = clustering_config(parsed)
     max_size = max_file_size(parsed)
     lock = lock_settings(parsed)
@@ -451,7 +438,7 @@ def run_execute(args: argparse.Namespace) -> int:
     from pyhudi.writer.operation import WriteOperation
 
     t = open_table(args.path)
-    options, parsed = parse_options(args.options)
+    options, parsed = parse_options(args.options, PROG)
     build_write_config(parsed, t.config, WriteOperation.INSERT)  # what pyhudi.cluster builds: fail before Spark
     tl = t.timeline
     pending = [i.timestamp for i in pending_instants(tl)]

@@ -9,13 +9,17 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyhudi.errors import HudiError, TableNotFoundError
 from pyhudi.model.table_config import TableConfig, load_table_config
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
+
+if TYPE_CHECKING:
+    from pyhudi.config.registry import Options
 
 EXIT_ERROR = 2
 
@@ -102,3 +106,24 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a non-negative integer")
     return value
+
+
+def key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key.strip(), value.strip()
+
+
+def parse_options(pairs: Sequence[tuple[str, str]], prog: str) -> tuple[dict[str, str], Options]:
+    """User options as given, and parsed; an unknown `hoodie.*` key gets one warning line on stderr,
+    since a misspelt key would otherwise be silently ignored."""
+    from pyhudi.config.registry import Options
+
+    raw = dict(pairs)
+    parsed = Options.parse(raw, warn_unknown=False)
+    for key in parsed.extras:
+        if key.startswith("hoodie."):
+            print(f"{prog}: warning: unknown option {key!r} is ignored", file=sys.stderr)
+    known = {k: v for k, v in raw.items() if k not in parsed.extras or not k.startswith("hoodie.")}
+    return known, parsed

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.cli import render
-from pyhudi.cli.common import OpenTable, guarded, open_table, table_header
+from pyhudi.cli.common import OpenTable, guarded, key_value, open_table, parse_options, table_header
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
 from pyhudi.timeline.instant import Action, Instant, State
@@ -81,11 +81,6 @@ def _option_argument(p: argparse.ArgumentParser) -> None:
                    help="a Hudi option, e.g. hoodie.compaction.logfile.size.threshold=1048576 (repeatable)")
 
 
-def key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
-    return key.strip(), value.strip()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,18 +99,6 @@ def require_mor(t: OpenTable) -> None:
                         "only merge-on-read tables compact")
 
 
-def parse_options(pairs: Sequence[tuple[str, str]]) -> tuple[dict[str, str], Options]:
-    """User options as given, and parsed; unknown `hoodie.*` keys get one warning line each on stderr
-    (rather than a Python warning with a source line) since a misspelt key is otherwise silently ignored."""
-    from pyhudi.config.registry import Options
-
-    raw = dict(pairs)
-    parsed = Options.parse(raw, warn_unknown=False)
-    for key in parsed.extras:
-        if key.startswith("hoodie."):
-            print(f"pyhudi compaction: warning: unknown option {key!r} is ignored", file=sys.stderr)
-    known = {k: v for k, v in raw.items() if k not in parsed.extras or not k.startswith("hoodie.")}
-    return known, parsed
 
 
 def compaction_config(parsed: Options) -> CompactionConfig:
@@ -265,7 +248,7 @@ def collect_show(t: OpenTable, cfg: CompactionConfig, max_file_size: int = 12582
 
 def run_show(args: argparse.Namespace) -> int:
     t = open_table(args.path)
-    _, parsed = parse_options(args.options)
+    _, parsed = parse_options(args.options, "pyhudi compaction")
     data = collect_show(t, compaction_config(parsed), _max_file_size(parsed))
     if args.json:
         render.emit_json(data)
@@ -280,7 +263,7 @@ def run_schedule(args: argparse.Namespace) -> int:
     from pyhudi.view.builder import build_view
 
     t = open_table(args.path)
-    _, parsed = parse_options(args.options)
+    _, parsed = parse_options(args.options, "pyhudi compaction")
     cfg = compaction_config(parsed)
     require_mor(t)
     blockers = pending_writes(t.timeline)
@@ -310,7 +293,7 @@ def run_execute(args: argparse.Namespace) -> int:
 
     t = open_table(args.path)
     require_mor(t)
-    options, parsed = parse_options(args.options)
+    options, parsed = parse_options(args.options, "pyhudi compaction")
     if not t.config.populate_meta_fields and "hoodie.datasource.write.operation" not in options:
         # Workaround: build_write_config rejects the default upsert (index tagging) on tables without meta
         # fields, although compaction never tags; the operation plays no part in compaction.

@@ -11,8 +11,7 @@ import datetime as dt
 from typing import Any
 
 from pyhudi.cli import render
-from pyhudi.cli.common import open_table
-from pyhudi.cli.compaction_cmd import key_value, parse_options
+from pyhudi.cli.common import key_value, open_table, parse_options
 
 
 def register(sub: Any) -> None:
@@ -56,7 +55,7 @@ def run_clean(args: argparse.Namespace) -> int:
     import pyhudi
 
     open_table(args.path)  # a clear error for a path that is not a table
-    options, _ = parse_options(args.options)
+    options, _ = parse_options(args.options, "pyhudi clean")
     if args.dry_run:
         draft = pyhudi.clean(None, args.path, options, dry_run=True)
         data = {"dry_run": True, "policy": draft.policy,
@@ -82,7 +81,7 @@ def run_rollback(args: argparse.Namespace) -> int:
     import pyhudi
 
     open_table(args.path)
-    options, _ = parse_options(args.options)
+    options, _ = parse_options(args.options, "pyhudi rollback")
     result = pyhudi.rollback(None, args.path, args.instant, options)
     render.emit([f"rolled back {result.target} with rollback {result.rollback_instant} "
                  f"({len(result.deleted_files)} file(s) deleted)"])

@@ -41,7 +41,12 @@ from pyhudi.transaction.lock import LockSettings, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.writer.config import ClusteringConfig
 from pyhudi.writer.handles import FILE_NAME, file_overhead, rollover_chunks, size_limit
-from pyhudi.writer.markers import create_marker, delete_markers, list_marked_files
+from pyhudi.writer.markers import (
+    create_marker,
+    delete_markers,
+    delete_unreported_files,
+    undo_marked_files,
+)
 from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.prepare import table_schema
 
@@ -212,7 +217,7 @@ def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg:
         raise TimelineError(f"{instant} is not a pending clustering on {storage.base_uri}")
     plan = read_plan(timeline, instant)
     if current.state is State.INFLIGHT:
-        _undo_partial(storage, instant)  # an earlier attempt died part-way
+        undo_marked_files(storage, instant)  # an earlier attempt died part-way
     else:
         timeline.transition_to_inflight(current, b"")
     avro = table_schema(timeline, table)
@@ -238,7 +243,7 @@ def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg:
              int(g.get("numOutputFileGroups") or 1)) for i, g in enumerate(groups)]
     try:
         stats = _run(spark, ctx, rows, cfg.max_parallelism)
-        _reconcile(storage, instant, stats)
+        delete_unreported_files(storage, instant, {s.path for s in stats})
         return _commit(storage, table, instant, plan, stats, avro, lock)
     except CommitConflictError:
         rollback_clustering(storage, instant)
@@ -275,20 +280,9 @@ def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, 
 
 def rollback_clustering(storage: Storage, instant: str) -> None:
     """Undo a clustering attempt: its files, markers and instant files (the plan is dropped, not retried)."""
-    _undo_partial(storage, instant)
+    undo_marked_files(storage, instant)
     for name in (f"{instant}.replacecommit.inflight", f"{instant}.replacecommit.requested"):
         storage.delete(f"{META_DIR}/{name}")
 
 
-def _undo_partial(storage: Storage, instant: str) -> None:
-    for rel in list_marked_files(storage, instant):
-        storage.delete(rel)
-    delete_markers(storage, instant)
-
-
-def _reconcile(storage: Storage, instant: str, stats: list[WriteStat]) -> None:
-    written = {s.path for s in stats}
-    for rel in list_marked_files(storage, instant):
-        if rel not in written:
-            storage.delete(rel)
 

@@ -40,7 +40,12 @@ from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
 from pyhudi.writer.binpack import take_within_budget
 from pyhudi.writer.config import CompactionConfig
-from pyhudi.writer.markers import create_marker, delete_markers, list_marked_files
+from pyhudi.writer.markers import (
+    create_marker,
+    delete_markers,
+    delete_unreported_files,
+    undo_marked_files,
+)
 from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.prepare import table_schema
 
@@ -214,7 +219,7 @@ def execute(spark: SparkSession, storage: Storage, table: TableConfig, instant: 
         raise TimelineError(f"{instant} is not a pending compaction on {storage.base_uri}")
     plan = am.read_instant_avro(timeline.requested_details(current))
     if current.state is State.INFLIGHT:
-        _undo_partial(storage, instant)  # a previous attempt died part-way; start clean
+        undo_marked_files(storage, instant)  # a previous attempt died part-way; start clean
     else:
         timeline.transition_to_inflight(current, b"")
     avro = table_schema(timeline, table)
@@ -234,7 +239,7 @@ def execute(spark: SparkSession, storage: Storage, table: TableConfig, instant: 
         df = spark.createDataFrame(ops, OPS_SCHEMA).repartition(len(ops))
         rows = df.mapInArrow(lambda it: _compact_task(ctx, it), "stat string").collect()
         stats = [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
-    _reconcile(storage, instant, stats)
+    delete_unreported_files(storage, instant, {s.path for s in stats})
     meta = CommitMetadata(compacted=True, operation_type="COMPACT", extra_metadata={"schema": S.to_json(avro)})
     for s in stats:
         meta.add(s)
@@ -250,17 +255,8 @@ def _is_clustering(timeline: ActiveTimeline, instant: Instant) -> bool:
     return is_clustering(timeline, instant)
 
 
-def _undo_partial(storage: Storage, instant: str) -> None:
-    for rel in list_marked_files(storage, instant):
-        storage.delete(rel)
-    delete_markers(storage, instant)
 
 
-def _reconcile(storage: Storage, instant: str, stats: list[WriteStat]) -> None:
-    written = {s.path for s in stats}
-    for rel in list_marked_files(storage, instant):
-        if rel not in written:
-            storage.delete(rel)
 
 
 def pending_compactions(storage: Storage) -> list[str]:

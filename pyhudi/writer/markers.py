@@ -43,3 +43,19 @@ def list_marked_files(storage: Storage, instant: str) -> list[str]:
 
 def delete_markers(storage: Storage, instant: str) -> None:
     storage.delete_dir(marker_dir(instant))
+
+
+def undo_marked_files(storage: Storage, instant: str) -> None:
+    """Delete every file an earlier, dead attempt of `instant` marked, and its markers: a re-executed
+    table service starts from nothing."""
+    for rel in list_marked_files(storage, instant):
+        storage.delete(rel)
+    delete_markers(storage, instant)
+
+
+def delete_unreported_files(storage: Storage, instant: str, reported_paths: set[str | None]) -> None:
+    """Hudi's finalizeWrite: files that have a marker but no write stat (failed or retried task
+    attempts) must not survive the commit."""
+    for rel in list_marked_files(storage, instant):
+        if rel not in reported_paths:
+            storage.delete(rel)
