@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyhudi.errors import UnsupportedTableError
+from pyhudi.faults import fault_point
 from pyhudi.model import avro_models as am
 from pyhudi.model.instant_time import new_instant_time
 from pyhudi.model.table_config import TableConfig
@@ -70,6 +71,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockS
         instant = new_instant_time(after=last.timestamp if last else None, local=table.local_timezone)
         timeline.create_requested(Instant(instant, Action.CLEAN, State.REQUESTED),
                                   am.write_instant_avro("HoodieCleanerPlan", plan))
+    fault_point("clean.after_plan")
     log.info("scheduled clean %s: %d files", instant, len(draft.files))
     return instant
 
@@ -94,13 +96,14 @@ def execute(storage: Storage, instant: str) -> CleanResult:
     with ThreadPoolExecutor(8) as pool:
         for partition, infos in files.items():
             rels = [_rel(storage, str(i["filePath"]), partition) for i in infos]
-            outcomes = list(pool.map(lambda r: storage.delete(r) or not storage.exists(r), rels))
+            outcomes = list(pool.map(lambda r: _delete(storage, r), rels))
             names = [r.rsplit("/", 1)[-1] for r in rels]
             partitions[partition] = am.clean_partition_metadata(
                 partition_path=partition, policy=str(plan.get("policy")), delete_path_patterns=names,
                 success_delete_files=[n for n, ok in zip(names, outcomes) if ok],
                 failed_delete_files=[n for n, ok in zip(names, outcomes) if not ok])
     earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+    fault_point("clean.before_commit")
     meta = am.clean_metadata(
         start_clean_time=instant, earliest_commit_to_retain=earliest or "", partition_metadata=partitions,
         time_taken_in_millis=int((time.monotonic() - started) * 1000),
@@ -110,6 +113,13 @@ def execute(storage: Storage, instant: str) -> CleanResult:
     failed = sum(len(m["failedDeleteFiles"]) for m in partitions.values())
     log.info("completed clean %s: %d files deleted, %d failed", instant, deleted, failed)
     return CleanResult(instant, deleted, failed, earliest)
+
+
+def _delete(storage: Storage, rel: str) -> bool:
+    """Delete one planned file; True once it is gone (deleted now or earlier)."""
+    gone = storage.delete(rel) or not storage.exists(rel)
+    fault_point("clean.mid_delete")
+    return gone
 
 
 def pending_cleans(storage: Storage) -> list[str]:

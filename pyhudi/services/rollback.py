@@ -15,6 +15,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
+from pyhudi.faults import fault_point
 from pyhudi.model import avro_models as am
 from pyhudi.model.instant_time import new_instant_time
 from pyhudi.storage import Storage
@@ -74,6 +75,7 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
                 ok.append(uri)
             else:
                 failed.append(uri)
+            fault_point("rollback.mid_delete")
         deleted.extend(ok)
         partitions[partition] = am.rollback_partition_metadata(
             partition_path=partition, success_delete_files=ok, failed_delete_files=failed)
@@ -81,6 +83,7 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
     timeline.delete_pending(Instant(target_ts, target_action, State.REQUESTED))
     delete_markers(storage, target_ts)
     storage.delete(f".hoodie/.heartbeat/{target_ts}")
+    fault_point("rollback.before_complete")
     meta = am.rollback_metadata(
         start_rollback_time=rollback_ts,
         instants_rollback=[am.instant_info(target_ts, target_action.value)],
@@ -98,6 +101,7 @@ def rollback_pending_write(storage: Storage, timeline: ActiveTimeline, target: I
     plan = plan_rollback(storage, target)
     timeline.create_requested(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED),
                               am.write_instant_avro("HoodieRollbackPlan", plan))
+    fault_point("rollback.after_plan")
     return execute_rollback(storage, timeline, rollback_ts, plan)
 
 

@@ -27,6 +27,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from pyhudi.faults import fault_point
+
 TEMP_DIR = ".hoodie/.aux/.pyhudi-tmp"
 
 
@@ -160,10 +162,21 @@ class Storage:
             self.makedirs(parent)
         return self.fs.open_output_stream(self.full_path(rel))
 
-    def write_bytes(self, rel: str, data: bytes) -> None:
-        """Plain write; only for files that nobody reads until a commit names them."""
+    def write_bytes(self, rel: str, data: bytes, mid_write_fault: str | None = None) -> None:
+        """Plain write; only for files that nobody reads until a commit names them.
+
+        `mid_write_fault` names a fault point reached once half of `data` is on storage (crash tests
+        use it to leave a torn file behind).
+        """
         with self.open_output_stream(rel) as f:
-            f.write(data)
+            if mid_write_fault is None:
+                f.write(data)
+                return
+            half = len(data) // 2
+            f.write(data[:half])
+            f.flush()
+            fault_point(mid_write_fault)
+            f.write(data[half:])
 
     def write_atomic(self, rel: str, data: bytes) -> None:
         if not self.is_local:
@@ -180,6 +193,7 @@ class Storage:
         parent = posixpath.dirname(rel.strip("/"))
         if parent:
             self.makedirs(parent)
+        fault_point("storage.before_rename")
         os.replace(tmp, self.full_path(rel))
 
     def create_exclusive(self, rel: str, data: bytes = b"") -> bool:
@@ -197,6 +211,7 @@ class Storage:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            fault_point("storage.before_link")
             try:
                 os.link(tmp, path)
             except FileExistsError:
