@@ -18,10 +18,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 
 ENV = "PYHUDI_FAULT_POINT"
 REPORT_ENV = "PYHUDI_FAULT_REPORT"
 _hits: dict[str, int] = {}
+_lock = threading.Lock()  # points inside thread pools (the cleaner's deletes) count every hit once
 
 
 def _target() -> tuple[str, int] | None:
@@ -76,8 +78,9 @@ def fault_point(name: str) -> None:
     target = _target()
     if target is None or target[0] != name:
         return
-    _hits[name] = _hits.get(name, 0) + 1
-    if _hits[name] != target[1]:
+    with _lock:
+        _hits[name] = hit = _hits.get(name, 0) + 1
+    if hit != target[1]:
         return
     _report(name)
     if os.environ.get("PYHUDI_FAULT_OWN_GROUP") != "1":
