@@ -127,11 +127,15 @@ def pending_cleans(storage: Storage) -> list[str]:
 
 
 def clean(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None) -> list[CleanResult]:
-    """Resume interrupted cleans, then plan and run a new one if anything can go."""
+    """Resume interrupted cleans, then plan and run a new one if anything can go; also delete temp files
+    that crashed processes left (older than an hour)."""
     results = [execute(storage, i) for i in pending_cleans(storage)]
     instant = schedule(storage, table, cfg, lock)
     if instant is not None:
         results.append(execute(storage, instant))
+    purged = storage.purge_temp_files()
+    if purged:
+        log.info("deleted %d temp files left by crashed processes", purged)
     return results
 
 

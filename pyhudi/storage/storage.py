@@ -11,6 +11,8 @@ The storage contract the timeline relies on (also in docs/architecture.md):
   stores without conditional PUT get check-then-put, which is only safe with a
   single writer; that limitation is documented for OCC users.
 * `delete` is idempotent; listing never returns temp files.
+* A process killed inside `write_atomic`/`create_exclusive` leaves its temp file behind (never the
+  target); `purge_temp_files` (run by the cleaner) deletes temp files older than an hour.
 
 Paths handed to this class are relative to the table's base path and use `/`.
 Instances are picklable (only the URI travels) so executors rebuild them.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +33,7 @@ import pyarrow.fs as pafs
 from pyhudi.faults import fault_point
 
 TEMP_DIR = ".hoodie/.aux/.pyhudi-tmp"
+TEMP_FILE_MAX_AGE_S = 3600  # a temp file lives for one write_atomic call; an older one was left by a crash
 
 
 @dataclass(frozen=True)
@@ -243,6 +247,15 @@ class Storage:
         except OSError:
             if self.exists(rel):
                 raise
+
+    def purge_temp_files(self, older_than_s: float = TEMP_FILE_MAX_AGE_S) -> int:
+        """Delete temp files of `write_atomic`/`create_exclusive` older than `older_than_s` (left by
+        crashed processes); returns how many were deleted."""
+        if not self.is_local:
+            return 0  # other stores write in place, without temp files
+        cutoff_ns = time.time_ns() - int(older_than_s * 1e9)
+        stale = [i.path for i in self.list_dir(TEMP_DIR) if not i.is_dir and i.mtime_ns < cutoff_ns]
+        return sum(1 for rel in stale if self.delete(rel))
 
     def rename(self, src: str, dst: str) -> None:
         self.fs.move(self.full_path(src), self.full_path(dst))
