@@ -39,7 +39,8 @@ Row = tuple[int, str, str, int, str]
 def batch_rows(seed: int, step: int, kind: str) -> list[Row]:
     """The rows of batch `step`. Batch 0 inserts keys [0, INITIAL); an upsert batch s >= 1 inserts NEW
     fresh keys and updates UPDATES keys drawn from every key of earlier batches (deleted ones come back);
-    a delete batch deletes DELETES of those keys (its rows carry the values of the delete batch)."""
+    a delete batch deletes DELETES of those keys (its rows carry the values of the delete batch); a
+    bulk_insert batch only inserts the NEW fresh keys (bulk_insert does not merge with stored keys)."""
     if step == 0:
         ids = list(range(INITIAL))
     else:
@@ -47,6 +48,8 @@ def batch_rows(seed: int, step: int, kind: str) -> list[Row]:
         rng = random.Random(seed * 1_000_003 + step)
         if kind == "delete":
             ids = sorted(rng.sample(range(known), DELETES))
+        elif kind == "bulk_insert":
+            ids = list(range(known, known + NEW))
         else:
             ids = sorted(rng.sample(range(known), UPDATES)) + list(range(known, known + NEW))
 
