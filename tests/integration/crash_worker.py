@@ -5,6 +5,7 @@ Usage: `python crash_worker.py SPEC.json`, started by test_crash.py in a session
 `op`, Hudi `options`, and for writes the batch (`seed`, `step`). Operations:
 
 - `upsert`, `delete`, `bulk_insert`: write batch `step` (rows from `batch_rows`, the test's model);
+- `overwrite`: write batch `step` with mode="overwrite" (an insert_overwrite_table replacecommit);
 - `compact`, `cluster`: `pyhudi.compact` / `pyhudi.cluster` (schedule if nothing is pending, execute);
 - `clean`: `pyhudi.clean` (resume pending cleans, plan and run a new one);
 - `rollback`: roll back the table's failed (pending) writes, as the next writer would;
@@ -61,7 +62,7 @@ def batch_rows(seed: int, step: int, kind: str) -> list[Row]:
 
 def apply_batch(model: dict[int, tuple[Any, ...]], seed: int, step: int, kind: str) -> dict[int, tuple[Any, ...]]:
     """The model after batch `step` committed: key -> (name, city, ts, payload)."""
-    out = dict(model)
+    out = {} if kind == "overwrite" else dict(model)
     for row in batch_rows(seed, step, kind):
         if kind == "delete":
             out.pop(row[0], None)
@@ -117,6 +118,9 @@ def run(spark: Any, spec: dict[str, Any]) -> Any:
         options["hoodie.datasource.write.operation"] = op
         df = spark.createDataFrame(rows, SCHEMA, verifySchema=False)
         return pyhudi.write(df, path, options)
+    if op == "overwrite":
+        df = spark.createDataFrame(batch_rows(int(spec["seed"]), int(spec["step"]), op), SCHEMA, verifySchema=False)
+        return pyhudi.write(df, path, options, mode="overwrite")
     if op == "compact":
         return pyhudi.compact(spark, path, options)
     if op == "cluster":

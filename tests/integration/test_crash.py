@@ -93,7 +93,7 @@ class KillPoint:
 
     @property
     def writes(self) -> bool:
-        return self.op in ("upsert", "delete", "bulk_insert")
+        return self.op in ("upsert", "delete", "bulk_insert", "overwrite")
 
 
 KILL_POINTS: tuple[KillPoint, ...] = (
@@ -104,6 +104,7 @@ KILL_POINTS: tuple[KillPoint, ...] = (
     KillPoint("write.mid_file", "cow", "upsert", ("torn_base_file",), recover=("clean", "upsert"),
               options=ONE_VERSION),
     KillPoint("write.mid_file", "cow", "bulk_insert", ("torn_base_file",)),
+    KillPoint("write.mid_file", "cow", "overwrite", ("torn_base_file", "pending:replacecommit")),
     KillPoint("write.before_commit", "cow", "delete", ("pending:commit", "lock_held")),
     KillPoint("storage.before_rename@2", "cow", "upsert", ("pending:commit", "torn_commit"),
               recover=("cluster", "upsert"), options=CLUSTER),
