@@ -74,6 +74,13 @@ def _kill_session() -> None:
     os.killpg(own, signal.SIGKILL)
 
 
+def armed(name: str) -> bool:
+    """Whether a crash test armed `name` in this process (for code that must prepare the crash, such as
+    writing half a file first)."""
+    target = _target()
+    return target is not None and target[0] == name
+
+
 def fault_point(name: str) -> None:
     target = _target()
     if target is None or target[0] != name:

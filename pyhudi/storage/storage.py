@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from pyhudi.faults import fault_point
+from pyhudi.faults import armed, fault_point
 
 TEMP_DIR = ".hoodie/.aux/.pyhudi-tmp"
 TEMP_FILE_MAX_AGE_S = 3600  # a temp file lives for one write_atomic call; an older one was left by a crash
@@ -169,11 +169,11 @@ class Storage:
     def write_bytes(self, rel: str, data: bytes, mid_write_fault: str | None = None) -> None:
         """Plain write; only for files that nobody reads until a commit names them.
 
-        `mid_write_fault` names a fault point reached once half of `data` is on storage (crash tests
-        use it to leave a torn file behind).
+        `mid_write_fault` names a fault point reached once half of `data` is on storage, when a crash
+        test armed it (to leave a torn file behind).
         """
         with self.open_output_stream(rel) as f:
-            if mid_write_fault is None:
+            if mid_write_fault is None or not armed(mid_write_fault):
                 f.write(data)
                 return
             half = len(data) // 2
