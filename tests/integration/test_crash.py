@@ -148,6 +148,12 @@ KILL_POINTS: tuple[KillPoint, ...] = (
 )
 
 
+# Points reached in Spark's Python workers (the fault variables reach them through the environment the
+# child's driver inherited); the others are reached in the driver.
+EXECUTOR_POINTS = frozenset({"write.after_marker", "write.mid_file", "write.mid_log_file", "compaction.mid_execute",
+                             "clustering.mid_execute"})
+
+
 def available(point: KillPoint) -> bool:
     return point.requires is None or find_spec(point.requires) is not None
 
@@ -254,7 +260,8 @@ class ChildRun:
     path: str
     step: int | None
     returncode: int | None = None
-    reported: list[str] = field(default_factory=list)
+    driver_pid: int = 0
+    reported: list[tuple[str, int]] = field(default_factory=list)  # (point, pid) of every report
     survivors: list[tuple[int, int, str]] = field(default_factory=list)
     stdout: str = ""
     stderr_tail: str = ""
@@ -313,10 +320,12 @@ class Runner:
             except subprocess.TimeoutExpired:
                 kill_session(proc.pid)
                 proc.wait()
-        run_ = ChildRun(point, path, step, returncode=proc.returncode, seconds=time.monotonic() - started)
+        run_ = ChildRun(point, path, step, returncode=proc.returncode, driver_pid=proc.pid,
+                        seconds=time.monotonic() - started)
         # Nothing of the child may still be writing while the test recovers the table.
         run_.survivors = wait_session_gone(proc.pid)
-        run_.reported = report.read_text().split() if report.exists() else []
+        lines = report.read_text().splitlines() if report.exists() else []
+        run_.reported = [(name, int(pid)) for name, pid in (line.split() for line in lines)]
         run_.stdout = (work / "stdout").read_text(errors="replace")
         run_.stderr_tail = "\n".join((work / "stderr").read_text(errors="replace").splitlines()[-30:])
         return run_
@@ -498,7 +507,13 @@ def test_kill_point(spark: Any, crash_env: CrashEnv, point: KillPoint) -> None:
     assert child.returncode != 0, f"{point.fault} was never reached: the child finished its {point.op} normally"
     assert child.returncode == -signal.SIGKILL, \
         f"the child exited with {child.returncode}, not by SIGKILL at {point.fault}:\n{child.stderr_tail}"
-    assert point.fault.split("@")[0] in child.reported, f"{point.fault} did not report; reports: {child.reported}"
+    name = point.fault.split("@")[0]
+    reporters = [pid for reported, pid in child.reported if reported == name]
+    assert reporters, f"{point.fault} did not report; reports: {child.reported}"
+    in_executor = name in EXECUTOR_POINTS
+    assert all((pid != child.driver_pid) == in_executor for pid in reporters), \
+        f"{name} fired in {reporters}, the driver is {child.driver_pid}; expected it in " \
+        f"{'a Python worker' if in_executor else 'the driver'}"
     assert not child.survivors, f"processes of the killed child survived: {child.survivors}"
     assert '"event": "done"' not in child.stdout
     for kind in point.evidence:
