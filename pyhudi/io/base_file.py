@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi.faults import armed, fault_point
 from pyhudi.index.bloom_filter import FOOTER_KEY, MAX_KEY_FOOTER, MIN_KEY_FOOTER, BloomFilter
 from pyhudi.storage import Storage
 
@@ -69,7 +70,7 @@ def _row_group_rows(table: pa.Table, settings: ParquetSettings, bytes_per_row: f
 
 
 def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
-              bytes_per_row: float) -> None:
+              bytes_per_row: float, mid_write_fault: str | None = None) -> None:
     metadata = footer_metadata(table, avro_schema_with_meta, settings)
     plain = table.replace_schema_metadata(None)
     writer = pq.ParquetWriter(
@@ -77,16 +78,20 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
         store_schema=False, write_statistics=True, use_dictionary=True,
     )
     writer.write_table(plain, row_group_size=_row_group_rows(table, settings, bytes_per_row))
+    if mid_write_fault is not None and armed(mid_write_fault):  # crash tests: row groups written, no footer
+        sink.flush()
+        fault_point(mid_write_fault)
     # With store_schema=False, schema metadata is not written; footer entries go in explicitly.
     writer.add_key_value_metadata(metadata)
     writer.close()
 
 
 def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,
-                  settings: ParquetSettings, bytes_per_row: float = 0.0) -> int:
-    """Write `table` as one base file and return its size in bytes."""
+                  settings: ParquetSettings, bytes_per_row: float = 0.0, mid_write_fault: str | None = None) -> int:
+    """Write `table` as one base file and return its size in bytes (`mid_write_fault`: a fault point
+    reached when the data is written but the footer is not, for crash tests)."""
     with storage.open_output_stream(rel_path) as sink:
-        _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row)
+        _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, mid_write_fault)
     return storage.size(rel_path)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyhudi.errors import UnsupportedTableError
+from pyhudi.faults import fault_point
 from pyhudi.model import avro_models as am
 from pyhudi.model.instant_time import new_instant_time
 from pyhudi.model.table_config import TableConfig
@@ -70,6 +71,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockS
         instant = new_instant_time(after=last.timestamp if last else None, local=table.local_timezone)
         timeline.create_requested(Instant(instant, Action.CLEAN, State.REQUESTED),
                                   am.write_instant_avro("HoodieCleanerPlan", plan))
+    fault_point("clean.after_plan")
     log.info("scheduled clean %s: %d files", instant, len(draft.files))
     return instant
 
@@ -94,13 +96,14 @@ def execute(storage: Storage, instant: str) -> CleanResult:
     with ThreadPoolExecutor(8) as pool:
         for partition, infos in files.items():
             rels = [_rel(storage, str(i["filePath"]), partition) for i in infos]
-            outcomes = list(pool.map(lambda r: storage.delete(r) or not storage.exists(r), rels))
+            outcomes = list(pool.map(lambda r: _delete(storage, r), rels))
             names = [r.rsplit("/", 1)[-1] for r in rels]
             partitions[partition] = am.clean_partition_metadata(
                 partition_path=partition, policy=str(plan.get("policy")), delete_path_patterns=names,
                 success_delete_files=[n for n, ok in zip(names, outcomes) if ok],
                 failed_delete_files=[n for n, ok in zip(names, outcomes) if not ok])
     earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+    fault_point("clean.before_commit")
     meta = am.clean_metadata(
         start_clean_time=instant, earliest_commit_to_retain=earliest or "", partition_metadata=partitions,
         time_taken_in_millis=int((time.monotonic() - started) * 1000),
@@ -112,16 +115,27 @@ def execute(storage: Storage, instant: str) -> CleanResult:
     return CleanResult(instant, deleted, failed, earliest)
 
 
+def _delete(storage: Storage, rel: str) -> bool:
+    """Delete one planned file; True once it is gone (deleted now or earlier)."""
+    gone = storage.delete(rel) or not storage.exists(rel)
+    fault_point("clean.mid_delete")
+    return gone
+
+
 def pending_cleans(storage: Storage) -> list[str]:
     return [i.timestamp for i in ActiveTimeline.load(storage).actions(Action.CLEAN).pending()]
 
 
 def clean(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None) -> list[CleanResult]:
-    """Resume interrupted cleans, then plan and run a new one if anything can go."""
+    """Resume interrupted cleans, then plan and run a new one if anything can go; also delete temp files
+    that crashed processes left (older than an hour)."""
     results = [execute(storage, i) for i in pending_cleans(storage)]
     instant = schedule(storage, table, cfg, lock)
     if instant is not None:
         results.append(execute(storage, instant))
+    purged = storage.purge_temp_files()
+    if purged:
+        log.info("deleted %d temp files left by crashed processes", purged)
     return results
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from pyhudi.errors import CommitConflictError, HudiError, InvalidConfigError, TimelineError
+from pyhudi.faults import fault_point
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings, encode_within, estimate_bytes_per_row
 from pyhudi.model import avro_models as am
@@ -73,6 +74,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_fi
         requested = am.write_instant_avro("HoodieRequestedReplaceMetadata",
                                           to_avro_plan(draft, storage, cfg, max_file_size))
         timeline.create_requested(Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED), requested)
+    fault_point("clustering.after_schedule")
     log.info("scheduled clustering %s: %d groups", instant, len(draft.groups))
     return instant
 
@@ -197,6 +199,7 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
         data, rows = encode_within(chunk, rows, limit, ctx.avro_with_meta, ctx.parquet, per_row)
         create_marker(storage, ctx.instant, partition, name, "CREATE")
         storage.write_bytes(path, data)
+        fault_point("clustering.mid_execute")
         size = len(data)
         stats.append(WriteStat(
             file_id=fid, path=path, partition_path=partition, num_writes=rows, num_inserts=rows,
@@ -268,6 +271,7 @@ def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, 
                           partition_to_replace_file_ids={p: sorted(ids) for p, ids in replaced.items()})
     for s in stats:
         meta.add(s)
+    fault_point("clustering.before_commit")
     with table_lock(storage, lock or LockSettings()):
         timeline = ActiveTimeline.load(storage)
         check_clustering(storage, table, timeline, instant, plan)

@@ -2,9 +2,16 @@
 
 Per selected partition: the latest slices whose base file is below the
 clustering small-file limit and that are not under pending compaction or
-clustering, largest first (a slice without a base file counts as a max-size
-file), packed into groups of at most `max.bytes.per.group`; each group writes
-ceil(bytes / target) files; at most `max.num.groups` groups overall.
+clustering nor hold log files of a pending write, largest first (a slice
+without a base file counts as a max-size file), packed into groups of at most
+`max.bytes.per.group`; each group writes ceil(bytes / target) files; at most
+`max.num.groups` groups overall.
+
+A pending write's log files join committed slices before that write completes. Should it
+fail, its rollback deletes them, and a plan naming them could never execute (its file groups
+would stay blocked for writers); so groups a pending write has log files in (found through its
+markers) wait for the next plan. (A pending write's base files are new, uncommitted versions
+that no plan names.)
 
 One deliberate improvement over Hudi: a group of a single slice that would be
 rewritten unchanged (no log files to merge, no sort order to apply) is skipped,
@@ -18,10 +25,13 @@ import re
 from dataclasses import dataclass, field
 
 from pyhudi.model import avro_models as am
+from pyhudi.model.file_names import parse_log_file
 from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Action
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
 from pyhudi.writer.binpack import pack_sequential
 from pyhudi.writer.config import ClusteringConfig
+from pyhudi.writer.markers import list_marked_files
 
 MB = 1024 * 1024
 
@@ -91,12 +101,28 @@ def select_partitions(partitions: list[str], cfg: ClusteringConfig) -> tuple[lis
     return kept, skipped
 
 
+def groups_with_pending_logs(view: FileSystemView) -> dict[tuple[str, str], str]:
+    """(partition, fileId) -> pending write instant that has (or may have) written a log file in that group."""
+    clustering = set(view.pending_clustering_file_ids().values())
+    out: dict[tuple[str, str], str] = {}
+    for inst in view.timeline.pending().actions(Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT):
+        if inst.timestamp in clustering:
+            continue
+        for rel in list_marked_files(view.storage, inst.timestamp):
+            part, _, name = rel.rpartition("/")
+            parsed = parse_log_file(name)
+            if parsed is not None:
+                out[(part, parsed.file_id)] = inst.timestamp
+    return out
+
+
 def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) -> ClusteringPlanDraft:
     draft = ClusteringPlanDraft()
     partitions, draft.partitions_skipped = select_partitions(view.partition_paths, cfg)
     draft.partitions_considered = partitions
     compacting = view.pending_compaction_file_ids()
     clustering = view.pending_clustering_file_ids()
+    writing = groups_with_pending_logs(view)
     sort_or_merge_changes = bool(cfg.sort_columns)
     for p in partitions:
         eligible: list[FileSlice] = []
@@ -107,6 +133,9 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) 
                 reason = "under pending compaction"
             elif (p, s.file_id) in clustering:
                 reason = f"already in pending clustering {clustering[(p, s.file_id)]}"
+            elif (p, s.file_id) in writing:
+                reason = f"has log files of pending write {writing[(p, s.file_id)]} (clustered once that " \
+                         "write completes or is rolled back)"
             elif s.base_file is not None and s.base_size >= cfg.small_file_limit:
                 reason = f"base file {s.base_size} B is not below the clustering small-file limit " \
                          f"{cfg.small_file_limit} B"

@@ -24,6 +24,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from pyhudi.errors import HudiError, TimelineError
+from pyhudi.faults import fault_point
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings, write_parquet
 from pyhudi.model import avro_models as am
@@ -160,6 +161,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, for
     plan = am.compaction_plan(operations=[_operation(c) for c in chosen])
     timeline.create_requested(Instant(instant, Action.COMPACTION, State.REQUESTED),
                               am.write_instant_avro("HoodieCompactionPlan", plan))
+    fault_point("compaction.after_schedule")
     log.info("scheduled compaction %s of %d file slices", instant, len(chosen))
     return instant
 
@@ -200,6 +202,7 @@ def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], toke
     ensure_partition_metadata(storage, partition, ctx.instant)
     create_marker(storage, ctx.instant, partition, name, "MERGE" if base else "CREATE")
     size = write_parquet(storage, path, merged, ctx.avro_with_meta, ctx.parquet)
+    fault_point("compaction.mid_execute")
     return WriteStat(
         file_id=fid, path=path, partition_path=partition, prev_commit=op["base_instant"],
         num_writes=merged.num_rows, num_update_writes=stats.updated_records, num_deletes=stats.deleted_records,
@@ -240,6 +243,7 @@ def execute(spark: SparkSession, storage: Storage, table: TableConfig, instant: 
         rows = df.mapInArrow(lambda it: _compact_task(ctx, it), "stat string").collect()
         stats = [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
     delete_unreported_files(storage, instant, {s.path for s in stats})
+    fault_point("compaction.before_commit")
     meta = CommitMetadata(compacted=True, operation_type="COMPACT", extra_metadata={"schema": S.to_json(avro)})
     for s in stats:
         meta.add(s)

@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from pyhudi.faults import fault_point
 from pyhudi.io.log_format import ROLLBACK_COMMAND, BlockType, HeaderKey, build_log_file, encode_block
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import join_path, log_file_name, parse_log_file
@@ -101,6 +102,7 @@ def _execute_request(storage: Storage, request: dict[str, Any], rollback_ts: str
             ok.append(uri)
         else:
             failed.append(uri)
+        fault_point("rollback.mid_delete")
     from_failed = dict(request.get("logBlocksToBeDeleted") or {})
     appended = dict(_append_rollback_block(storage, uri, rollback_ts, target_ts) for uri in from_failed)
     meta = am.rollback_partition_metadata(partition_path=partition, success_delete_files=ok, failed_delete_files=failed)
@@ -138,6 +140,7 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
     _delete_instant_files(storage, target_ts)
     delete_markers(storage, target_ts)
     storage.delete(f".hoodie/.heartbeat/{target_ts}")
+    fault_point("rollback.before_complete")
     meta = am.rollback_metadata(
         start_rollback_time=rollback_ts,
         instants_rollback=[am.instant_info(target_ts, target_action.value)],
@@ -163,6 +166,7 @@ def rollback_pending_write(storage: Storage, timeline: ActiveTimeline, target: I
     plan = plan_rollback(storage, target)
     timeline.create_requested(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED),
                               am.write_instant_avro("HoodieRollbackPlan", plan))
+    fault_point("rollback.after_plan")
     return execute_rollback(storage, timeline, rollback_ts, plan)
 
 

@@ -11,6 +11,8 @@ The storage contract the timeline relies on (also in docs/architecture.md):
   stores without conditional PUT get check-then-put, which is only safe with a
   single writer; that limitation is documented for OCC users.
 * `delete` is idempotent; listing never returns temp files.
+* A process killed inside `write_atomic`/`create_exclusive` leaves its temp file behind (never the
+  target); `purge_temp_files` (run by the cleaner) deletes temp files older than an hour.
 
 Paths handed to this class are relative to the table's base path and use `/`.
 Instances are picklable (only the URI travels) so executors rebuild them.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +30,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from pyhudi.faults import armed, fault_point
+
 TEMP_DIR = ".hoodie/.aux/.pyhudi-tmp"
+TEMP_FILE_MAX_AGE_S = 3600  # a temp file lives for one write_atomic call; an older one was left by a crash
 
 
 @dataclass(frozen=True)
@@ -160,10 +166,21 @@ class Storage:
             self.makedirs(parent)
         return self.fs.open_output_stream(self.full_path(rel))
 
-    def write_bytes(self, rel: str, data: bytes) -> None:
-        """Plain write; only for files that nobody reads until a commit names them."""
+    def write_bytes(self, rel: str, data: bytes, mid_write_fault: str | None = None) -> None:
+        """Plain write; only for files that nobody reads until a commit names them.
+
+        `mid_write_fault` names a fault point reached once half of `data` is on storage, when a crash
+        test armed it (to leave a torn file behind).
+        """
         with self.open_output_stream(rel) as f:
-            f.write(data)
+            if mid_write_fault is None or not armed(mid_write_fault):
+                f.write(data)
+                return
+            half = len(data) // 2
+            f.write(data[:half])
+            f.flush()
+            fault_point(mid_write_fault)
+            f.write(data[half:])
 
     def write_atomic(self, rel: str, data: bytes) -> None:
         if not self.is_local:
@@ -180,6 +197,7 @@ class Storage:
         parent = posixpath.dirname(rel.strip("/"))
         if parent:
             self.makedirs(parent)
+        fault_point("storage.before_rename")
         os.replace(tmp, self.full_path(rel))
 
     def create_exclusive(self, rel: str, data: bytes = b"") -> bool:
@@ -197,6 +215,7 @@ class Storage:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            fault_point("storage.before_link")
             try:
                 os.link(tmp, path)
             except FileExistsError:
@@ -228,6 +247,15 @@ class Storage:
         except OSError:
             if self.exists(rel):
                 raise
+
+    def purge_temp_files(self, older_than_s: float = TEMP_FILE_MAX_AGE_S) -> int:
+        """Delete temp files of `write_atomic`/`create_exclusive` older than `older_than_s` (left by
+        crashed processes); returns how many were deleted."""
+        if not self.is_local:
+            return 0  # other stores write in place, without temp files
+        cutoff_ns = time.time_ns() - int(older_than_s * 1e9)
+        stale = [i.path for i in self.list_dir(TEMP_DIR) if not i.is_dir and i.mtime_ns < cutoff_ns]
+        return sum(1 for rel in stale if self.delete(rel))
 
     def rename(self, src: str, dst: str) -> None:
         self.fs.move(self.full_path(src), self.full_path(dst))

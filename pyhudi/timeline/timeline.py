@@ -14,6 +14,7 @@ import bisect
 from collections.abc import Callable, Iterable, Iterator
 
 from pyhudi.errors import InstantNotFoundError, TimelineError
+from pyhudi.faults import fault_point
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import (
@@ -183,6 +184,7 @@ class ActiveTimeline(Timeline):
         if not self.storage.exists(f"{META_DIR}/{requested.file_name}"):
             raise TimelineError(f"cannot move {instant} to inflight: {requested.file_name} is missing")
         inflight = requested.with_state(State.INFLIGHT)
+        fault_point("timeline.before_inflight")
         self.storage.write_atomic(f"{META_DIR}/{inflight.file_name}", content)
         return inflight
 

@@ -98,7 +98,7 @@ def append_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
         path = join_path(bucket.partition, name)
         create_marker(storage, ctx.instant, bucket.partition, name, "APPEND")
         payload = b"".join(file_blocks)
-        storage.write_bytes(path, payload)
+        storage.write_bytes(path, payload, mid_write_fault="write.mid_log_file")
         first = i == 0  # counts are attributed to the first file of a rolled-over write
         stats.append(WriteStat(
             file_id=fid, path=path, partition_path=bucket.partition, prev_commit=base_instant,

@@ -30,6 +30,7 @@ from pyhudi.errors import (
     TableNotFoundError,
     TimelineError,
 )
+from pyhudi.faults import fault_point
 from pyhudi.index import simple as simple_index
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings
@@ -280,7 +281,9 @@ class WriteClient:
             except CommitConflictError:
                 rollback_pending_write(self.storage, timeline, Instant(instant, action, State.INFLIGHT))
                 raise
+            fault_point("write.before_commit")
             timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes())
+            fault_point("write.after_commit")
 
     def _rollback_own(self, instant: str, action: Action) -> None:
         """A write that failed after creating its instant undoes itself at once (best effort; otherwise

@@ -197,7 +197,7 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
 
         data, rows = encode_within(make, rows, limit, ctx.avro_schema_with_meta, ctx.parquet, per_row)
         create_marker(storage, ctx.instant, bucket.partition, name, "CREATE")
-        storage.write_bytes(path, data)
+        storage.write_bytes(path, data, mid_write_fault="write.mid_file")
         size = len(data)
         stats.append(WriteStat(
             file_id=fid, path=path, partition_path=bucket.partition, num_writes=rows, num_inserts=rows,
@@ -293,7 +293,7 @@ def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming:
     order = _merge_order(old.num_rows, deleted_old, replaced_old, len(idx[replaced_old]), len(new_inserts))
     out = combined.take(pa.array(order, type=pa.int64()))
     create_marker(storage, ctx.instant, bucket.partition, name, "MERGE")
-    size = write_parquet(storage, path, out, ctx.avro_schema_with_meta, ctx.parquet)
+    size = write_parquet(storage, path, out, ctx.avro_schema_with_meta, ctx.parquet, mid_write_fault="write.mid_file")
     return WriteStat(
         file_id=bucket.file_id, path=path, partition_path=bucket.partition,
         prev_commit=bucket.base_instant or "null", num_writes=out.num_rows,

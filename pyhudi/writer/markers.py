@@ -7,6 +7,7 @@ names; rollback uses them to find every file a crashed write may have left.
 
 from __future__ import annotations
 
+from pyhudi.faults import fault_point
 from pyhudi.model.file_names import join_path
 from pyhudi.storage import Storage
 
@@ -21,6 +22,7 @@ def marker_dir(instant: str) -> str:
 def create_marker(storage: Storage, instant: str, partition: str, file_name: str, io_type: str) -> None:
     rel = f"{marker_dir(instant)}/{join_path(partition, file_name)}{MARKER_SUFFIX}{io_type}"
     storage.write_bytes(rel, b"")
+    fault_point("write.after_marker")
 
 
 def list_marked_files(storage: Storage, instant: str) -> list[str]:

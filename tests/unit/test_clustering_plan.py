@@ -119,6 +119,24 @@ def test_groups_under_pending_compaction_or_clustering_are_excluded(mor: Cluster
     assert groups_of(draft) == [["g3", "g4", "g5"]]
 
 
+def test_groups_holding_log_files_of_a_pending_write_are_excluded(mor: ClusterTable) -> None:
+    """A pending (maybe failed) deltacommit's log files already sit in committed slices; a plan naming them
+    could never run once the write is rolled back (its rollback deletes them)."""
+    from pyhudi.writer.markers import create_marker
+
+    mor.write(T(1), bases=tuple(("p=a", f"g{i}", 10 * MB) for i in range(1, 5)))
+    mor.write(T(2), logs=(("p=a", "g1", T(1), 1, MB), ("p=a", "g2", T(1), 1, MB)), state="inflight")
+    for fid in ("g1", "g2"):
+        create_marker(mor.storage, T(2), "p=a", f".{fid}_{T(1)}.log.1_0-1-1", "APPEND")
+    # A new base file version of g4 (not written yet) is no reason to wait: no plan can name it.
+    create_marker(mor.storage, T(2), "p=a", f"g4_0-1-1_{T(2)}.parquet", "MERGE")
+    draft = mor.draft()
+    for fid in ("g1", "g2"):
+        d = decision(draft, fid)
+        assert not d.chosen and f"log files of pending write {T(2)}" in d.reason
+    assert groups_of(draft) == [["g3", "g4"]]
+
+
 # =========================================================================== groups
 def test_slices_are_packed_largest_first_into_groups_of_max_bytes(cow: ClusterTable) -> None:
     sized_files(cow, T(1), "p=a", 15, 40, 20, 50, 30, 45)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import threading
+import time
 
 import pyarrow.fs as pafs
 import pytest
@@ -244,3 +245,17 @@ def test_non_local_filesystem_uses_plain_writes(tmp_path):
     assert {i.name for i in s.list_dir(".hoodie")} == {"1.commit", "2.commit.requested"}
     assert s.uri("x") == "mem://bucket/table/x"
     assert Storage("s3://bkt/t", sub).uri("a") == "s3a://bkt/t/a"
+
+
+def test_purge_temp_files_deletes_only_old_leftovers(tmp_path, storage):
+    """A process killed inside write_atomic leaves its temp file; the cleaner's purge removes it once old."""
+    tmp_dir = tmp_path / TEMP_DIR
+    tmp_dir.mkdir(parents=True)
+    old, young = tmp_dir / "old", tmp_dir / "young"
+    old.write_bytes(b"torn")
+    young.write_bytes(b"in use")
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    assert storage.purge_temp_files() == 1
+    assert not old.exists() and young.exists()
+    assert storage.purge_temp_files(older_than_s=0) == 1 and not young.exists()
