@@ -66,6 +66,14 @@ def archive(spark, path, options=None, dry_run=False):  # type: ignore[no-untype
     return _archive(spark, path, options, dry_run)
 
 
+def write_stream(df, path, options, checkpoint_location, trigger=None):  # type: ignore[no-untyped-def]
+    """Start a Structured Streaming query writing each micro-batch as one commit, exactly once.
+    See pyhudi.streaming.write_stream."""
+    from pyhudi.streaming import write_stream as _write_stream
+
+    return _write_stream(df, path, options, checkpoint_location, trigger)
+
+
 def wait_for_table_services(path=None, timeout=None):  # type: ignore[no-untyped-def]
     """Wait for background table services (async clustering); returns their errors."""
     from pyhudi.api import wait_for_table_services as _wait
@@ -92,4 +100,5 @@ __all__ = [
     "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
     "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "archive", "clean", "cluster",
     "compact", "read", "restore", "rollback", "savepoint", "wait_for_table_services", "write",
+    "write_stream",
 ]

@@ -1,0 +1,109 @@
+"""Structured Streaming sink: each micro-batch is one commit, exactly once.
+
+Spark replays a micro-batch whose completion it did not record (crash, kill, restart). As Hudi's
+HoodieStreamingSink does, every commit carries `_hudi_streaming_sink_checkpoint` in its
+extraMetadata, a JSON map {identifier: batchId}; a batch whose id is not greater than the one
+stored for its identifier is already in the table and is skipped. The identifier is
+`hoodie.datasource.write.streaming.checkpoint.identifier` when set, otherwise the streaming query's
+id, which Spark keeps in the checkpoint directory across restarts. The query id and batch id are also
+stored under their own keys for people reading the timeline.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql.streaming import StreamingQuery
+
+from pyhudi.errors import InvalidConfigError
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import WRITE_ACTIONS
+from pyhudi.timeline.timeline import ActiveTimeline
+
+log = logging.getLogger(__name__)
+SINK_CHECKPOINT_KEY = "_hudi_streaming_sink_checkpoint"
+QUERY_ID_KEY = "_pyhudi_streaming_query_id"
+BATCH_ID_KEY = "_pyhudi_streaming_batch_id"
+IDENTIFIER_OPTION = "hoodie.datasource.write.streaming.checkpoint.identifier"
+_TRIGGERS = ("processingTime", "once", "continuous", "availableNow")
+
+
+def last_committed_batch(path: str, identifier: str) -> int | None:
+    """The newest batch id committed for `identifier`, from the newest commit that carries one."""
+    storage = Storage(path)
+    if not storage.exists(".hoodie/hoodie.properties"):
+        return None
+    timeline = ActiveTimeline.load(storage)
+    for inst in reversed(timeline.completed().instants):
+        if inst.action not in WRITE_ACTIONS:
+            continue
+        raw = timeline.commit_metadata(inst).extra_metadata.get(SINK_CHECKPOINT_KEY)
+        if not raw:
+            continue
+        try:
+            value = json.loads(raw).get(identifier)
+        except (ValueError, AttributeError):
+            continue
+        if value is not None:
+            return int(value)
+    return None
+
+
+def _query_id(checkpoint_location: str) -> str:
+    """Spark writes {"id": ...} to <checkpoint>/metadata when the query first starts and reuses it."""
+    with open(os.path.join(_local(checkpoint_location), "metadata")) as fh:
+        return str(json.loads(fh.readline())["id"])
+
+
+def _local(location: str) -> str:
+    return location[len("file:"):] if location.startswith("file:") else location
+
+
+class _BatchWriter:
+    """The foreachBatch function; picklable state only (path, options, checkpoint location)."""
+
+    def __init__(self, path: str, options: Mapping[str, Any], checkpoint_location: str) -> None:
+        self.path = path
+        self.options = dict(options)
+        self.checkpoint_location = checkpoint_location
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        from pyhudi.api import write
+
+        query_id = _query_id(self.checkpoint_location)
+        identifier = str(self.options.get(IDENTIFIER_OPTION) or query_id)
+        last = last_committed_batch(self.path, identifier)
+        if last is not None and batch_id <= last:
+            log.info("micro-batch %d of %s is already committed (last %d); skipped", batch_id, identifier, last)
+            return
+        if batch.isEmpty():
+            return
+        opts = {**self.options, SINK_CHECKPOINT_KEY: json.dumps({identifier: str(batch_id)}),
+                QUERY_ID_KEY: query_id, BATCH_ID_KEY: str(batch_id)}
+        instant = write(batch, self.path, opts)
+        log.info("micro-batch %d committed as %s", batch_id, instant)
+
+
+def write_stream(df: DataFrame, path: str, options: Mapping[str, Any] | None, checkpoint_location: str,
+                 trigger: Mapping[str, Any] | None = None) -> StreamingQuery:
+    """Start a streaming query writing every micro-batch of `df` to the Hudi table at `path`.
+
+    `trigger` takes DataStreamWriter.trigger's keyword forms, e.g. {"availableNow": True} or
+    {"processingTime": "10 seconds"}. Returns the started StreamingQuery.
+    """
+    if not df.isStreaming:
+        raise InvalidConfigError("write_stream needs a streaming DataFrame (spark.readStream...); use pyhudi.write "
+                                 "for a batch DataFrame")
+    if trigger is not None and (len(trigger) != 1 or next(iter(trigger)) not in _TRIGGERS):
+        raise InvalidConfigError(f"trigger={dict(trigger)!r} is not valid; give exactly one of {', '.join(_TRIGGERS)}, "
+                                 "e.g. {'processingTime': '10 seconds'}")
+    writer = df.writeStream.option("checkpointLocation", checkpoint_location).foreachBatch(
+        _BatchWriter(path, options or {}, checkpoint_location))
+    if trigger is not None:
+        writer = writer.trigger(**dict(trigger))
+    return writer.start()
