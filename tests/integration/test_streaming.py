@@ -96,3 +96,40 @@ def test_write_stream_refuses_bad_arguments(spark, tmp_path):
     df = spark.readStream.schema(SCHEMA).json(str(tmp_path))
     with pytest.raises(InvalidConfigError, match="trigger"):
         pyhudi.write_stream(df, str(tmp_path / "t"), _opts(), str(tmp_path / "c"), trigger={"every": "1s"})
+
+
+def test_killed_and_restarted_stream_loses_and_duplicates_nothing(spark, tmp_path):
+    """SIGKILL the streaming job at several points (right after a commit, before Spark records the batch;
+    while a data file is half written; before the commit file), restart it each time, then let it finish."""
+    import subprocess
+    import sys
+
+    from tests.integration.test_crash import kill_session, wait_session_gone
+
+    landing, path, checkpoint = str(tmp_path / "landing"), str(tmp_path / "t"), str(tmp_path / "ckpt")
+    expected = _land(landing, 6, 50)
+    worker = os.path.join(os.path.dirname(__file__), "stream_worker.py")
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    kills = ["write.after_commit@2", "write.mid_file@1", "write.before_commit@2", None]
+    codes = []
+    for fault in kills:
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+                   PYTHONPATH=os.pathsep.join([repo, *filter(None, [os.environ.get("PYTHONPATH")])]))
+        env.pop("PYHUDI_FAULT_POINT", None)
+        if fault:
+            env.update(PYHUDI_FAULT_POINT=fault, PYHUDI_FAULT_OWN_GROUP="1")
+        proc = subprocess.Popen([sys.executable, worker, landing, path, checkpoint], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            _, err = proc.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            kill_session(proc.pid)
+            raise
+        assert not wait_session_gone(proc.pid), "no process of the killed job survives"
+        codes.append(proc.returncode)
+        assert proc.returncode == (-9 if fault else 0), (fault, err.decode(errors="replace")[-2000:])
+    assert codes == [-9, -9, -9, 0]
+    commits = _commits(path)
+    batches = sorted(int(c["extraMetadata"]["_pyhudi_streaming_batch_id"]) for c in commits)
+    assert batches == list(range(6)), f"each micro-batch committed exactly once: {batches}"
+    _check(spark, path, expected)
