@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -67,10 +68,12 @@ def _local(location: str) -> str:
 class _BatchWriter:
     """The foreachBatch function; picklable state only (path, options, checkpoint location)."""
 
-    def __init__(self, path: str, options: Mapping[str, Any], checkpoint_location: str) -> None:
+    def __init__(self, path: str, options: Mapping[str, Any], checkpoint_location: str,
+                 on_commit: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.options = dict(options)
         self.checkpoint_location = checkpoint_location
+        self.on_commit = on_commit
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from pyhudi.api import write
@@ -85,16 +88,43 @@ class _BatchWriter:
             return
         opts = {**self.options, SINK_CHECKPOINT_KEY: json.dumps({identifier: str(batch_id)}),
                 QUERY_ID_KEY: query_id, BATCH_ID_KEY: str(batch_id)}
+        started = time.monotonic()
         instant = write(batch, self.path, opts)
         log.info("micro-batch %d committed as %s", batch_id, instant)
+        if self.on_commit is not None and instant is not None:
+            self.on_commit(commit_summary(self.path, instant, batch_id, time.monotonic() - started, self.options))
+
+
+def commit_summary(path: str, instant: str, batch_id: int, seconds: float, options: Mapping[str, Any]) -> str:
+    """One line per commit: records in, files created and updated, small files left, duration."""
+    from pyhudi.config import keys as K
+    from pyhudi.config.registry import Options
+    from pyhudi.model.table_config import load_table_config
+    from pyhudi.view.builder import build_view
+
+    storage = Storage(path)
+    timeline = ActiveTimeline.load(storage)
+    inst = timeline.find(instant)
+    assert inst is not None
+    stats = timeline.commit_metadata(inst).all_stats()
+    created = sum(1 for s in stats if s.prev_commit in ("null", "", None))
+    records = sum(s.num_inserts + s.num_update_writes + s.num_deletes for s in stats)
+    limit = int(Options.parse(dict(options), warn_unknown=False).get(K.PARQUET_SMALL_FILE_LIMIT))
+    view = build_view(storage, load_table_config(storage), timeline)
+    small = sum(1 for sl in view.all_latest_file_slices()
+                if sl.base_file is not None and sl.base_file.size < limit)
+    return (f"commit {instant} (batch {batch_id}): {records} records in, {created} files created, "
+            f"{len(stats) - created} updated, {small} small files remaining, {seconds:.1f}s")
 
 
 def write_stream(df: DataFrame, path: str, options: Mapping[str, Any] | None, checkpoint_location: str,
-                 trigger: Mapping[str, Any] | None = None) -> StreamingQuery:
+                 trigger: Mapping[str, Any] | None = None,
+                 on_commit: Callable[[str], None] | None = None) -> StreamingQuery:
     """Start a streaming query writing every micro-batch of `df` to the Hudi table at `path`.
 
     `trigger` takes DataStreamWriter.trigger's keyword forms, e.g. {"availableNow": True} or
-    {"processingTime": "10 seconds"}. Returns the started StreamingQuery.
+    {"processingTime": "10 seconds"}. `on_commit` receives a one-line summary of each commit. Returns the
+    started StreamingQuery.
     """
     if not df.isStreaming:
         raise InvalidConfigError("write_stream needs a streaming DataFrame (spark.readStream...); use pyhudi.write "
@@ -103,7 +133,7 @@ def write_stream(df: DataFrame, path: str, options: Mapping[str, Any] | None, ch
         raise InvalidConfigError(f"trigger={dict(trigger)!r} is not valid; give exactly one of {', '.join(_TRIGGERS)}, "
                                  "e.g. {'processingTime': '10 seconds'}")
     writer = df.writeStream.option("checkpointLocation", checkpoint_location).foreachBatch(
-        _BatchWriter(path, options or {}, checkpoint_location))
+        _BatchWriter(path, options or {}, checkpoint_location, on_commit))
     if trigger is not None:
         writer = writer.trigger(**dict(trigger))
     return writer.start()

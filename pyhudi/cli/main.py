@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pyhudi.cli import clustering_cmd, compaction_cmd, files_cmd, maintenance_cmd, timeline_cmd
+from pyhudi.cli import clustering_cmd, compaction_cmd, files_cmd, maintenance_cmd, streamer_cmd, timeline_cmd
 from pyhudi.cli.common import guarded, non_negative_int, parse_size
 from pyhudi.errors import HudiError
 
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     compaction_cmd.register(sub)
     clustering_cmd.register(sub)
     maintenance_cmd.register(sub)
+    streamer_cmd.register(sub)
     _register_demo(sub)
     return parser
 

@@ -133,3 +133,52 @@ def test_killed_and_restarted_stream_loses_and_duplicates_nothing(spark, tmp_pat
     batches = sorted(int(c["extraMetadata"]["_pyhudi_streaming_batch_id"]) for c in commits)
     assert batches == list(range(6)), f"each micro-batch committed exactly once: {batches}"
     _check(spark, path, expected)
+
+
+def test_streamer_ingests_new_files_once_and_resumes(spark, tmp_path, capsys):
+    from pyhudi.cli.streamer_cmd import Streamer
+
+    landing, path = str(tmp_path / "landing"), str(tmp_path / "t")
+    expected = _land(landing, 3, 30)
+    props = {**_opts(), "hoodie.parquet.small.file.limit": "104857600"}
+    Streamer(spark, landing, "json", path, props).run_round()
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "90 records in" in out[0] and "small files remaining" in out[0], out
+    assert len(_commits(path)) == 1, "one round, one commit"
+    _check(spark, path, expected)
+    Streamer(spark, landing, "json", path, props).run_round()
+    assert capsys.readouterr().out == "" and len(_commits(path)) == 1, "nothing new: nothing written"
+    more = _land(str(tmp_path / "more"), 4, 30)
+    os.replace(os.path.join(tmp_path, "more", "part-0003.json"), os.path.join(landing, "part-0003.json"))
+    expected.update({k: v for k, v in more.items() if k >= 90})
+    Streamer(spark, landing, "json", path, props).run_round()
+    assert "30 records in" in capsys.readouterr().out
+    _check(spark, path, expected)
+
+
+def test_streamer_cli_stops_cleanly_on_sigterm(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    landing, path = str(tmp_path / "landing"), str(tmp_path / "t")
+    expected = _land(landing, 2, 25)
+    props = tmp_path / "job.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in _opts().items()))
+    cmd = [sys.executable, "-m", "pyhudi.cli.main", "streamer", "--source-dir", landing, "--source-format", "json",
+           "--target", path, "--props", str(props), "--continuous", "--min-sync-interval-seconds", "1",
+           "--master", "local[1]"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # blocks until the first commit's line
+    assert first.startswith("commit ") and "50 records in" in first, first
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    assert "SIGTERM received" in err and out.strip().endswith("streamer: stopped")
+    assert len(_commits(path)) == 1
+    rows = rows_by_key(hudi_rs(path), "id", ["name", "part", "ts"])
+    assert rows == expected
