@@ -20,7 +20,7 @@ from pyhudi.model.table_config import load_table_config
 from pyhudi.reader.reader import read as _read
 from pyhudi.storage import Storage
 from pyhudi.writer.client import WriteClient
-from pyhudi.writer.config import build_write_config, resolve_table_config
+from pyhudi.writer.config import WriteConfig, build_write_config, resolve_table_config
 from pyhudi.writer.operation import WriteOperation
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,13 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, mo
     return result.instant
 
 
+def _service_config(path: str, options: Mapping[str, Any] | None) -> tuple[Storage, WriteConfig]:
+    """Table services never look up keys, so they are configured as an insert (no index requirements)."""
+    storage = Storage(path)
+    table = load_table_config(storage)
+    return storage, build_write_config(Options.parse(options), table, WriteOperation.INSERT)
+
+
 def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,
             instant: str | None = None) -> list[str]:
     """Run compaction on a merge-on-read table; returns the compaction instants completed.
@@ -73,10 +80,8 @@ def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
     from pyhudi.services import compaction
     from pyhudi.writer.client import parquet_settings
 
-    storage = Storage(path)
-    table = load_table_config(storage)
-    # Compaction never looks up keys, so configure it as an insert (no index requirements).
-    config = build_write_config(Options.parse(options), table, WriteOperation.INSERT)
+    storage, config = _service_config(path, options)
+    table = config.table
     if instant is not None:
         todo = [instant]
     else:
@@ -100,9 +105,8 @@ def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
     from pyhudi.services import clustering
     from pyhudi.writer.client import parquet_settings
 
-    storage = Storage(path)
-    table = load_table_config(storage)
-    config = build_write_config(Options.parse(options), table, WriteOperation.INSERT)
+    storage, config = _service_config(path, options)
+    table = config.table
     if instant is not None:
         todo = [instant]
     else:
@@ -124,18 +128,11 @@ def clean(spark: SparkSession | None, path: str, options: Mapping[str, Any] | No
     """
     from pyhudi.services import clean as cleaner
 
-    storage = Storage(path)
-    table = load_table_config(storage)
-    config = build_write_config(Options.parse(options), table, WriteOperation.INSERT)
+    storage, config = _service_config(path, options)
+    table = config.table
     if dry_run:
         return cleaner.dry_run(storage, table, config.clean)
     return cleaner.clean(storage, table, config.clean, config.lock)
-
-
-def _service_config(path: str, options: Mapping[str, Any] | None) -> tuple[Storage, Any]:
-    storage = Storage(path)
-    table = load_table_config(storage)
-    return storage, build_write_config(Options.parse(options), table, WriteOperation.INSERT)
 
 
 def rollback(spark: SparkSession | None, path: str, instant: str, options: Mapping[str, Any] | None = None) -> Any:
@@ -166,6 +163,8 @@ def restore(spark: SparkSession | None, path: str, savepoint: str, options: Mapp
 
     storage, config = _service_config(path, options)
     return rs.restore(storage, savepoint, config.lock)
+
+
 def archive(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
             dry_run: bool = False) -> Any:
     """Archive old instants of the timeline (hoodie.keep.max/min.commits) into `.hoodie/archived/`.
@@ -176,9 +175,8 @@ def archive(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
     """
     from pyhudi.services import archival
 
-    storage = Storage(path)
-    table = load_table_config(storage)
-    config = build_write_config(Options.parse(options), table, WriteOperation.INSERT)
+    storage, config = _service_config(path, options)
+    table = config.table
     if dry_run:
         return archival.dry_run(storage, table, config.archival, config.clean, config.compaction)
     return archival.archive(storage, table, config.archival, config.clean, config.lock, config.compaction)

@@ -74,11 +74,14 @@ class _BatchWriter:
         self.options = dict(options)
         self.checkpoint_location = checkpoint_location
         self.on_commit = on_commit
+        self._query_id: str | None = None  # fixed for the checkpoint's lifetime; read once
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         from pyhudi.api import write
 
-        query_id = _query_id(self.checkpoint_location)
+        if self._query_id is None:
+            self._query_id = _query_id(self.checkpoint_location)
+        query_id = self._query_id
         identifier = str(self.options.get(IDENTIFIER_OPTION) or query_id)
         last = last_committed_batch(self.path, identifier)
         if last is not None and batch_id <= last:

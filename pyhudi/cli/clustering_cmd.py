@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.cli import render
-from pyhudi.cli.common import OpenTable, guarded, key_value, open_table, parse_options, table_header
+from pyhudi.cli.common import OpenTable, add_option_argument, guarded, open_table, parse_options, table_header
 from pyhudi.errors import CommitConflictError, HudiError, InvalidConfigError
 from pyhudi.model import avro_models as am
 from pyhudi.storage import Storage
@@ -98,10 +98,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _option_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--option", "-o", dest="options", action="append", type=key_value, default=[],
-                   metavar="KEY=VALUE",
-                   help="a Hudi option, e.g. hoodie.clustering.plan.strategy.sort.columns=id or "
-                        "hoodie.parquet.max.file.size=134217728 (repeatable)")
+    add_option_argument(p, "hoodie.clustering.plan.strategy.sort.columns=id or "
+                           "hoodie.parquet.max.file.size=134217728")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -127,3 +127,9 @@ def parse_options(pairs: Sequence[tuple[str, str]], prog: str) -> tuple[dict[str
             print(f"{prog}: warning: unknown option {key!r} is ignored", file=sys.stderr)
     known = {k: v for k, v in raw.items() if k not in parsed.extras or not k.startswith("hoodie.")}
     return known, parsed
+
+
+def add_option_argument(p: argparse.ArgumentParser, example: str) -> None:
+    """`--option/-o KEY=VALUE`, repeatable: Hudi's own keys, so a pipeline's config carries over."""
+    p.add_argument("--option", "-o", dest="options", action="append", type=key_value, default=[],
+                   metavar="KEY=VALUE", help=f"a Hudi option, e.g. {example} (repeatable)")

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.cli import render
-from pyhudi.cli.common import OpenTable, guarded, key_value, open_table, parse_options, table_header
+from pyhudi.cli.common import OpenTable, add_option_argument, guarded, open_table, parse_options, table_header
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
 from pyhudi.timeline.instant import Action, Instant, State
@@ -76,9 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _option_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--option", "-o", dest="options", action="append", type=key_value, default=[],
-                   metavar="KEY=VALUE",
-                   help="a Hudi option, e.g. hoodie.compaction.logfile.size.threshold=1048576 (repeatable)")
+    add_option_argument(p, "hoodie.compaction.logfile.size.threshold=1048576")
 
 
 

@@ -11,7 +11,7 @@ import datetime as dt
 from typing import Any
 
 from pyhudi.cli import render
-from pyhudi.cli.common import key_value, open_table, parse_options
+from pyhudi.cli.common import add_option_argument, open_table, parse_options
 
 
 def register(sub: Any) -> None:
@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
                                    "(hoodie.cleaner.* options apply).")
     c.add_argument("path", help="table base path")
     c.add_argument("--dry-run", action="store_true", help="list what would be deleted and why; delete nothing")
-    _options(c)
+    add_option_argument(c, "hoodie.cleaner.commits.retained=5")
     c.add_argument("--json", action="store_true", help="machine-readable JSON")
     c.set_defaults(func=run_clean)
 
@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
                                    "appended log blocks get a rollback command block).")
     r.add_argument("path", help="table base path")
     r.add_argument("instant", help="instant time to roll back")
-    _options(r)
+    add_option_argument(r, "hoodie.write.concurrency.mode=optimistic_concurrency_control")
     r.set_defaults(func=run_rollback)
 
     s = sub.add_parser("savepoint", help="create, list, delete savepoints; restore the table to one")
@@ -44,11 +44,6 @@ def register(sub: Any) -> None:
     ops.add_parser("delete", help="delete a savepoint").add_argument("instant", metavar="TS")
     ops.add_parser("restore", help="roll back every write after a savepoint").add_argument("instant", metavar="TS")
     s.set_defaults(func=run_savepoint)
-
-
-def _options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--option", "-o", dest="options", action="append", type=key_value, default=[],
-                   metavar="KEY=VALUE", help="a hoodie.* option (repeatable)")
 
 
 def run_clean(args: argparse.Namespace) -> int:

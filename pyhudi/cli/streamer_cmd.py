@@ -66,6 +66,7 @@ class Streamer:
         self.spark, self.source_dir, self.fmt = spark, source_dir, source_format
         self.target, self.props = target, props
         self.checkpoint = f"{target.rstrip('/')}/.hoodie/.aux/streamer/checkpoint"
+        self._schema_cache: Any = None  # inferred once: every round would otherwise re-read the landing dir
 
     def run(self, continuous: bool, interval: int, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -89,6 +90,11 @@ class Streamer:
         query.awaitTermination()
 
     def _schema(self) -> Any:
+        if self._schema_cache is None:
+            self._schema_cache = self._infer_schema()
+        return self._schema_cache
+
+    def _infer_schema(self) -> Any:
         try:
             reader = self.spark.read.format(self.fmt)
             if self.fmt == "csv":

@@ -40,7 +40,7 @@ def _writes(timeline: ActiveTimeline, archived: ArchivedWrites,
             yield inst, timeline.commit_metadata(inst)
 
 
-def _needed_files(timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites = ()) -> set[str]:
+def needed_files(timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites = ()) -> set[str]:
     """Paths (relative) a snapshot at `as_of` reads, from the write stats of commits at or before it."""
     base_of: dict[tuple[str, str], tuple[str, str]] = {}  # group -> (base instant, base path)
     logs_of: dict[tuple[str, str], list[tuple[str, str]]] = {}  # group -> [(slice base instant, log path)]
@@ -69,7 +69,7 @@ def _needed_files(timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites
 
 
 def missing_files(storage: Storage, timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites = ()) -> list[str]:
-    return sorted(p for p in _needed_files(timeline, as_of, archived) if not storage.exists(p))
+    return sorted(p for p in needed_files(timeline, as_of, archived) if not storage.exists(p))
 
 
 def check_readable(storage: Storage, timeline: ActiveTimeline, as_of: str) -> None:

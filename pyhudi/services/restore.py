@@ -23,12 +23,13 @@ from pyhudi.errors import HudiError, InstantNotFoundError
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_log_file
 from pyhudi.model.instant_time import new_instant_time
-from pyhudi.reader.time_travel import _needed_files, missing_files
+from pyhudi.reader.time_travel import missing_files, needed_files
 from pyhudi.services.rollback import (
     ROLLBACKABLE,
     RollbackResult,
     execute_rollback,
     is_clustering,
+    partition_of,
     plan_rollback,
     resume_pending_rollbacks,
 )
@@ -54,10 +55,6 @@ class SavepointInfo:
     files: int
 
 
-def _partition_of(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
-
-
 def plan_completed_rollback(storage: Storage, timeline: ActiveTimeline, target: Instant,
                             doomed: frozenset[str] = frozenset()) -> dict[str, object]:
     """HoodieRollbackPlan of a completed instant, from its write stats.
@@ -70,7 +67,7 @@ def plan_completed_rollback(storage: Storage, timeline: ActiveTimeline, target: 
     for s in meta.all_stats():
         if not s.path:
             continue
-        partition = s.partition_path or _partition_of(s.path)
+        partition = s.partition_path or partition_of(s.path)
         name = s.path.rsplit("/", 1)[-1]
         lf = parse_log_file(name)
         if lf is None:
@@ -162,8 +159,8 @@ def create_savepoint(storage: Storage, instant: str | None = None, user: str | N
             raise RollbackRefusedError(f"cannot savepoint {target.timestamp}: the cleaner already deleted {len(gone)} "
                                        f"of its files (e.g. {gone[0]})")
         by_partition: dict[str, list[str]] = defaultdict(list)
-        for path in sorted(_needed_files(timeline, target.timestamp)):
-            by_partition[_partition_of(path)].append(path.rsplit("/", 1)[-1])
+        for path in sorted(needed_files(timeline, target.timestamp)):
+            by_partition[partition_of(path)].append(path.rsplit("/", 1)[-1])
         meta = am.savepoint_metadata(savepointed_by=user or _user(), comments=comments, latest_files=by_partition)
         ts = target.timestamp
         storage.write_atomic(f"{META_DIR}/{ts}.savepoint.inflight", b"")

@@ -39,7 +39,7 @@ class RollbackResult:
     deleted_files: tuple[str, ...]
 
 
-def _partition_of(path: str) -> str:
+def partition_of(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
@@ -47,7 +47,7 @@ def plan_rollback(storage: Storage, target: Instant) -> dict[str, object]:
     """Files a pending write may have created, found through its markers."""
     by_partition: dict[str, list[str]] = defaultdict(list)
     for rel in list_marked_files(storage, target.timestamp):
-        by_partition[_partition_of(rel)].append(storage.uri(rel))
+        by_partition[partition_of(rel)].append(storage.uri(rel))
     requests = [am.rollback_request(partition_path=p, files_to_be_deleted=sorted(files))
                 for p, files in sorted(by_partition.items())]
     return am.rollback_plan(instant_to_rollback=am.instant_info(target.timestamp, target.action.value),
@@ -63,7 +63,7 @@ def _append_rollback_block(storage: Storage, log_uri: str, rollback_ts: str, tar
     """Hudi v6 undoes appended log blocks by appending a ROLLBACK command block, in a new log
     version of the same slice (a closed log file is never appended to)."""
     rel = _rel(storage, log_uri)
-    partition = _partition_of(rel)
+    partition = partition_of(rel)
     parsed = parse_log_file(rel.rsplit("/", 1)[-1])
     assert parsed is not None, log_uri
     versions = [lf.version for info in storage.list_dir(partition)
