@@ -206,6 +206,11 @@ class BloomFilter:
         return cls(code, vector_size, _num_hashes(vector_size, num_entries), rows,
                    nr=num_entries, max_entries=max_entries)
 
+    def set_max_entries(self, max_entries: int) -> None:
+        """A filter read back from a footer does not know its cap (Hudi does not serialize it); the
+        writer that keeps adding to it supplies its own."""
+        self._max_nr = max_entries
+
     @property
     def num_rows(self) -> int:
         """Rows in the dynamic filter's matrix (always 1 for SIMPLE)."""

@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi.errors import HudiError
 from pyhudi.faults import armed, fault_point
-from pyhudi.index.bloom_filter import FOOTER_KEY, MAX_KEY_FOOTER, MIN_KEY_FOOTER, BloomFilter
+from pyhudi.index.bloom_filter import (
+    FOOTER_KEY,
+    MAX_KEY_FOOTER,
+    MIN_KEY_FOOTER,
+    BloomFilter,
+    read_footer_filter,
+)
 from pyhudi.storage import Storage
 
 RECORD_KEY = "_hoodie_record_key"
@@ -38,19 +45,52 @@ class ParquetSettings:
     with_bloom: bool = True
 
 
-def footer_metadata(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings) -> dict[str, str]:
+def footer_metadata(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
+                    bloom: BloomFilter | None = None) -> dict[str, str]:
+    """`bloom`, when given, already holds every key of `table` (see `extended_bloom`)."""
     meta = {"parquet.avro.schema": avro_schema_with_meta, "writer.model.name": "avro"}
     if settings.with_bloom and RECORD_KEY in table.column_names:
         keys = table.column(RECORD_KEY)
         if len(keys) and keys.null_count < len(keys):
-            bloom = BloomFilter.create(settings.bloom_num_entries, settings.bloom_fpp, settings.bloom_max_entries,
-                                       settings.bloom_type)
-            bloom.add_keys(keys)
+            if bloom is None:
+                bloom = new_bloom(settings)
+                bloom.add_keys(keys)
             meta.update(bloom.footer_metadata())
             bounds = pc.min_max(keys)
             meta[MIN_KEY_FOOTER] = bounds["min"].as_py()
             meta[MAX_KEY_FOOTER] = bounds["max"].as_py()
     return meta
+
+
+def new_bloom(settings: ParquetSettings) -> BloomFilter:
+    return BloomFilter.create(settings.bloom_num_entries, settings.bloom_fpp, settings.bloom_max_entries,
+                              settings.bloom_type)
+
+
+def extended_bloom(old_footer: Mapping[bytes, bytes] | None, new_keys: pa.Array | pa.ChunkedArray,
+                   settings: ParquetSettings) -> BloomFilter | None:
+    """The old base file's bloom filter plus `new_keys`, or None when it cannot be reused.
+
+    A merge keeps every old record key (updates keep their key; deletes may leave a key behind, which
+    is only a false positive the index's key check removes), so the old filter plus the inserted keys
+    covers the new file. Hashing every key again costs as much as encoding the file: with Hudi's
+    default fpp each key takes ~30 murmur hashes. Reused only if the filter is what `settings` would
+    create (same type, bits and hashes), so a changed bloom config still takes effect on rewrite.
+    """
+    if not settings.with_bloom or not old_footer:
+        return None
+    try:
+        old = read_footer_filter(old_footer)
+    except HudiError:
+        return None  # a damaged filter is rebuilt from the keys
+    fresh = new_bloom(settings)
+    if old is None or (old.type_code, old.vector_size, old.num_hashes) != (
+            fresh.type_code, fresh.vector_size, fresh.num_hashes):
+        return None
+    old.set_max_entries(settings.bloom_max_entries)
+    if len(new_keys):
+        old.add_keys(new_keys)
+    return old
 
 
 def bloom_overhead(num_records: int, settings: ParquetSettings) -> int:
@@ -70,12 +110,12 @@ def _row_group_rows(table: pa.Table, settings: ParquetSettings, bytes_per_row: f
 
 
 def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
-              bytes_per_row: float, mid_write_fault: str | None = None) -> None:
-    metadata = footer_metadata(table, avro_schema_with_meta, settings)
+              bytes_per_row: float, mid_write_fault: str | None = None, bloom: BloomFilter | None = None) -> None:
+    metadata = footer_metadata(table, avro_schema_with_meta, settings, bloom)
     plain = table.replace_schema_metadata(None)
     writer = pq.ParquetWriter(
         sink, plain.schema, compression=settings.codec, data_page_size=settings.page_size,
-        store_schema=False, write_statistics=True, use_dictionary=True,
+        store_schema=False, write_statistics=True, use_dictionary=dictionary_columns(plain),
     )
     writer.write_table(plain, row_group_size=_row_group_rows(table, settings, bytes_per_row))
     if mid_write_fault is not None and armed(mid_write_fault):  # crash tests: row groups written, no footer
@@ -86,12 +126,31 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
     writer.close()
 
 
+def dictionary_columns(table: pa.Table, sample_rows: int = 2048) -> bool | list[str]:
+    """Columns worth dictionary encoding: those whose values repeat.
+
+    Parquet writers try a dictionary for every column and fall back to plain encoding once it
+    outgrows a page; for unique values (record keys, sequence numbers, uuids, measurements) that
+    attempt is pure waste, up to 40% of the encoding time of a typical file, and the fallback
+    pages are not smaller. A sample decides: a column whose sampled values (almost) never repeat is
+    written plain; any real repetition keeps the dictionary. Nested columns keep the writer's default (their leaf paths are not top-level names).
+    """
+    n = table.num_rows
+    if n <= sample_rows or any(pa.types.is_nested(f.type) for f in table.schema):
+        return True
+    step = n // sample_rows
+    sample = table.take(pa.array(range(0, step * sample_rows, step), type=pa.int64()))
+    return [name for name, col in zip(sample.column_names, sample.columns)
+            if pc.count_distinct(col).as_py() < sample_rows * 0.9]
+
+
 def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,
-                  settings: ParquetSettings, bytes_per_row: float = 0.0, mid_write_fault: str | None = None) -> int:
+                  settings: ParquetSettings, bytes_per_row: float = 0.0, mid_write_fault: str | None = None,
+                  bloom: BloomFilter | None = None) -> int:
     """Write `table` as one base file and return its size in bytes (`mid_write_fault`: a fault point
     reached when the data is written but the footer is not, for crash tests)."""
     with storage.open_output_stream(rel_path) as sink:
-        _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, mid_write_fault)
+        _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, mid_write_fault, bloom)
     return storage.size(rel_path)
 
 
@@ -145,6 +204,7 @@ def avro_schema_from_footer(storage: Storage, rel_path: str) -> dict[str, object
 
 
 __all__ = [
-    "FOOTER_KEY", "ParquetSettings", "bloom_overhead", "estimate_bytes_per_row", "footer_metadata",
+    "FOOTER_KEY", "ParquetSettings", "bloom_overhead", "estimate_bytes_per_row", "extended_bloom", "footer_metadata",
+    "new_bloom",
     "read_footer", "read_parquet", "write_parquet",
 ]

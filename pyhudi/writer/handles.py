@@ -23,6 +23,7 @@ from pyhudi.io.base_file import (
     bloom_overhead,
     encode_within,
     estimate_bytes_per_row,
+    extended_bloom,
     read_parquet,
     write_parquet,
 )
@@ -176,8 +177,11 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     records = data_only(records.filter(pa.array(~is_delete(records))))
     if records.num_rows == 0:
         return [], None
-    probe = with_meta(ctx, records.slice(0, min(records.num_rows, 20000)), "x" * 80, pid, 0)
-    per_row = estimate_bytes_per_row(probe, ctx.parquet, sample_rows=20000)
+    per_row = _uncompressed_bytes_per_row(ctx, records, pid)
+    if records.num_rows * per_row > rollover_chunks_budget(ctx.sizing.max_file_size, records.num_rows, ctx.parquet):
+        # It may need more than one file: measure how well it compresses to know where to roll over.
+        probe = with_meta(ctx, records.slice(0, min(records.num_rows, 20000)), "x" * 80, pid, 0)
+        per_row = estimate_bytes_per_row(probe, ctx.parquet, sample_rows=20000)
     stats: list[WriteStat] = []
     offset = 0
     i = 0
@@ -236,12 +240,22 @@ def _warn_overhead(max_file_size: int, overhead: int) -> None:
         "hoodie.index.bloom.num_entries or raise the max file size.", UserWarning, stacklevel=3)
 
 
+def rollover_chunks_budget(max_file_size: int, n: int, settings: ParquetSettings) -> float:
+    """Data bytes a rolled file aims for. Sizes are estimates (compression varies along a file): aim a
+    little below the max, but leave at least half of it for data however large the footer is."""
+    return max(max_file_size * ROLLOVER_TARGET - file_overhead(n, settings), max_file_size * 0.5)
+
+
+def _uncompressed_bytes_per_row(ctx: HandleContext, records: pa.Table, pid: int) -> float:
+    """An upper bound of a row's encoded size: its Arrow bytes plus the meta columns still to add.
+    When even this fits one file, the records need no sample encoding to plan rollover."""
+    meta = len(ctx.instant) * 2 + len(str(pid)) + 12 + 100  # commit time, seqno, file name
+    return records.nbytes / max(1, records.num_rows) + meta
+
+
 def rollover_chunks(n: int, bytes_per_row: float, max_file_size: int, settings: ParquetSettings) -> list[int]:
     """Rows per file so that no file passes the max size; the last file takes the remainder."""
-    overhead = file_overhead(n, settings)
-    # Sizes are estimates (compression varies along a file): aim a little below the max, but leave at
-    # least half of it for data however large the footer is.
-    budget = max(max_file_size * ROLLOVER_TARGET - overhead, max_file_size * 0.5)
+    budget = rollover_chunks_budget(max_file_size, n, settings)
     fits = int(budget / max(bytes_per_row, 1.0))
     per_file = max(1, fits)
     if n <= per_file:
@@ -259,7 +273,7 @@ def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming:
     deletes_mask = is_delete(incoming)
     name = base_file_name(bucket.file_id, token, ctx.instant)
     path = join_path(bucket.partition, name)
-    old = _read_old(ctx, storage, bucket)
+    old, old_footer = _read_old(ctx, storage, bucket)
     old_keys = old.column(RECORD_KEY)
     in_keys = incoming.column(RECORD_KEY)
     # For each old row, the incoming row carrying the same key (or null).
@@ -292,8 +306,11 @@ def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming:
     combined = pa.concat_tables([carried, fresh.cast(carried.schema)])
     order = _merge_order(old.num_rows, deleted_old, replaced_old, len(idx[replaced_old]), len(new_inserts))
     out = combined.take(pa.array(order, type=pa.int64()))
+    bloom = extended_bloom(old_footer, incoming.column(RECORD_KEY).take(pa.array(new_inserts, type=pa.int64())),
+                           ctx.parquet)
     create_marker(storage, ctx.instant, bucket.partition, name, "MERGE")
-    size = write_parquet(storage, path, out, ctx.avro_schema_with_meta, ctx.parquet, mid_write_fault="write.mid_file")
+    size = write_parquet(storage, path, out, ctx.avro_schema_with_meta, ctx.parquet, mid_write_fault="write.mid_file",
+                         bloom=bloom)
     return WriteStat(
         file_id=bucket.file_id, path=path, partition_path=bucket.partition,
         prev_commit=bucket.base_instant or "null", num_writes=out.num_rows,
@@ -303,11 +320,12 @@ def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming:
     )
 
 
-def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> pa.Table:
+def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> tuple[pa.Table, dict[bytes, bytes] | None]:
+    """The old base file's records, conformed to the writer's schema, and its footer metadata."""
     if not bucket.base_file:
         raise RuntimeError(f"update bucket {bucket.number} for file group {bucket.file_id} has no base file")
     old = read_parquet(storage, bucket.base_file)
-    return conform_table(old, ctx.file_schema)
+    return conform_table(old, ctx.file_schema), old.schema.metadata
 
 
 def _carry_over(old: pa.Table, new_name: str) -> pa.Table:

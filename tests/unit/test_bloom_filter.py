@@ -421,3 +421,44 @@ def test_hashing_speed_is_not_pathological() -> None:
     print(f"\nbloom: add 200k keys {added:.2f}s, probe 200k keys {probed:.2f}s")
     assert hits.all()
     assert (bf.num_rows, bf.current_count) == (2, 140_000)
+
+
+# --------------------------------------------------------------------------- extending a file's filter
+
+def _footer_of(keys: list[str], settings: object) -> dict[bytes, bytes]:
+    from pyhudi.io.base_file import footer_metadata
+
+    table = pa.table({"_hoodie_record_key": keys})
+    meta = footer_metadata(table, "{}", settings)  # type: ignore[arg-type]
+    return {k.encode(): v.encode() for k, v in meta.items()}
+
+
+@pytest.mark.parametrize("n_old,n_new", [(1000, 500), (59_000, 3_000), (130_000, 10)])
+def test_extended_filter_holds_old_and_new_keys(n_old: int, n_new: int) -> None:
+    """A merge reuses the old file's filter: every old and new key must test positive, and the
+    filter must keep Hudi's shape (rows grow at num_entries, capped by max entries)."""
+    from pyhudi.io.base_file import ParquetSettings, extended_bloom
+
+    settings = ParquetSettings()
+    old = [f"old-{i}" for i in range(n_old)]
+    new = [f"new-{i}" for i in range(n_new)]
+    bloom = extended_bloom(_footer_of(old, settings), pa.array(new), settings)
+    assert bloom is not None
+    assert bloom.might_contain_many(old + new).all()
+    fresh = BloomFilter.create()
+    fresh.add_keys(old + new)
+    assert bloom.num_rows == fresh.num_rows
+    absent = [f"absent-{i}" for i in range(2000)]
+    assert bloom.might_contain_many(absent).sum() <= 2
+
+
+def test_extended_filter_not_reused_when_config_changed() -> None:
+    """A rewrite after the user changed the bloom settings builds a new filter (None = rebuild)."""
+    from pyhudi.io.base_file import ParquetSettings, extended_bloom
+
+    footer = _footer_of(["a", "b"], ParquetSettings())
+    assert extended_bloom(footer, pa.array(["c"]), ParquetSettings(bloom_fpp=1e-6)) is None
+    assert extended_bloom(footer, pa.array(["c"]), ParquetSettings(bloom_type="SIMPLE")) is None
+    assert extended_bloom(None, pa.array(["c"]), ParquetSettings()) is None
+    assert extended_bloom({b"org.apache.hudi.bloomfilter": b"!!not base64"}, pa.array(["c"]),
+                          ParquetSettings()) is None
