@@ -40,6 +40,8 @@ _SCAN_LIMIT = 200  # stage ids probed per tick: bounds the py4j calls of one tic
 
 #: the Progress objects currently running, so `settle_active()` can count their stages before Spark stops
 _ACTIVE: list[Progress] = []
+#: the highest stage id an earlier operation in this process counted, per SparkContext (by identity)
+_LAST_STAGE: dict[int, int] = {}
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,10 @@ class StageTally:
         self._quiet_ticks[sid] = 0 if (changed or active) else self._quiet_ticks.get(sid, 0) + 1
         return True
 
+    @property
+    def highest(self) -> int | None:
+        return max(self.stages, default=None)
+
     def totals(self) -> tuple[int, int]:
         """(stages that ran a task, tasks completed); skipped stages (shuffle reused) do not count."""
         ran = [s for s in self.stages.values() if s.num_completed > 0]
@@ -225,7 +231,7 @@ class Progress:
     def start(self) -> None:
         self._started = self._last_plain = self._clock()
         self._tally_ctx = self._safe_context()
-        self._tally = StageTally(None if self._tally_ctx is not None else 0)
+        self._tally = StageTally(0 if self._tally_ctx is None else _first_new_stage(self._tally_ctx))
         _ACTIVE.append(self)
         if self.tty and getattr(sys.stdout, "isatty", lambda: False)():
             self._saved_stdout = sys.stdout
@@ -243,6 +249,8 @@ class Progress:
         if self._saved_stdout is not None and isinstance(sys.stdout, _ClearingStream):
             sys.stdout = self._saved_stdout
         stages, tasks = self._tally.totals() if self._tally else (0, 0)
+        if self._tally is not None and self._tally.highest is not None and self._tally_ctx is not None:
+            _LAST_STAGE[id(self._tally_ctx)] = max(self._tally.highest, _LAST_STAGE.get(id(self._tally_ctx), -1))
         elapsed = self._clock() - self._started
         with self._lock:
             self.erase()
@@ -323,6 +331,22 @@ class Progress:
                 return self._tally.tick(tracker)
         except Exception:  # noqa: BLE001 - the context may be stopping under us; try again next tick
             return []
+
+
+def _first_new_stage(ctx: Any) -> int | None:
+    """The first stage id an operation starting now can own, in a context that already ran work: past the
+    stages of the newest job without a job group, and past what an earlier operation here counted (a
+    streamer round's jobs carry the stream's job group). None if Spark cannot tell."""
+    best = _LAST_STAGE.get(id(ctx), -1)
+    try:
+        tracker = ctx.statusTracker()
+        jobs = tracker.getJobIdsForGroup()
+        info = tracker.getJobInfo(max(jobs)) if jobs else None
+        if info is not None:
+            best = max([best, *(int(s) for s in info.stageIds)])
+    except Exception:  # noqa: BLE001 - no baseline: count from the first stage seen running
+        pass
+    return best + 1 if best >= 0 else None
 
 
 def settle_active() -> None:

@@ -13,6 +13,7 @@ import pytest
 from pyhudi.cli import progress
 from pyhudi.cli.progress import Progress, StageStatus, StageTally, render_line, render_summary
 
+JobInfo = namedtuple("JobInfo", "jobId stageIds status")
 Info = namedtuple("Info", "stageId currentAttemptId submissionTime name numTasks numActiveTasks "
                           "numCompletedTasks numFailedTasks")
 
@@ -23,6 +24,7 @@ class FakeTracker:
     def __init__(self) -> None:
         self.stages: dict[int, Info] = {}
         self.active: list[int] = []
+        self.jobs: dict[int, list[int]] = {}  # jobs without a job group: id -> stage ids
 
     def set(self, sid: int, tasks: int, done: int, active: bool = True, name: str = "collect at x.py:1",
             failed: int = 0) -> None:
@@ -37,6 +39,12 @@ class FakeTracker:
 
     def getStageInfo(self, sid: int) -> Info | None:
         return self.stages.get(sid)
+
+    def getJobIdsForGroup(self, group: str | None = None) -> list[int]:
+        return list(self.jobs)
+
+    def getJobInfo(self, job_id: int) -> Any:
+        return JobInfo(job_id, self.jobs[job_id], "SUCCEEDED")
 
 
 class FakeContext:
@@ -132,6 +140,27 @@ def test_tally_of_a_context_that_existed_before_starts_at_the_first_stage_seen()
     t.set(6, 1, 1, active=False)
     tally.settle(t)
     assert tally.totals() == (2, 3)
+
+
+def test_operation_in_a_running_context_counts_only_its_own_stages() -> None:
+    """Earlier work of the session (its newest job ends at stage 4) is not counted; a stage that ran
+    entirely between two ticks is; the next operation starts after what this one counted."""
+    t, clock = FakeTracker(), Clock()
+    for sid in range(5):
+        t.set(sid, 1, 1, active=False)
+    t.jobs = {0: [0, 1], 1: [2, 3, 4]}
+    ctx = FakeContext(t)
+    p, out = make(False, ctx, clock)
+    p.start()
+    t.set(5, 2, 2, active=False)
+    p.finish("done")
+    assert out.getvalue() == "pyhudi clustering run: done in 0.0s (1 Spark stage, 2 tasks)\n"
+    t.jobs = {}  # e.g. the stages above belonged to a streaming query's job group
+    p, out = make(False, ctx, clock)
+    p.start()
+    t.set(6, 3, 3, active=False)
+    p.finish("done")
+    assert out.getvalue() == "pyhudi clustering run: done in 0.0s (1 Spark stage, 3 tasks)\n"
 
 
 # --------------------------------------------------------------------------- the line on a terminal / in a log
