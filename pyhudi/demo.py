@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     spark = create_session(master=args.master, app_name="pyhudi-demo")
     import pyhudi
+    from pyhudi.cli import progress
     from pyhudi.cli.files_cmd import main as files_main
 
     path = args.path
@@ -75,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     for b in range(args.batches):
         df, n_new = make_batch(spark, b, args.rows_per_batch, 0.2 if b else 0.0, seen)
         t0 = time.monotonic()
-        instant = pyhudi.write(df, path, options)
+        # The batch line below is the summary; the status line only shows while the batch is written.
+        with progress.status(f"  batch {b + 1:>3}", enabled=progress.wanted(args), summary=False):
+            instant = pyhudi.write(df, path, options)
         seen += n_new
         print(f"  batch {b + 1:>3}: commit {instant}  {args.rows_per_batch:,} records  "
               f"{time.monotonic() - t0:5.1f}s")
@@ -95,6 +98,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Same proportion as Hudi's defaults (100 MB limit for a 120 MB max).
     parser.add_argument("--small-file-limit", type=int, default=2 * 1024 * 1024 * 5 // 6)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no status line on stderr while a batch is written (also PYHUDI_NO_PROGRESS=1)")
 
 
 def main(args: argparse.Namespace | list[str] | None = None) -> int:

@@ -98,8 +98,9 @@ class _BatchWriter:
             self.on_commit(commit_summary(self.path, instant, batch_id, time.monotonic() - started, self.options))
 
 
-def commit_summary(path: str, instant: str, batch_id: int, seconds: float, options: Mapping[str, Any]) -> str:
-    """One line per commit: records in, files created and updated, small files left, duration."""
+def commit_summary(path: str, instant: str, batch_id: int | None, seconds: float, options: Mapping[str, Any]) -> str:
+    """One line per commit: records in, files created and updated, small files left, duration
+    (also `pyhudi write`'s result line, which has no batch id)."""
     from pyhudi.config import keys as K
     from pyhudi.config.registry import Options
     from pyhudi.model.table_config import load_table_config
@@ -116,7 +117,8 @@ def commit_summary(path: str, instant: str, batch_id: int, seconds: float, optio
     view = build_view(storage, load_table_config(storage), timeline)
     small = sum(1 for sl in view.all_latest_file_slices()
                 if sl.base_file is not None and sl.base_file.size < limit)
-    return (f"commit {instant} (batch {batch_id}): {records} records in, {created} files created, "
+    batch = "" if batch_id is None else f" (batch {batch_id})"
+    return (f"commit {instant}{batch}: {records} records in, {created} files created, "
             f"{len(stats) - created} updated, {small} small files remaining, {seconds:.1f}s")
 
 

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyhudi.cli import render
+from pyhudi.cli import progress, render
 from pyhudi.cli.common import OpenTable, add_option_argument, guarded, open_table, parse_options, table_header
 from pyhudi.errors import CommitConflictError, HudiError, InvalidConfigError
 from pyhudi.model import avro_models as am
@@ -94,6 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _option_argument(execute)
     execute.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     execute.add_argument("--json", action="store_true", help="machine-readable JSON")
+    progress.add_argument(execute)
     execute.set_defaults(func=run_execute)
 
 
@@ -459,7 +460,8 @@ def run_execute(args: argparse.Namespace) -> int:
     start = time.monotonic()
     conflict: str | None = None
     try:
-        done = _cluster_with_spark(args.master, args.path, options, args.instant)
+        with progress.status(PROG + " run", enabled=progress.wanted(args)):
+            done = _cluster_with_spark(args.master, args.path, options, args.instant)
     except CommitConflictError as exc:
         conflict = " ".join(str(exc).split())
         # Clusterings completed before the conflicting one are still reported.
@@ -486,6 +488,7 @@ def _cluster_with_spark(master: str, path: str, options: dict[str, str], instant
         return list(pyhudi.cluster(spark, path, options, instant))
     finally:
         if created:
+            progress.settle_active()  # count the stages for the summary line while Spark still answers
             spark.stop()  # type: ignore[attr-defined]
 
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyhudi.cli import render
+from pyhudi.cli import progress, render
 from pyhudi.cli.common import OpenTable, add_option_argument, guarded, open_table, parse_options, table_header
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
@@ -72,6 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _option_argument(execute)
     execute.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     execute.add_argument("--json", action="store_true", help="machine-readable JSON")
+    progress.add_argument(execute)
     execute.set_defaults(func=run_execute)
 
 
@@ -316,7 +317,8 @@ def run_execute(args: argparse.Namespace) -> int:
     what = ", ".join(todo) if todo else "a new compaction"
     print(f"pyhudi compaction: starting Spark ({args.master}) to run {what}", file=sys.stderr)
     start = time.monotonic()
-    done = _compact_with_spark(args.master, args.path, options, args.instant)
+    with progress.status("pyhudi compaction run", enabled=progress.wanted(args)):
+        done = _compact_with_spark(args.master, args.path, options, args.instant)
     elapsed = time.monotonic() - start
     return _report_run(args, t, done, [i for i in done if i not in pending], elapsed, None)
 
@@ -334,6 +336,7 @@ def _compact_with_spark(master: str, path: str, options: dict[str, str], instant
         return list(pyhudi.compact(spark, path, options, instant))
     finally:
         if created:
+            progress.settle_active()  # count the stages for the summary line while Spark still answers
             spark.stop()  # type: ignore[attr-defined]
 
 

@@ -5,7 +5,8 @@ files the right size?": a listing of file groups (from the same
 FileSystemView the writer uses, so it agrees with what the writer sees) and a
 histogram of the latest base files of live groups against the small-file
 limit and max file size. Only names and sizes are read; no data file is
-opened and Spark is never started.
+opened and Spark is never started. `--as-of` shows the table as a reader at
+that instant saw it; `--plot` draws the same numbers (files_plot.py).
 """
 
 from __future__ import annotations
@@ -13,12 +14,21 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pyhudi.cli import render
-from pyhudi.cli.common import OpenTable, guarded, open_table, parse_size, table_header
+from pyhudi.cli.common import (
+    OpenTable,
+    add_option_argument,
+    guarded,
+    open_table,
+    parse_options,
+    parse_size,
+    table_header,
+)
 from pyhudi.config import keys
-from pyhudi.errors import HudiError
+from pyhudi.errors import HudiError, InvalidConfigError
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileGroup, FileSystemView
 
@@ -42,6 +52,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"hoodie.parquet.small.file.limit (default {keys.PARQUET_SMALL_FILE_LIMIT.default})")
     p.add_argument("--max-file-size", type=parse_size, default=None, metavar="BYTES",
                    help=f"hoodie.parquet.max.file.size (default {keys.PARQUET_MAX_FILE_SIZE.default})")
+    add_option_argument(p, "hoodie.parquet.max.file.size=134217728")
+    p.add_argument("--as-of", dest="as_of", action="append", default=[], metavar="INSTANT",
+                   help="the table as of this instant (or 'latest'); repeat it, or give a comma list, for "
+                        "side-by-side --plot panels (at most 6)")
+    p.add_argument("--plot", default=None, metavar="OUT.png|OUT.html",
+                   help="draw the base file size distribution against the limits, one panel per --as-of")
     p.add_argument("--json", action="store_true", help="machine-readable JSON")
 
 
@@ -54,16 +70,57 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    limit = args.small_file_limit if args.small_file_limit is not None else keys.PARQUET_SMALL_FILE_LIMIT.default
-    max_size = args.max_file_size if args.max_file_size is not None else keys.PARQUET_MAX_FILE_SIZE.default
-    if max_size is None or max_size <= 0:
-        raise HudiError(f"--max-file-size must be positive, got {max_size}")
-    data = collect(open_table(args.path), int(limit or 0), int(max_size), args.partition)
+    from pyhudi.cli import files_plot
+
+    fmt = files_plot.plot_format(args.plot) if args.plot else None  # a bad extension fails before any work
+    as_of = files_plot.parse_as_of(args.as_of)
+    if fmt is None and len(as_of) > 1:
+        raise InvalidConfigError(f"{len(as_of)} --as-of values given without --plot; the listing shows one "
+                                 "instant, give several only with --plot OUT.png|OUT.html")
+    t = open_table(args.path)
+    limits = effective_limits(args, t)
+    if fmt is not None:
+        return files_plot.plot(t, limits, as_of or [None], args.partition, args.plot, fmt, args.json)
+    at = files_plot.resolve_as_of(t, as_of[0]) if as_of else None
+    data = collect(t, limits.small_file_limit, limits.max_file_size, args.partition, at)
+    data["limit_sources"] = {"small_file_limit": limits.limit_source, "max_file_size": limits.max_source}
     if args.json:
         render.emit_json(data)
     else:
         render.emit(render_text(data))
     return 0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The sizes files are judged against, and where each came from (shown in output and plot legends)."""
+
+    small_file_limit: int
+    max_file_size: int
+    limit_source: str = "default"
+    max_source: str = "default"
+
+
+def effective_limits(args: argparse.Namespace, t: OpenTable) -> Limits:
+    """Flag, else `-o hoodie.parquet.*`, else the key in hoodie.properties (Hudi does not persist write
+    configs there, but a table created by other tools may carry them), else the registry default.
+    Writers' options are not recorded in commits, so nothing more specific can be read from the table."""
+    _, parsed = parse_options(getattr(args, "options", []) or [], "pyhudi files")
+
+    def pick(flag: int | None, flag_name: str, prop: Any) -> tuple[int, str]:
+        if flag is not None:
+            return int(flag), flag_name
+        if parsed.is_set(prop):
+            return int(parsed.get(prop)), f"-o {prop.key}"
+        if prop.key in t.config.raw:
+            return int(prop.parse(t.config.raw[prop.key])), "hoodie.properties"
+        return int(prop.default), "default"
+
+    limit, limit_src = pick(args.small_file_limit, "--small-file-limit", keys.PARQUET_SMALL_FILE_LIMIT)
+    max_size, max_src = pick(args.max_file_size, "--max-file-size", keys.PARQUET_MAX_FILE_SIZE)
+    if max_size <= 0:
+        raise InvalidConfigError(f"max file size ({max_src}) must be positive, got {max_size}")
+    return Limits(max(0, limit), max_size, limit_src, max_src)
 
 
 def bucket_of(size: int, limit: int, max_size: int) -> int:
@@ -111,15 +168,22 @@ def histogram(sizes: list[int], limit: int, max_size: int) -> dict[str, Any]:
     }
 
 
-def collect(t: OpenTable, limit: int, max_size: int, partition: str | None = None) -> dict[str, Any]:
+def collect(t: OpenTable, limit: int, max_size: int, partition: str | None = None,
+            as_of: str | None = None) -> dict[str, Any]:
+    """The listing and histogram; with `as_of`, as a reader at that instant saw the table (slices and
+    replacements up to it, log files written by later delta commits left out, plans pending then)."""
     view = build_view(t.storage, t.config, t.timeline)
     partitions = _select_partitions(view, partition)
-    replaced = view.replaced_file_ids()
-    compacting = view.pending_compaction_file_ids()
-    clustering = view.pending_clustering_file_ids()
+    replaced = view.replaced_file_ids(as_of)
+    compacting = _pending_at(view.pending_compaction_file_ids(), as_of)
+    clustering = _pending_at(view.pending_clustering_file_ids(), as_of)
+    later_logs = logs_written_after(t, as_of) if as_of is not None else set()
     out_parts, live_sizes, live_groups, log_bytes = [], [], 0, 0
     for p in partitions:
-        rows = [_group_row(g, replaced, compacting, clustering) for g in view.file_groups(p)]
+        rows = [r for g in view.file_groups(p)
+                if (r := _group_row(g, replaced, compacting, clustering, as_of, later_logs)) is not None]
+        if as_of is not None and not rows:
+            continue  # the partition did not exist yet
         live = [r for r in rows if not r["replaced"]]
         sizes = [r["base_size"] for r in live if r["base_file"] is not None]
         live_sizes.extend(sizes)
@@ -132,7 +196,7 @@ def collect(t: OpenTable, limit: int, max_size: int, partition: str | None = Non
         }})
     hist = histogram(live_sizes, limit, max_size)
     return {
-        "table": table_header(t), "small_file_limit": limit, "max_file_size": max_size,
+        "table": table_header(t), "as_of": as_of, "small_file_limit": limit, "max_file_size": max_size,
         "partitions": out_parts, "histogram": hist["buckets"],
         "totals": {"live_file_groups": live_groups, "base_files": hist["files"], "bytes": hist["bytes"],
                    "log_bytes": log_bytes, "small_files": hist["small_files"],
@@ -155,15 +219,46 @@ def _select_partitions(view: FileSystemView, partition: str | None) -> list[str]
     return [wanted]
 
 
+def _pending_at(pending: dict[tuple[str, str], str], as_of: str | None) -> dict[tuple[str, str], str]:
+    """Plans pending now were pending at `as_of` too if they were scheduled by then."""
+    return {k: ts for k, ts in pending.items() if as_of is None or ts <= as_of}
+
+
+def logs_written_after(t: OpenTable, as_of: str) -> set[str]:
+    """Paths of log files first written by a delta commit after `as_of`: their base instant can be older,
+    so only the write stats tell that a reader at `as_of` did not see them. (A log file another engine
+    appended to later still counts at its current size.)"""
+    from pyhudi.timeline.instant import WRITE_ACTIONS
+
+    before: set[str] = set()
+    after: set[str] = set()
+    for inst in t.timeline.completed():
+        if inst.action not in WRITE_ACTIONS:
+            continue
+        paths = {s.path for s in t.timeline.commit_metadata(inst).all_stats() if s.path and s.is_delta}
+        (before if inst.timestamp <= as_of else after).update(paths)
+    return after - before
+
+
 def _group_row(g: FileGroup, replaced: set[tuple[str, str]], compacting: dict[tuple[str, str], str],
-               clustering: dict[tuple[str, str], str]) -> dict[str, Any]:
+               clustering: dict[tuple[str, str], str], as_of: str | None = None,
+               later_logs: set[str] | frozenset[str] = frozenset()) -> dict[str, Any] | None:
+    """One file group's row; None when the group had no file yet at `as_of`."""
     key = (g.partition, g.file_id)
-    base = next((s.base_file for s in reversed(g.slices) if s.base_file is not None), None)
-    latest = g.slices[-1] if g.slices else None
-    logs = latest.log_files if latest else []
+    slices = []
+    for s in g.slices:
+        if as_of is not None and s.base_instant > as_of:
+            continue
+        logs_then = [lf for lf in s.log_files if lf.path not in later_logs]
+        if s.base_file is not None or logs_then:
+            slices.append((s, logs_then))
+    if not slices:
+        return None
+    base = next((s.base_file for s, _ in reversed(slices) if s.base_file is not None), None)
+    logs = slices[-1][1]
     return {
         "file_id": g.file_id, "base_file": base.name if base else None, "base_size": base.size if base else 0,
-        "base_instant": base.instant if base else None, "versions": len(g.slices),
+        "base_instant": base.instant if base else None, "versions": len(slices),
         "log_files": len(logs), "log_bytes": sum(lf.size for lf in logs),
         "replaced": key in replaced, "pending_compaction": compacting.get(key),
         "pending_clustering": clustering.get(key),
@@ -181,11 +276,19 @@ def _flags(r: dict[str, Any]) -> str:
     return ",".join(flags)
 
 
+def _source(source: str | None) -> str:
+    """Where a limit came from, unless the user just typed it as a flag."""
+    return f" ({source})" if source and not source.startswith("--") else ""
+
+
 def render_text(data: dict[str, Any]) -> list[str]:
     tbl, hb = data["table"], render.human_bytes
     mor = tbl["type"] == "MERGE_ON_READ"
-    lines = [f"table {tbl['name']}  ({tbl['type']}, version {tbl['version']})  {tbl['path']}",
-             f"small-file limit {hb(data['small_file_limit'])}, max file size {hb(data['max_file_size'])}"]
+    src = data.get("limit_sources") or {}
+    lines = [f"table {tbl['name']}  ({tbl['type']}, version {tbl['version']})  {tbl['path']}"
+             + (f"  as of {data['as_of']}" if data.get("as_of") else ""),
+             f"small-file limit {hb(data['small_file_limit'])}{_source(src.get('small_file_limit'))}, "
+             f"max file size {hb(data['max_file_size'])}{_source(src.get('max_file_size'))}"]
     for part in data["partitions"]:
         s = part["summary"]
         text = (f"partition {part['partition'] or ROOT_LABEL}: {render.plural(s['file_groups'], 'file group')} "

@@ -11,7 +11,15 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pyhudi.cli import clustering_cmd, compaction_cmd, files_cmd, maintenance_cmd, streamer_cmd, timeline_cmd
+from pyhudi.cli import (
+    clustering_cmd,
+    compaction_cmd,
+    files_cmd,
+    maintenance_cmd,
+    streamer_cmd,
+    timeline_cmd,
+    write_cmd,
+)
 from pyhudi.cli.common import guarded, non_negative_int, parse_size
 from pyhudi.errors import HudiError
 
@@ -51,7 +59,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pyhudi", description="Inspect Apache Hudi (table version 6) tables.")
+    parser = argparse.ArgumentParser(prog="pyhudi", description="Write, inspect and maintain Apache Hudi (table version 6) tables.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     timeline_cmd.register(sub)
@@ -60,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     clustering_cmd.register(sub)
     maintenance_cmd.register(sub)
     streamer_cmd.register(sub)
+    write_cmd.register(sub)
     _register_demo(sub)
     return parser
 

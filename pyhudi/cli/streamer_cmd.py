@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Any
 
+from pyhudi.cli import progress
 from pyhudi.cli.common import non_negative_int
 from pyhudi.errors import HudiError
 
@@ -34,6 +35,7 @@ def register(sub: Any) -> None:
     p.add_argument("--min-sync-interval-seconds", type=non_negative_int, default=0, metavar="N",
                    help="continuous mode: wait at least N seconds between rounds")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    progress.add_argument(p)
     p.set_defaults(func=run)
 
 
@@ -53,13 +55,16 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    Streamer(spark, args.source_dir, args.source_format, args.target, props).run(
-        args.continuous, args.min_sync_interval_seconds, stop)
+    streamer = Streamer(spark, args.source_dir, args.source_format, args.target, props)
+    streamer.show_progress = progress.wanted(args)
+    streamer.run(args.continuous, args.min_sync_interval_seconds, stop)
     print("streamer: stopped", flush=True)
     return 0
 
 
 class Streamer:
+    show_progress = False  # the CLI turns the per-round status line on
+
     def __init__(self, spark: Any, source_dir: str, source_format: str, target: str, props: dict[str, str]) -> None:
         if source_format not in FORMATS:
             raise HudiError(f"--source-format {source_format!r} is not one of {', '.join(FORMATS)}")
@@ -71,7 +76,8 @@ class Streamer:
     def run(self, continuous: bool, interval: int, stop: threading.Event) -> None:
         while not stop.is_set():
             started = time.monotonic()
-            self.run_round()
+            with progress.status("pyhudi streamer round", enabled=self.show_progress, quiet_if_idle=True):
+                self.run_round()
             if not continuous:
                 return
             stop.wait(max(0.0, interval - (time.monotonic() - started)) or 1.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -179,6 +180,7 @@ def test_streamer_cli_stops_cleanly_on_sigterm(tmp_path):
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-2000:]
     assert "SIGTERM received" in err and out.strip().endswith("streamer: stopped")
+    assert re.search(r"^pyhudi streamer round: done in \S+ \(\d+ Spark stages?, \d+ tasks?\)$", err, re.M), err[-2000:]
     assert len(_commits(path)) == 1
     rows = rows_by_key(hudi_rs(path), "id", ["name", "part", "ts"])
     assert rows == expected

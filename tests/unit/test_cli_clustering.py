@@ -8,6 +8,7 @@ is replaced by a stand-in that completes the plans the way the service does (or 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -327,7 +328,9 @@ def test_run_schedules_and_reports(cow: ClusterTable, capsys: pytest.CaptureFixt
     code, out, err = cli(capsys, "clustering", str(cow.root), "run", "--master", "local[1]",
                          "-o", "hoodie.clustering.plan.strategy.max.num.groups=5")
     assert code == 0
-    assert err == "pyhudi clustering: starting Spark (local[1]) to run a new clustering\n"
+    start, summary = err.splitlines()  # the start line, then the status line's summary (not a terminal)
+    assert start == "pyhudi clustering: starting Spark (local[1]) to run a new clustering"
+    assert re.fullmatch(r"pyhudi clustering run: done in \d+\.\ds( \(.*\))?", summary), summary
     (instant,) = cow.replace_requests()
     assert seen == [("local[1]", str(cow.root), {"hoodie.clustering.plan.strategy.max.num.groups": "5"}, None)]
     assert "completed 1 clustering in" in out
@@ -366,10 +369,11 @@ def test_run_conflict_exits_3(cow: ClusterTable, capsys: pytest.CaptureFixture[s
     _fake_spark(monkeypatch, seen, conflict_on=instant)
     code, out, err = cli(capsys, "clustering", str(cow.root), "run")
     assert code == 3
-    assert err.splitlines() == [
-        f"pyhudi clustering: starting Spark (local[2]) to run {instant}",
-        f"pyhudi clustering: error: clustering {instant}: file group f1 (p=a) was written after the clustering was "
-        "scheduled; committing would drop that write, so the clustering was rolled back"]
+    start, summary, error = err.splitlines()
+    assert start == f"pyhudi clustering: starting Spark (local[2]) to run {instant}"
+    assert re.fullmatch(r"pyhudi clustering run: failed after \d+\.\ds( \(.*\))?", summary), summary
+    assert error == (f"pyhudi clustering: error: clustering {instant}: file group f1 (p=a) was written after the "
+                     "clustering was scheduled; committing would drop that write, so the clustering was rolled back")
     assert "no clustering completed" in out
     assert cow.replace_requests() == []
     data = json.loads(cli(capsys, "clustering", str(cow.root), "show", "--json")[1])

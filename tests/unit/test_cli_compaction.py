@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -331,7 +332,9 @@ def test_run_schedules_and_reports(mor: Path, capsys: pytest.CaptureFixture[str]
     code, out, err = cli(capsys, "compaction", str(mor), "run", "--master", "local[1]",
                          "-o", "hoodie.parquet.compression.codec=gzip")
     assert code == 0
-    assert err == "pyhudi compaction: starting Spark (local[1]) to run a new compaction\n"
+    start, summary = err.splitlines()  # the start line, then the status line's summary (not a terminal)
+    assert start == "pyhudi compaction: starting Spark (local[1]) to run a new compaction"
+    assert re.fullmatch(r"pyhudi compaction run: done in \d+\.\ds( \(.*\))?", summary), summary
     (plan_file,) = plans(mor)
     instant = plan_file.name.split(".")[0]
     assert seen == [("local[1]", str(mor), {"hoodie.parquet.compression.codec": "gzip"}, None)]
@@ -352,6 +355,23 @@ def test_run_given_instant(mor: Path, capsys: pytest.CaptureFixture[str], monkey
     assert done["instant"] == instant and done["groups"][0]["file_id"] == LOGGED_FID
     code, _, err = cli(capsys, "compaction", str(mor), "run", "--instant", instant)
     assert code == 2 and "is not a pending compaction" in err
+
+
+def test_run_without_progress(mor: Path, capsys: pytest.CaptureFixture[str],
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """--no-progress (or PYHUDI_NO_PROGRESS=1) leaves stderr with the start line only."""
+    seen: list[str | None] = []
+    monkeypatch.setattr(compaction_cmd, "_compact_with_spark", lambda m, p, o, i: seen.append(i) or [])
+    instant = cli_json(capsys, "compaction", str(mor), "schedule")["scheduled"]
+    code, _, err = cli(capsys, "compaction", str(mor), "run", "--no-progress")
+    assert code == 0 and err == f"pyhudi compaction: starting Spark (local[2]) to run {instant}\n"
+    monkeypatch.setenv("PYHUDI_NO_PROGRESS", "1")
+    code, _, err = cli(capsys, "compaction", str(mor), "run")
+    assert code == 0 and err == f"pyhudi compaction: starting Spark (local[2]) to run {instant}\n"
+    monkeypatch.delenv("PYHUDI_NO_PROGRESS")
+    code, _, err = cli(capsys, "compaction", str(mor), "run")
+    assert code == 0 and err.splitlines()[1].startswith("pyhudi compaction run: done in ")
+    assert seen == [None, None, None]
 
 
 def test_standalone_main(mor: Path, capsys: pytest.CaptureFixture[str]) -> None:
