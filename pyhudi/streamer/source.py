@@ -4,8 +4,9 @@ JSON and CSV are read in Spark's PERMISSIVE mode with a corrupt-record column, s
 parse or does not fit the schema arrives as its raw text instead of failing the query or (Spark's
 default) being turned into nulls silently; `validate.py` decides what happens to it. Every record also
 carries its landing file (`_metadata.file_path`). Parquet has no corrupt-record column: a file whose
-column types conflict with the stream's schema fails the read, and `read_failure` turns Spark's
-FAILED_READ_FILE error into a pyhudi error naming the file and the column.
+column types conflict with the stream's schema fails the read, as does a CSV file whose header differs
+from the streamer's columns (Spark's header check, `enforceSchema=false`: CSV values are positional);
+`read_failure` turns Spark's FAILED_READ_FILE error into a pyhudi error naming the file and the problem.
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ def read_landing(spark: Any, fmt: str, source_dir: str, schema: StructType) -> D
                   .option("columnNameOfCorruptRecord", CORRUPT_COL))
     else:
         reader = reader.schema(schema)
-    if fmt == "csv":
-        reader = reader.option("header", "true")
+    if fmt == "csv":  # columns are positional: a file whose header differs must fail, not shift values
+        reader = reader.option("header", "true").option("enforceSchema", "false")
     df: DataFrame = reader.load(source_dir).withColumn(SOURCE_FILE_COL, F.col("_metadata.file_path"))
     return df
 
@@ -118,6 +119,18 @@ def read_failure(message: str, batch_id: int) -> HudiError | None:
             f"streamer's schema (inferred from the landing directory when the streamer started), so "
             f"micro-batch {batch_id} cannot be read. {retry} A different type for {column} is a schema change "
             "Hudi does not apply to an existing column: write such files to a new table.")
+    if "CSV header" in message:
+        return SchemaMismatchError(
+            f"landing file {path}: its CSV header does not match the streamer's columns ({_csv_header_detail(message)}), "
+            f"so micro-batch {batch_id} cannot be read. CSV columns are matched by position: rewrite the file with "
+            f"the streamer's header, or send files with other columns to a new table. {retry}")
     detail = message[m.start():].splitlines()[0]
     return MalformedRecordError(f"landing file {path} cannot be read ({kind}): {detail} "
                                 f"Micro-batch {batch_id}: {retry}")
+
+
+def _csv_header_detail(message: str) -> str:
+    """Spark's 'Header: ... Schema: ... Expected: x but found: y' (or the two lengths) on one line."""
+    wanted = ("Header", "Schema", "Expected", "schema size")
+    lines = [line.strip() for line in message.splitlines()]
+    return "; ".join(line for line in lines if line.startswith(wanted))

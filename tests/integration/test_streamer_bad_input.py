@@ -119,7 +119,7 @@ def test_malformed_json_fails_fast_then_goes_to_the_error_table_once(spark, tmp_
     _check(spark, target, expected)
 
 
-def test_csv_rows_quarantined_and_a_failing_error_table_commits_nothing(spark, tmp_path, capsys):
+def test_csv_bad_rows_quarantined_failing_error_table_and_reordered_header(spark, tmp_path, capsys):
     landing, target = str(tmp_path / "landing"), str(tmp_path / "t")
     header = "id,name,part,ts"
     _land(f"{landing}/a.csv", [header, "1,n1,p1,1", "2,n2,p0,1"])
@@ -153,6 +153,14 @@ def test_csv_rows_quarantined_and_a_failing_error_table_commits_nothing(spark, t
         ("record key field id is null", '{"name":"n7","part":"p1","ts":1}'),
     ])
     assert len(errors) + 2 == len(rows)
+
+    # Columns in another order would shift values into the wrong columns: the file is refused by name.
+    committed = _instants(target)
+    _land(f"{landing}/c.csv", ["id,part,name,ts", "9,p1,n9,1"])
+    with pytest.raises(SchemaMismatchError, match=f"landing file {landing}/c.csv: its CSV header does not match"):
+        Streamer(spark, landing, "csv", target, props).run_round()
+    assert _instants(target) == committed
+    _check(spark, target, expected)
 
 
 def test_parquet_file_with_a_changed_column_type_is_named(spark, tmp_path):

@@ -109,3 +109,54 @@ def test_error_table_config_defaults_follow_the_target():
 def test_error_table_config_rejects_unknown_strategy():
     with pytest.raises(InvalidConfigError, match="hoodie.errortable.write.failure.strategy.*ROLLBACK_COMMIT"):
         ErrorTableConfig.from_options({"hoodie.errortable.write.failure.strategy": "IGNORE"}, "/t")
+
+
+SPARK_CSV_HEADER = (
+    ": org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while reading file "
+    "file:///land/b.csv.  SQLSTATE: KD001\n\tat org.apache...\n"
+    "Caused by: org.apache.spark.SparkIllegalArgumentException: CSV header does not conform to the schema.\n"
+    " Header: id, part, name, ts\n Schema: id, name, part, ts\nExpected: name but found: part\n"
+    "CSV file: file:///land/b.csv\n\t... 1 more")
+
+
+def test_csv_header_that_differs_is_a_schema_mismatch_naming_file_and_columns():
+    err = read_failure(SPARK_CSV_HEADER, 3)
+    assert isinstance(err, SchemaMismatchError)
+    assert ("landing file /land/b.csv: its CSV header does not match the streamer's columns (Header: id, part, name, "
+            "ts; Schema: id, name, part, ts; Expected: name but found: part)") in str(err)
+    longer = SPARK_CSV_HEADER.replace(
+        "CSV header does not conform to the schema.\n Header: id, part, name, ts\n Schema: id, name, part, ts\n"
+        "Expected: name but found: part",
+        "Number of column in CSV header is not equal to number of fields in the schema:\n Header length: 5, "
+        "schema size: 4")
+    assert "(Header length: 5, schema size: 4)" in str(read_failure(longer, 3))
+
+
+class _Persisted:
+    def persist(self):
+        return self
+
+    def unpersist(self):
+        return self
+
+
+@pytest.mark.parametrize("strategy", ["ROLLBACK_COMMIT", "LOG_ERROR"])
+def test_error_table_write_failure_strategy(monkeypatch, strategy):
+    from pyhudi.errors import HudiError
+    from pyhudi.streamer import sink as sink_module
+
+    def failing_write(*_args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(sink_module, "error_records", lambda *_args: _Persisted())
+    monkeypatch.setattr(sink_module, "write_errors", failing_write)
+    sink = sink_module.StreamerSink.__new__(sink_module.StreamerSink)
+    sink.fmt, sink.fields = "json", []
+    sink.errors = ErrorTableConfig(True, "/t/errors", "t_errors", strategy, True)
+    if strategy == "ROLLBACK_COMMIT":
+        with pytest.raises(HudiError, match="micro-batch 5: writing 3 malformed record.*/t/errors failed .disk full.; "
+                                            "nothing was committed"):
+            sink._quarantine(None, 3, 5, "ident", "query")
+    else:  # the good records are committed; the commit line says the malformed ones were not kept
+        note = sink._quarantine(None, 3, 5, "ident", "query")
+        assert note == ", 3 malformed records NOT quarantined (error table write failed: disk full)"
