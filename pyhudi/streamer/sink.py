@@ -4,7 +4,8 @@ Per micro-batch (after the replay check of `streaming.BatchWriter`):
 
 1. persist the batch (Spark only fills the corrupt-record column reliably on a cached batch) and
    count records and malformed records per landing file, the first action that reads the files; a
-   parquet file Spark cannot read becomes an error naming it (`source.read_failure`);
+   parquet file Spark cannot read becomes an error naming it (`source.read_failure`), as does one with
+   columns the stream's schema lacks (Spark would drop them);
 2. malformed records with the error table off: raise MalformedRecordError naming the files, counts and
    an example. Nothing is committed and Spark's checkpoint does not advance, so the same batch is
    replayed by the next run;
@@ -26,7 +27,7 @@ from pyspark.sql.types import StructType
 
 from pyhudi.errors import HudiError, InvalidRecordError, SchemaMismatchError
 from pyhudi.streamer.error_table import ROLLBACK_COMMIT, ErrorTableConfig, write_errors
-from pyhudi.streamer.source import read_failure
+from pyhudi.streamer.source import new_columns_error, read_failure, unknown_parquet_columns
 from pyhudi.streamer.validate import (
     FileStats,
     RecordRules,
@@ -72,6 +73,10 @@ class StreamerSink(BatchWriter):
         rules = RecordRules.from_options(self.options, self.path) if validate_creation else None
         checked = with_checks(batch, rules)
         stats = self._stats(checked, batch_id)
+        if self.fmt == "parquet":
+            unknown = unknown_parquet_columns([s.path for s in stats], {name for name, _ in self.fields})
+            if unknown:
+                raise new_columns_error(unknown, batch_id)
         records, malformed = sum(s.records for s in stats), sum(s.malformed for s in stats)
         if records == 0:
             return

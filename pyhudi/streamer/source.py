@@ -6,11 +6,13 @@ default) being turned into nulls silently; `validate.py` decides what happens to
 carries its landing file (`_metadata.file_path`). Parquet has no corrupt-record column: a file whose
 column types conflict with the stream's schema fails the read, as does a CSV file whose header differs
 from the streamer's columns (Spark's header check, `enforceSchema=false`: CSV values are positional);
-`read_failure` turns Spark's FAILED_READ_FILE error into a pyhudi error naming the file and the problem.
+`read_failure` turns Spark's FAILED_READ_FILE error into a pyhudi error naming the file and the problem. A parquet file with columns
+the stream's schema lacks would lose them silently; its footer gives it away (`unknown_parquet_columns`).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 from urllib.parse import unquote
@@ -21,6 +23,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from pyhudi.errors import HudiError, MalformedRecordError, SchemaMismatchError
 
+log = logging.getLogger(__name__)
 CORRUPT_COL = "_pyhudi_corrupt_record"
 SOURCE_FILE_COL = "_pyhudi_source_file"
 TEXT_FORMATS = ("json", "csv")
@@ -50,18 +53,27 @@ def landing_schema(spark: Any, fmt: str, source_dir: str, target: str) -> Struct
     return StructType([StructField(f.name, types.get(f.name, f.dataType), True) for f in data.fields])
 
 
-def _infer(spark: Any, fmt: str, source_dir: str) -> StructType | None:
+def _infer(spark: Any, fmt: str, source_dir: str, merge: bool = True) -> StructType | None:
+    """Spark's inference; parquet merges every file's footer, so a column added by newer files is seen.
+
+    Files whose types conflict cannot be merged: then one file's schema is taken, and the conflicting file
+    is named when the stream reads it.
+    """
     try:
         reader = spark.read.format(fmt)
         if fmt in TEXT_FORMATS:
             reader = reader.option("columnNameOfCorruptRecord", CORRUPT_COL)
         if fmt == "csv":
             reader = reader.option("header", "true").option("inferSchema", "true")
+        if fmt == "parquet" and merge:
+            reader = reader.option("mergeSchema", "true")
         schema: StructType = reader.load(source_dir).schema
         return schema
     except Exception as exc:  # an empty or missing landing directory has no schema yet
         if "UNABLE_TO_INFER_SCHEMA" in str(exc) or "PATH_NOT_FOUND" in str(exc):
             return None
+        if fmt == "parquet" and merge:
+            return _infer(spark, fmt, source_dir, merge=False)
         raise
 
 
@@ -93,6 +105,41 @@ def read_landing(spark: Any, fmt: str, source_dir: str, schema: StructType) -> D
         reader = reader.option("header", "true").option("enforceSchema", "false")
     df: DataFrame = reader.load(source_dir).withColumn(SOURCE_FILE_COL, F.col("_metadata.file_path"))
     return df
+
+
+def unknown_parquet_columns(paths: list[str], known: set[str]) -> dict[str, list[str]]:
+    """Per landing parquet file, the columns (with types) the stream's schema lacks: Spark would drop them.
+
+    Reads only footers, in the driver. A file whose footer cannot be read here is left to Spark's read.
+    """
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        try:
+            if "://" in path:
+                fs, inner = pafs.FileSystem.from_uri(path.replace("s3a://", "s3://", 1))
+                inner = unquote(inner)
+            else:
+                fs, inner = pafs.LocalFileSystem(), path
+            schema = pq.read_schema(inner, filesystem=fs)
+        except Exception as exc:  # unknown scheme, credentials: Spark read the file, so nothing is lost
+            log.warning("cannot read the footer of %s to check its columns: %s", path, exc)
+            continue
+        extra = [f"{f.name} ({f.type})" for f in schema if f.name not in known]
+        if extra:
+            out[path] = extra
+    return out
+
+
+def new_columns_error(unknown: dict[str, list[str]], batch_id: int) -> SchemaMismatchError:
+    files = "; ".join(f"{path}: {', '.join(cols)}" for path, cols in sorted(unknown.items()))
+    return SchemaMismatchError(
+        f"landing file(s) with column(s) the running streamer's schema does not have ({files}); their values would "
+        f"be dropped, so micro-batch {batch_id} was not committed. Restart the streamer: it infers the schema again "
+        "from the landing files, the failed micro-batch is read again with the new column(s), and Hudi's schema "
+        "evolution adds them to the table (new columns must be nullable).")
 
 
 def display_path(uri: str) -> str:

@@ -163,28 +163,47 @@ def test_csv_bad_rows_quarantined_failing_error_table_and_reordered_header(spark
     _check(spark, target, expected)
 
 
-def test_parquet_file_with_a_changed_column_type_is_named(spark, tmp_path):
+def _land_parquet(tmp_path, landing: str, name: str, columns: dict) -> None:
+    pq.write_table(pa.table(columns), f"{tmp_path}/{name}")
+    shutil.move(f"{tmp_path}/{name}", f"{landing}/{name}")
+
+
+def test_parquet_new_column_and_changed_column_type_are_named(spark, tmp_path):
     landing, target = str(tmp_path / "landing"), str(tmp_path / "t")
     os.makedirs(landing)
-    pq.write_table(pa.table({"id": [1, 2], "name": ["a", "b"], "part": ["p0", "p1"], "ts": [1, 1]}),
-                   f"{landing}/a.parquet")
+    _land_parquet(tmp_path, landing, "a.parquet", {"id": [1, 2], "name": ["a", "b"], "part": ["p0", "p1"], "ts": [1, 1]})
     streamer = Streamer(spark, landing, "parquet", target, _props())
     streamer.run_round()
     committed = _instants(target)
-    pq.write_table(pa.table({"id": [3], "name": ["c"], "part": ["p0"], "ts": ["late"]}), f"{tmp_path}/b.parquet")
-    shutil.move(f"{tmp_path}/b.parquet", f"{landing}/b.parquet")
 
-    # Spark cannot read the file with the stream's schema: the error names the file and the column.
+    # A column the running streamer does not know would be dropped: refused, naming file and column.
+    _land_parquet(tmp_path, landing, "b.parquet",
+                  {"id": [3], "name": ["c"], "part": ["p0"], "ts": [2], "tip": [1.5]})
+    with pytest.raises(SchemaMismatchError, match=rf"{landing}/b.parquet: tip \(double\).*Restart the streamer"):
+        streamer.run_round()
+    assert _instants(target) == committed
+    # Restarted, the streamer merges the footers and the table gains the nullable column (schema evolution).
+    streamer = Streamer(spark, landing, "parquet", target, _props())
+    streamer.run_round()
+    tips = {r["id"]: r["tip"] for r in hudi_rs(target).select(["id", "tip"]).to_pylist()}
+    assert tips == {1: None, 2: None, 3: 1.5}
+    expected = {1: ("a", "p0", 1), 2: ("b", "p1", 1), 3: ("c", "p0", 2)}
+    _check(spark, target, expected)
+    committed = _instants(target)
+
+    # Spark cannot read a file whose column type changed: the error names the file and the column.
+    _land_parquet(tmp_path, landing, "c.parquet", {"id": [4], "name": ["d"], "part": ["p0"], "ts": ["late"]})
     with pytest.raises(SchemaMismatchError) as err:
         streamer.run_round()
-    assert f"landing file {landing}/b.parquet: column ts is parquet BINARY in the file but bigint" in str(err.value)
+    assert f"landing file {landing}/c.parquet: column ts is parquet BINARY in the file but bigint" in str(err.value)
     assert _instants(target) == committed
 
     # A streamer started later infers ts as string from the files left; the table refuses the change, and the
     # error names the landing file it came from.
     os.remove(f"{landing}/a.parquet")
+    os.remove(f"{landing}/b.parquet")
     with pytest.raises(SchemaMismatchError) as err:
         Streamer(spark, landing, "parquet", target, _props()).run_round()
-    assert "'ts'" in str(err.value) and f"landing file(s): {landing}/b.parquet" in str(err.value)
+    assert "'ts'" in str(err.value) and f"landing file(s): {landing}/c.parquet" in str(err.value)
     assert _instants(target) == committed
-    _check(spark, target, {1: ("a", "p0", 1), 2: ("b", "p1", 1)})
+    _check(spark, target, expected)
