@@ -1,7 +1,7 @@
 """`pyhudi streamer`: continuous ingest from a landing directory (Hudi's HoodieStreamer, for files).
 
 Each round is one Structured Streaming run with a one-shot trigger over Spark's file source: every
-file that landed since the last round becomes one commit (through `pyhudi.write_stream`, so a round
+file that landed since the last round becomes one commit (through `pyhudi.write_stream`'s sink, so a round
 replayed after a crash is skipped, and the table services configured in the properties run as for
 any write). Malformed records fail the round or, with `hoodie.errortable.enable=true`, go to the
 error table (pyhudi/streamer/). Between rounds, `--continuous` waits `--min-sync-interval-seconds`.
