@@ -9,6 +9,7 @@ from pyhudi.errors import (
     InvalidConfigError,
     InvalidRecordError,
     JavaNotFoundError,
+    MalformedRecordError,
     SchemaMismatchError,
     TableNotFoundError,
     TimelineError,
@@ -98,7 +99,7 @@ def read(spark, path, options=None, filters=None):  # type: ignore[no-untyped-de
 __all__ = [
     "ClusteringUpdateConflictError", "CommitConflictError", "CorruptFileError", "HudiError",
     "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
-    "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "archive", "clean", "cluster",
+    "MalformedRecordError", "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "archive", "clean", "cluster",
     "compact", "read", "restore", "rollback", "savepoint", "wait_for_table_services", "write",
     "write_stream",
 ]

@@ -31,6 +31,14 @@ class InvalidRecordError(HudiError):
     """A record cannot be written: null/empty key, missing column, ..."""
 
 
+class MalformedRecordError(InvalidRecordError):
+    """Input records that cannot become Hudi records (unparseable, not fitting the schema, no key).
+
+    Raised by the streamer when the error table is off: the message names the landing file(s), how
+    many records, an example and why, and how to quarantine them instead.
+    """
+
+
 class CommitConflictError(HudiError):
     """Another writer committed to the same file groups first (OCC)."""
 

@@ -65,8 +65,11 @@ def _local(location: str) -> str:
     return location[len("file:"):] if location.startswith("file:") else location
 
 
-class _BatchWriter:
-    """The foreachBatch function; picklable state only (path, options, checkpoint location)."""
+class BatchWriter:
+    """The foreachBatch function; picklable state only (path, options, checkpoint location).
+
+    Subclasses (the streamer's validating sink) override `write_batch`; the replay check stays here.
+    """
 
     def __init__(self, path: str, options: Mapping[str, Any], checkpoint_location: str,
                  on_commit: Callable[[str], None] | None = None) -> None:
@@ -77,25 +80,41 @@ class _BatchWriter:
         self._query_id: str | None = None  # fixed for the checkpoint's lifetime; read once
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        from pyhudi.api import write
-
-        if self._query_id is None:
-            self._query_id = _query_id(self.checkpoint_location)
-        query_id = self._query_id
-        identifier = str(self.options.get(IDENTIFIER_OPTION) or query_id)
+        identifier, query_id = self.identity()
         last = last_committed_batch(self.path, identifier)
         if last is not None and batch_id <= last:
             log.info("micro-batch %d of %s is already committed (last %d); skipped", batch_id, identifier, last)
             return
+        self.write_batch(batch, batch_id, identifier, query_id)
+
+    def identity(self) -> tuple[str, str]:
+        """(checkpoint identifier, query id) of this stream."""
+        if self._query_id is None:
+            self._query_id = _query_id(self.checkpoint_location)
+        return str(self.options.get(IDENTIFIER_OPTION) or self._query_id), self._query_id
+
+    def write_batch(self, batch: DataFrame, batch_id: int, identifier: str, query_id: str) -> None:
         if batch.isEmpty():
             return
-        opts = {**self.options, SINK_CHECKPOINT_KEY: json.dumps({identifier: str(batch_id)}),
-                QUERY_ID_KEY: query_id, BATCH_ID_KEY: str(batch_id)}
+        self.commit(batch, batch_id, identifier, query_id)
+
+    def commit(self, df: DataFrame, batch_id: int, identifier: str, query_id: str, note: str = "") -> str | None:
+        """One pyhudi.write carrying the sink checkpoint; `note` is appended to the summary line."""
+        from pyhudi.api import write
+
         started = time.monotonic()
-        instant = write(batch, self.path, opts)
+        instant = write(df, self.path, {**self.options, **sink_metadata(identifier, query_id, batch_id)})
         log.info("micro-batch %d committed as %s", batch_id, instant)
         if self.on_commit is not None and instant is not None:
-            self.on_commit(commit_summary(self.path, instant, batch_id, time.monotonic() - started, self.options))
+            summary = commit_summary(self.path, instant, batch_id, time.monotonic() - started, self.options)
+            self.on_commit(summary + note)
+        return instant
+
+
+def sink_metadata(identifier: str, query_id: str, batch_id: int) -> dict[str, str]:
+    """The extraMetadata that marks a commit as micro-batch `batch_id` of stream `identifier`."""
+    return {SINK_CHECKPOINT_KEY: json.dumps({identifier: str(batch_id)}), QUERY_ID_KEY: query_id,
+            BATCH_ID_KEY: str(batch_id)}
 
 
 def commit_summary(path: str, instant: str, batch_id: int | None, seconds: float, options: Mapping[str, Any]) -> str:
@@ -131,14 +150,20 @@ def write_stream(df: DataFrame, path: str, options: Mapping[str, Any] | None, ch
     {"processingTime": "10 seconds"}. `on_commit` receives a one-line summary of each commit. Returns the
     started StreamingQuery.
     """
+    return start_stream(df, BatchWriter(path, options or {}, checkpoint_location, on_commit), checkpoint_location,
+                        trigger)
+
+
+def start_stream(df: DataFrame, batch_writer: BatchWriter, checkpoint_location: str,
+                 trigger: Mapping[str, Any] | None = None) -> StreamingQuery:
+    """Start `df`'s streaming query with `batch_writer` as its foreachBatch function."""
     if not df.isStreaming:
         raise InvalidConfigError("write_stream needs a streaming DataFrame (spark.readStream...); use pyhudi.write "
                                  "for a batch DataFrame")
     if trigger is not None and (len(trigger) != 1 or next(iter(trigger)) not in _TRIGGERS):
         raise InvalidConfigError(f"trigger={dict(trigger)!r} is not valid; give exactly one of {', '.join(_TRIGGERS)}, "
                                  "e.g. {'processingTime': '10 seconds'}")
-    writer = df.writeStream.option("checkpointLocation", checkpoint_location).foreachBatch(
-        _BatchWriter(path, options or {}, checkpoint_location, on_commit))
+    writer = df.writeStream.option("checkpointLocation", checkpoint_location).foreachBatch(batch_writer)
     if trigger is not None:
         writer = writer.trigger(**dict(trigger))
     return writer.start()

@@ -1,11 +1,13 @@
 """`pyhudi streamer`: continuous ingest from a landing directory (Hudi's HoodieStreamer, for files).
 
 Each round is one Structured Streaming run with a one-shot trigger over Spark's file source: every
-file that landed since the last round becomes one commit (through `pyhudi.write_stream`, so a round
+file that landed since the last round becomes one commit (through `pyhudi.write_stream`'s sink, so a round
 replayed after a crash is skipped, and the table services configured in the properties run as for
-any write). Between rounds, `--continuous` waits `--min-sync-interval-seconds`. SIGTERM or Ctrl-C
-only sets a flag: the round in flight finishes and commits, then the job exits 0. Spark's checkpoint
-(under `<target>/.hoodie/.aux/streamer/`) makes the next start resume where this one stopped.
+any write). Malformed records fail the round or, with `hoodie.errortable.enable=true`, go to the
+error table (pyhudi/streamer/). Between rounds, `--continuous` waits `--min-sync-interval-seconds`.
+SIGTERM or Ctrl-C only sets a flag: the round in flight finishes and commits, then the job exits 0.
+Spark's checkpoint (under `<target>/.hoodie/.aux/streamer/`) makes the next start resume where this
+one stopped.
 """
 
 from __future__ import annotations
@@ -86,30 +88,21 @@ class Streamer:
         schema = self._schema()
         if schema is None:
             return  # nothing has landed yet
-        from pyhudi.streaming import write_stream
+        from pyhudi.streamer.sink import StreamerSink, await_round
+        from pyhudi.streamer.source import read_landing
+        from pyhudi.streaming import start_stream
 
-        reader = self.spark.readStream.schema(schema).format(self.fmt)
-        if self.fmt == "csv":
-            reader = reader.option("header", "true")
-        query = write_stream(reader.load(self.source_dir), self.target, self.props, self.checkpoint,
-                             trigger={"once": True}, on_commit=_report)
-        query.awaitTermination()
+        sink = StreamerSink(self.target, self.props, self.checkpoint, _report, self.fmt, schema)
+        query = start_stream(read_landing(self.spark, self.fmt, self.source_dir, schema), sink, self.checkpoint,
+                             trigger={"once": True})
+        await_round(query, sink)
 
     def _schema(self) -> Any:
         if self._schema_cache is None:
-            self._schema_cache = self._infer_schema()
-        return self._schema_cache
+            from pyhudi.streamer.source import landing_schema
 
-    def _infer_schema(self) -> Any:
-        try:
-            reader = self.spark.read.format(self.fmt)
-            if self.fmt == "csv":
-                reader = reader.option("header", "true").option("inferSchema", "true")
-            return reader.load(self.source_dir).schema
-        except Exception as exc:  # an empty or missing landing directory has no schema yet
-            if "UNABLE_TO_INFER_SCHEMA" in str(exc) or "PATH_NOT_FOUND" in str(exc):
-                return None
-            raise
+            self._schema_cache = landing_schema(self.spark, self.fmt, self.source_dir, self.target)
+        return self._schema_cache
 
 
 def _report(line: str) -> None:

@@ -330,6 +330,27 @@ LOCK_EXPIRE_SECONDS = declare("hoodie.write.lock.filesystem.expire", "int", 60,
 LOCK_ACQUIRE_WAIT_MS = declare("hoodie.write.lock.wait_time_ms", "int", 60000,
                                "How long to wait for the lock.", Group.LOCK, validator=positive)
 
+# --------------------------------------------------------------------------- streamer error table
+ERROR_TABLE_ENABLE = declare(
+    "hoodie.errortable.enable", "bool", False,
+    "Streamer: send malformed records (unparseable, not fitting the schema, no record key) to the error "
+    "table and commit the rest; false fails the round on the first batch holding any.", Group.STREAMING)
+ERROR_TABLE_BASE_PATH = declare(
+    "hoodie.errortable.base.path", "str", None,
+    "Streamer: base path of the error table (a Hudi table); default <target>/.hoodie/.aux/errors.",
+    Group.STREAMING)
+ERROR_TABLE_NAME = declare("hoodie.errortable.target.table.name", "str", None,
+                           "Streamer: table name of the error table; default <hoodie.table.name>_errors.",
+                           Group.STREAMING)
+ERROR_TABLE_FAILURE_STRATEGY = declare(
+    "hoodie.errortable.write.failure.strategy", "enum", "ROLLBACK_COMMIT",
+    "Streamer: if writing the error table fails, ROLLBACK_COMMIT fails the batch (nothing committed); "
+    "LOG_ERROR logs it and commits the good records.", Group.STREAMING, choices=("ROLLBACK_COMMIT", "LOG_ERROR"))
+ERROR_TABLE_VALIDATE_RECORD_CREATION = declare(
+    "hoodie.errortable.validate.recordcreation.enable", "bool", True,
+    "Streamer: records without a record key or precombine value go to the error table (false: they fail the "
+    "write).", Group.STREAMING)
+
 # --------------------------------------------------------------------------- read
 QUERY_TYPE = declare("hoodie.datasource.query.type", "enum", "snapshot", "snapshot, read_optimized or "
                      "incremental.", Group.READ, choices=("snapshot", "read_optimized", "incremental"))
