@@ -48,10 +48,23 @@ def with_empty_location(df: DataFrame) -> DataFrame:
 
 
 def tag(df: DataFrame, existing: DataFrame | None, *, global_index: bool,
-        update_partition_path: bool) -> DataFrame:
-    """Add the location columns; for a global index, handle keys that arrive in a new partition."""
+        update_partition_path: bool, small_batch: bool = False) -> DataFrame:
+    """Add the location columns; for a global index, handle keys that arrive in a new partition.
+
+    `small_batch`: the incoming keys are few enough to broadcast. A left join of the batch with every
+    stored key would shuffle and sort the whole table's keys on each write (the batch, the preserved
+    side of a left join, cannot be broadcast). Instead the stored keys stream past the broadcast batch
+    keys (a semi join: no shuffle of the table), and only the few matching locations are broadcast back
+    into the batch.
+    """
     if existing is None:
         return with_empty_location(df)
+    if small_batch:
+        keys = df.select(F.col(RECORD_KEY).alias("_in_key"), F.col(PARTITION).alias("_in_part"))
+        semi = existing["_loc_key"] == keys["_in_key"]
+        if not global_index:
+            semi = semi & (existing[LOC_PARTITION] == keys["_in_part"])
+        existing = F.broadcast(existing.join(F.broadcast(keys), semi, "left_semi"))
     if global_index:
         cond = df[RECORD_KEY] == existing["_loc_key"]
     else:

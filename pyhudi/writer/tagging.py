@@ -7,6 +7,8 @@ workload profile of counts. Only counts reach the driver.
 
 from __future__ import annotations
 
+import re
+
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -79,7 +81,23 @@ def _tag(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFra
         return bloom_index.tag(spark, storage, keyed, base_files, cfg.index)
     existing = simple_index.existing_locations(spark, storage, base_files)
     return simple_index.tag(keyed, existing, global_index=cfg.index.is_global,
-                            update_partition_path=cfg.index.update_partition_path)
+                            update_partition_path=cfg.index.update_partition_path,
+                            small_batch=_broadcastable(spark, sum(n for n, _ in counts.values())))
+
+
+# Bytes a key, its partition path and a hash-table entry take when Spark broadcasts them (generous).
+_BROADCAST_BYTES_PER_KEY = 128
+
+
+def _broadcastable(spark: SparkSession, records: int) -> bool:
+    """Whether the batch's keys fit Spark's broadcast limit (spark.sql.autoBroadcastJoinThreshold,
+    -1 = never), so the index lookup can avoid shuffling the table's keys."""
+    raw = (spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760b") or "").strip().lower()
+    m = re.fullmatch(r"(-?\d+)\s*([kmgt]?)i?b?", raw)
+    if not m:
+        return False
+    limit = int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
+    return 0 <= records * _BROADCAST_BYTES_PER_KEY <= limit
 
 
 def _tag_bucket(spark: SparkSession, cfg: WriteConfig, keyed: DataFrame, counts: dict[str, tuple[int, int]],
