@@ -128,6 +128,7 @@ class ClusterContext:
     target_file_bytes: int
     sort_columns: tuple[str, ...]
     layout: str
+    small_file_bytes: int = 0
 
 
 def _rel(partition: str, uri: str) -> str:
@@ -166,15 +167,25 @@ def _cluster_group(ctx: ClusterContext, storage: Storage, row: dict[str, Any], t
     records = order(pa.concat_tables(tables), ctx.sort_columns, ctx.layout)
     partition = row["partition"]
     ensure_partition_metadata(storage, partition, ctx.instant)
-    return _write_preserving_meta(ctx, storage, partition, records, token, start, int(row.get("num_output") or 1))
+    return _write_preserving_meta(ctx, storage, partition, records, token, start)
+
+
+def _next_file_rows(ctx: ClusterContext, remaining: int, per_row: float) -> int:
+    full = rollover_chunks(remaining, per_row, ctx.target_file_bytes, ctx.parquet)[0]
+    files = -(-remaining // max(1, full))
+    even = -(-remaining // files)
+    return even if even * per_row >= ctx.small_file_bytes else full
 
 
 def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str, records: pa.Table, token: str,
-                           start: float, planned_files: int = 1) -> list[WriteStat]:
+                           start: float) -> list[WriteStat]:
     """New file groups of at most the target size; records keep their meta columns but the file name.
 
-    Rows are spread evenly over the plan's numOutputFileGroups (as Hudi repartitions into them), so a
-    group does not end in one full file and a small remainder; a file is still never over the target.
+    The plan's numOutputFileGroups counts input bytes, which small files inflate (each carries a
+    bloom filter and footer of its own), so the split is decided from the records' encoded size:
+    spread evenly over the files the target needs when every file then stays at or above the
+    small-file limit (no small remainder); otherwise fill files to the target, so the most bytes
+    land in files no later write or clustering touches again, and only one remainder stays small.
     """
     stats: list[WriteStat] = []
     if records.num_rows == 0:
@@ -185,8 +196,7 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
     name_idx = records.schema.get_field_index(FILE_NAME)
     while offset < records.num_rows:
         remaining = records.num_rows - offset
-        even = -(-remaining // max(1, planned_files - i))
-        rows = min(even, rollover_chunks(remaining, per_row, ctx.target_file_bytes, ctx.parquet)[0])
+        rows = _next_file_rows(ctx, remaining, per_row)
         fid = file_id(prefix, i)
         name = base_file_name(fid, token, ctx.instant)
 
@@ -239,8 +249,9 @@ def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg:
                      target_schema=S.avro_to_arrow(S.with_meta_fields(avro)), populate_meta=table.populate_meta_fields,
                      record_key_fields=table.record_key_fields, committed_before=first.timestamp if first else None)
     target = int(params.get("hoodie.clustering.plan.strategy.target.file.max.bytes", cfg.target_file_max_bytes))
+    small = int(params.get("hoodie.clustering.plan.strategy.small.file.limit", cfg.small_file_limit))
     ctx = ClusterContext(storage.base_uri, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet, target,
-                         sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout))
+                         sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout), small)
     groups = plan.get("inputGroups") or []
     rows = [(i, str(g["slices"][0].get("partitionPath") or ""), json.dumps(g["slices"]),
              int(g.get("numOutputFileGroups") or 1)) for i, g in enumerate(groups)]

@@ -198,7 +198,8 @@ def to_avro_plan(draft: ClusteringPlanDraft, storage: Storage, cfg: ClusteringCo
                                           metrics=metrics))
     params = {"hoodie.clustering.plan.strategy.sort.columns": ",".join(cfg.sort_columns),
               "hoodie.layout.optimize.strategy": cfg.layout,
-              "hoodie.clustering.plan.strategy.target.file.max.bytes": str(cfg.target_file_max_bytes)}
+              "hoodie.clustering.plan.strategy.target.file.max.bytes": str(cfg.target_file_max_bytes),
+              "hoodie.clustering.plan.strategy.small.file.limit": str(cfg.small_file_limit)}
     strategy = am.clustering_strategy(strategy_params={k: v for k, v in params.items() if v})
     plan = am.clustering_plan(input_groups=groups, strategy=strategy, preserve_hoodie_metadata=True)
     return am.requested_replace_metadata(clustering_plan=plan, operation_type="CLUSTER")

@@ -376,3 +376,34 @@ def test_execution_resolves_s3_and_s3a_paths_alike() -> None:
     """EMR's Hudi writes `s3://` paths; pyhudi's storage.uri writes `s3a://`: both are the same file."""
     assert clustering._rel("p=a", "s3://bucket/tables/t/p=a/f.parquet") == "p=a/f.parquet"
     assert clustering._rel("p=a", "s3a://bucket/tables/t/p=a/f.parquet") == "p=a/f.parquet"
+
+
+# --------------------------------------------------------------------------- output file sizes at execution
+
+def _ctx(target: int, small: int) -> Any:
+    from pyhudi.io.base_file import ParquetSettings
+    from pyhudi.services.clustering import ClusterContext
+
+    return ClusterContext("file:///t", "1", None, "{}", ParquetSettings(with_bloom=False), target, (), "linear",  # type: ignore[arg-type]
+                          small)
+
+
+@pytest.mark.parametrize("total_mb,expected_mb", [
+    (15.0, [7.5, 7.5]),          # an even split keeps both files above the 7 MB limit: no small remainder
+    (20.0, [7.76, 7.76, 4.48]),  # even thirds (6.7 MB) would all be small: fill to the target instead
+    (7.0, [7.0]),
+    (3.0, [3.0]),                # everything fits one file, small or not
+])
+def test_clustering_output_split_keeps_bytes_in_well_sized_files(total_mb: float, expected_mb: list[float]) -> None:
+    from pyhudi.services.clustering import _next_file_rows
+
+    mb = 1 << 20
+    ctx = _ctx(8 * mb, 7 * mb)
+    per_row = 1000.0
+    remaining = int(total_mb * mb / per_row)
+    files = []
+    while remaining:
+        rows = _next_file_rows(ctx, remaining, per_row)
+        files.append(rows * per_row / mb)
+        remaining -= rows
+    assert files == pytest.approx(expected_mb, abs=0.01)
