@@ -101,6 +101,17 @@ def _spark_rows(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
+def _by_kind(r: dict[str, Any]) -> str:
+    parts = []
+    for s in r["systems"].values():
+        kinds = s.get("bytes_written_by_kind") or {}
+        if isinstance(next(iter(kinds.values()), None), dict):
+            inner = ", ".join(f"{k} {fmt_bytes(v['bytes'])} ({v.get('instants', v.get('commits', '?'))})"
+                              for k, v in kinds.items())
+            parts.append(f"{s['label']}: {inner}")
+    return "; ".join(parts) or "n/a"
+
+
 def _curve(r: dict[str, Any]) -> str:
     batches = r["batches"]
     n = len(batches)
@@ -221,6 +232,8 @@ clustering or OPTIMIZE wrote; WA = bytes written / final bytes; written / input 
 batch bytes):
 
 {format_table(_FILE_HEADERS, _file_rows(r), markdown=True)}
+
+Bytes written by kind of commit: {_by_kind(r)}.
 
 Live files over the run:
 

@@ -612,6 +612,7 @@ def spark_job_group(spark: Any, group: str, details: bool = False) -> Iterator[d
     """
     sc = spark.sparkContext
     out: dict[str, Any] = {}
+    group = f"{group}#{uuid_mod.uuid4().hex[:8]}"  # unique: a reused name would also return older jobs
     sc.setJobGroup(group, group)
     try:
         yield out
