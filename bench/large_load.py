@@ -103,6 +103,9 @@ def main() -> int:
     keys = [s for s in args.systems.split(",") if s]
     if any(k not in SYSTEMS for k in keys):
         p.error(f"--systems must be a subset of {','.join(SYSTEMS)}")
+    if args.driver_memory is None and args.scale <= 2:
+        # pyhudi `insert` caches its input (MEMORY_AND_DISK); 2M rows OOM Spark's default 1g heap.
+        args.driver_memory = "2g"
     n = common.rows_for(args.scale, DEFAULT_ROWS)
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="pyhudi-bench-load-"))
     for d in ("staging", "out", "warm"):
@@ -347,8 +350,11 @@ store):
 {_phase_text(r)}
 
 pyhudi's files are larger than the others: they carry Hudi's five `_hoodie_*` meta columns, a bloom filter
-of the keys and the Avro schema in the footer (and bulk_insert keeps the partition column in the data, as
-Hudi does; Spark's `partitionBy` moves it into the directory name).
+of the keys and the Avro schema in the footer (and keep the partition column in the data, as Hudi does;
+Spark's `partitionBy` moves it into the directory name). `insert` sizes the files of a table's first commit
+with Hudi's record-size estimate (`hoodie.copyonwrite.record.size.estimate`, 1024 bytes) because no earlier
+commit tells it the real size, so its files hold max size / 1024 records each; `bulk_insert` rolls files
+over at the max size by their encoded size. `insert` also caches its input (`count` step) before writing.
 
 **Correctness** (checked in the run): {_verdict(r)}.
 """
