@@ -60,6 +60,22 @@ def base_parser(description: str, default_rows: int) -> argparse.ArgumentParser:
     return p
 
 
+def add_hudi_option_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hudi-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra option for every pyhudi write (repeatable), e.g. "
+                        "hoodie.copyonwrite.record.size.estimate=180")
+
+
+def hudi_extra_options(args: argparse.Namespace) -> dict[str, str]:
+    out = {}
+    for kv in args.hudi_option or []:
+        key, sep, value = kv.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--hudi-option expects KEY=VALUE, got {kv!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def spark_conf(args: argparse.Namespace) -> dict[str, str]:
     memory = args.driver_memory or ("4g" if args.scale > 2 else None)
     return {"spark.driver.memory": memory} if memory else {}
@@ -381,14 +397,19 @@ themselves at the end of a run).
 """
 
 
-def update_docs_section(title: str, body: str, path: Path = DOCS_FILE) -> None:
-    """Replace (or append) the `## {title}` section of docs/benchmarks.md, creating the file if needed."""
+def update_docs_section(title: str, body: str, path: Path = DOCS_FILE, first: bool = False) -> None:
+    """Replace (or append) the `## {title}` section of docs/benchmarks.md, creating the file if needed.
+
+    A new section goes at the end, or with `first` before every other section (the targets summary)."""
     text = path.read_text() if path.exists() else DOCS_INTRO
     heading = f"## {title}"
     section = f"{heading}\n\n{body.strip()}\n"
     pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
+    first_heading = re.search(r"^## ", text, re.M)
     if pattern.search(text):
         text = pattern.sub(lambda _m: section + "\n", text, count=1)
+    elif first and first_heading:
+        text = text[: first_heading.start()] + section + "\n" + text[first_heading.start():]
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -560,11 +581,38 @@ plus workload profile, and the job that routes records and runs the write handle
 write (schema checks, file listing, planning, timeline transitions, commit) is `other`."""
 
 
+WRITE_STEPS = [
+    ("pyhudi.writer.client", "prepare_batch", "prepare"),
+    ("pyhudi.writer.client", "WriteClient._partition_counts", "count"),
+    ("pyhudi.writer.client", "build_view", "view"),
+    ("pyhudi.writer.client", "tag_and_profile", "index+profile"),
+    ("pyhudi.writer.client", "rollback_failed_writes", "rollback check"),
+    ("pyhudi.writer.client", "WriteClient._plan", "plan"),
+    ("pyhudi.writer.client", "WriteClient._start_instant", "instant"),
+    ("pyhudi.writer.client", "WriteClient._run_handles", "write files"),
+    ("pyhudi.writer.client", "WriteClient._run_bulk", "write files"),
+    ("pyhudi.writer.client", "WriteClient._reconcile_markers", "markers"),
+    ("pyhudi.writer.client", "WriteClient._complete", "commit"),
+    ("pyhudi.writer.client", "WriteClient._clustering_service", "clustering"),
+    ("pyhudi.writer.client", "WriteClient._compaction_service", "compaction"),
+    ("pyhudi.writer.client", "WriteClient._clean_service", "clean"),
+    ("pyhudi.writer.client", "WriteClient._archive_service", "archive"),
+]
+"""Finer, disjoint steps of `pyhudi.write` than WRITE_PHASES (for profiling a batch): none contains
+another, so `other` = wall time - their sum (timeline loads, schema checks, heartbeats, marker cleanup)."""
+
+
 @contextmanager
-def spark_job_group(spark: Any, group: str) -> Iterator[dict[str, int]]:
-    """Count the Spark jobs, stages and tasks started inside the block (public status tracker API)."""
+def spark_job_group(spark: Any, group: str, details: bool = False) -> Iterator[dict[str, Any]]:
+    """Count the Spark jobs, stages and tasks started inside the block (public status tracker API).
+
+    With `details`, also what Spark's UI would show for them (read from the status store after the
+    block, so outside any timing inside it): per job its call site and wall time, and per call site the
+    summed job time, executor run time and executor CPU time (`by_site`), plus the totals.
+    """
     sc = spark.sparkContext
-    out: dict[str, int] = {}
+    out: dict[str, Any] = {}
+    group = f"{group}#{uuid_mod.uuid4().hex[:8]}"  # unique: a reused name would also return older jobs
     sc.setJobGroup(group, group)
     try:
         yield out
@@ -580,3 +628,51 @@ def spark_job_group(spark: Any, group: str) -> Iterator[dict[str, int]]:
                 tasks += si.numTasks if si else 0
         out.update({"jobs": len(jobs), "stages": stages, "tasks": tasks})
         sc.setLocalProperty("spark.jobGroup.id", None)
+        if details:
+            out.update(_job_details(sc, sorted(jobs)))
+
+
+def _job_details(sc: Any, job_ids: Sequence[int]) -> dict[str, Any]:
+    """Wall, executor run and CPU milliseconds per call site of the given jobs (Spark's status store)."""
+    try:
+        store = sc._jsc.sc().statusStore()
+        by_site: dict[str, dict[str, float]] = {}
+        totals = {"job_ms": 0.0, "run_ms": 0.0, "cpu_ms": 0.0}
+        for jid in job_ids:
+            job = store.job(jid)
+            sub, comp = job.submissionTime(), job.completionTime()
+            wall = float(comp.get().getTime() - sub.get().getTime()) if sub.isDefined() and comp.isDefined() else 0.0
+            run = cpu = 0.0
+            for sid in list(job.stageIds()) if hasattr(job.stageIds(), "__iter__") else _scala_ints(job.stageIds()):
+                try:
+                    st = store.lastStageAttempt(sid)
+                except Exception:  # noqa: BLE001 - skipped stages have no attempt
+                    continue
+                run += float(st.executorRunTime())
+                cpu += float(st.executorCpuTime()) / 1e6
+            site = _call_site(str(job.name()))
+            agg = by_site.setdefault(site, {"jobs": 0, "job_ms": 0.0, "run_ms": 0.0, "cpu_ms": 0.0})
+            agg["jobs"] += 1
+            for k, v in (("job_ms", wall), ("run_ms", run), ("cpu_ms", cpu)):
+                agg[k] += v
+                totals[k] += v
+        return {**totals, "by_site": by_site}
+    except Exception as exc:  # noqa: BLE001 - informational only; Spark internals move
+        return {"details_error": f"{type(exc).__name__}: {exc}"}
+
+
+def _scala_ints(seq: Any) -> list[int]:
+    it = seq.iterator()
+    out = []
+    while it.hasNext():
+        out.append(int(it.next()))
+    return out
+
+
+def _call_site(name: str) -> str:
+    """'collect at /x/pyhudi/writer/client.py:399' -> 'collect at writer/client.py:399'."""
+    action, _, where = name.partition(" at ")
+    if "/" in where:
+        parts = where.split("/")
+        where = "/".join(parts[-2:])
+    return f"{action} at {where}" if where else action

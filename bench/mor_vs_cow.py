@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
+import targets  # noqa: E402
 from common import MB, fmt_bytes, format_table, median, ratio  # noqa: E402
 
 NAME = "mor_vs_cow"
@@ -436,6 +437,7 @@ def main() -> int:
     if not args.no_save:
         stamped, latest = common.save_results(NAME, results)
         common.update_docs_section(TITLE, render_markdown(results))
+        targets.refresh_docs()
         print(f"\nresults: {stamped.relative_to(common.REPO_DIR)} (and {latest.name}); "
               f"docs: {common.DOCS_FILE.relative_to(common.REPO_DIR)}")
     if not args.keep and not args.work_dir:
