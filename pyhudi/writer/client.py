@@ -104,14 +104,19 @@ class WriteClient:
         # (and caching a large load can exhaust a default-sized executor), unless asked for.
         if cfg.operation is WriteOperation.BULK_INSERT and not cfg.options.is_set(K.TAGGED_STORAGE_LEVEL):
             level = None
-        if level is not None:
-            keyed = keyed.persist(level)  # read by the count job, then by tagging or the write
+        # The input itself is cached only when reading it again costs more than caching it: a plain
+        # scan of files is re-read column-pruned by the count job (keys and partition only). Tagged
+        # records (an index join) are still cached at `level`.
+        keyed_level = None if level is None or (
+            not cfg.options.is_set(K.TAGGED_STORAGE_LEVEL) and cheap_to_recompute(df)) else level
+        if keyed_level is not None:
+            keyed = keyed.persist(keyed_level)  # read by the count job, then by tagging or the write
         tagged = keyed
         try:
             counts = self._partition_counts(keyed)
             view = build_view(self.storage, cfg.table, timeline) if timeline is not None else None
             tagged, profile = tag_and_profile(self.spark, self.storage, cfg, keyed, counts, view, level)
-            if level is not None and tagged.is_cached and tagged is not keyed:
+            if keyed_level is not None and tagged.is_cached and tagged is not keyed:
                 keyed.unpersist()  # the tagged records are cached now; the input is no longer needed
             self._ensure_table()
             timeline = ActiveTimeline.load(self.storage)
@@ -123,6 +128,7 @@ class WriteClient:
         finally:
             if level is not None:
                 tagged.unpersist()
+            if keyed_level is not None:
                 keyed.unpersist()
         self._inline_services()
         return result
@@ -462,6 +468,29 @@ def parquet_settings(cfg: WriteConfig) -> ParquetSettings:
         bloom_fpp=cfg.index.bloom_fpp, bloom_max_entries=cfg.index.bloom_max_entries,
         with_bloom=cfg.table.populate_meta_fields,
     )
+
+
+_CHEAP_PLAN_NODES = frozenset({"LogicalRelation", "LocalRelation", "Project", "Filter"})
+
+
+def cheap_to_recompute(df: DataFrame, max_nodes: int = 64) -> bool:
+    """Whether `df` is a deterministic scan of files or local rows with projections and filters only,
+    so reading it twice costs less than caching it (Spark prunes the first read to a few columns)."""
+    try:
+        root = df._jdf.queryExecution().optimizedPlan()
+        if not root.deterministic():
+            return False
+        stack, seen = [root], 0
+        while stack:
+            node = stack.pop()
+            seen += 1
+            if seen > max_nodes or node.getClass().getSimpleName() not in _CHEAP_PLAN_NODES:
+                return False
+            children = node.children()
+            stack.extend(children.apply(i) for i in range(children.size()))
+        return True
+    except Exception:  # Spark Connect or an unexpected plan: cache, the safe choice
+        return False
 
 
 def _storage_level(name: str) -> StorageLevel | None:
