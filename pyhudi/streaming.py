@@ -77,7 +77,7 @@ class _BatchWriter:
         self._query_id: str | None = None  # fixed for the checkpoint's lifetime; read once
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        from pyhudi.api import write
+        from pyhudi.api import _write
 
         if self._query_id is None:
             self._query_id = _query_id(self.checkpoint_location)
@@ -92,7 +92,7 @@ class _BatchWriter:
         opts = {**self.options, SINK_CHECKPOINT_KEY: json.dumps({identifier: str(batch_id)}),
                 QUERY_ID_KEY: query_id, BATCH_ID_KEY: str(batch_id)}
         started = time.monotonic()
-        instant = write(batch, self.path, opts)
+        instant = _write(batch, self.path, opts, streaming=True)
         log.info("micro-batch %d committed as %s", batch_id, instant)
         if self.on_commit is not None and instant is not None:
             self.on_commit(commit_summary(self.path, instant, batch_id, time.monotonic() - started, self.options))
@@ -128,6 +128,12 @@ def write_stream(df: DataFrame, path: str, options: Mapping[str, Any] | None, ch
     `trigger` takes DataStreamWriter.trigger's keyword forms, e.g. {"availableNow": True} or
     {"processingTime": "10 seconds"}. `on_commit` receives a one-line summary of each commit. Returns the
     started StreamingQuery.
+
+    Table services run as Hudi's streaming sink runs them: on a MERGE_ON_READ table compaction is scheduled
+    after micro-batches (hoodie.compact.inline.trigger.strategy) and executed in the background unless
+    hoodie.datasource.compaction.async.enable=false or hoodie.compact.inline=true; clustering runs in the
+    background with hoodie.clustering.async.enabled=true. Pending plans of those services are resumed when
+    the query starts. Call pyhudi.wait_for_table_services(path) before stopping the SparkSession.
     """
     if not df.isStreaming:
         raise InvalidConfigError("write_stream needs a streaming DataFrame (spark.readStream...); use pyhudi.write "
@@ -135,6 +141,10 @@ def write_stream(df: DataFrame, path: str, options: Mapping[str, Any] | None, ch
     if trigger is not None and (len(trigger) != 1 or next(iter(trigger)) not in _TRIGGERS):
         raise InvalidConfigError(f"trigger={dict(trigger)!r} is not valid; give exactly one of {', '.join(_TRIGGERS)}, "
                                  "e.g. {'processingTime': '10 seconds'}")
+    from pyhudi.api import resume_table_services
+
+    # As Hudi's streaming sink: pending compaction/clustering plans (e.g. left by a crash) resume at start.
+    resume_table_services(df.sparkSession, path, options)
     writer = df.writeStream.option("checkpointLocation", checkpoint_location).foreachBatch(
         _BatchWriter(path, options or {}, checkpoint_location, on_commit))
     if trigger is not None:

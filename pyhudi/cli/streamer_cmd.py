@@ -4,8 +4,9 @@ Each round is one Structured Streaming run with a one-shot trigger over Spark's 
 file that landed since the last round becomes one commit (through `pyhudi.write_stream`, so a round
 replayed after a crash is skipped, and the table services configured in the properties run as for
 any write). Between rounds, `--continuous` waits `--min-sync-interval-seconds`. SIGTERM or Ctrl-C
-only sets a flag: the round in flight finishes and commits, then the job exits 0. Spark's checkpoint
-(under `<target>/.hoodie/.aux/streamer/`) makes the next start resume where this one stopped.
+only sets a flag: the round in flight finishes and commits, background table services finish, then the
+job exits 0. Spark's checkpoint (under `<target>/.hoodie/.aux/streamer/`) makes the next start resume
+where this one stopped.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, request_stop)
     Streamer(spark, args.source_dir, args.source_format, args.target, props).run(
         args.continuous, args.min_sync_interval_seconds, stop)
+    _finish_table_services(args.target)
     print("streamer: stopped", flush=True)
     return 0
 
@@ -104,6 +106,17 @@ class Streamer:
             if "UNABLE_TO_INFER_SCHEMA" in str(exc) or "PATH_NOT_FOUND" in str(exc):
                 return None
             raise
+
+
+def _finish_table_services(target: str) -> None:
+    """Let background compaction/clustering started by the rounds finish before the session stops (a plan
+    cut short would only be resumed by the next start)."""
+    from pyhudi.api import wait_for_table_services
+
+    errors = wait_for_table_services(target)
+    if errors:
+        print(f"streamer: {len(errors)} background table service run(s) failed (logged; their plans stay "
+              f"pending and are retried on the next start): {errors[-1]}", file=sys.stderr, flush=True)
 
 
 def _report(line: str) -> None:
