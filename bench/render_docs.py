@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 
-BENCHMARKS = ["mor_vs_cow", "clustering"]
+BENCHMARKS = ["mor_vs_cow", "clustering", "streaming_services"]
 
 
 def main() -> int:

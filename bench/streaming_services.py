@@ -83,6 +83,44 @@ def run_options(run: str, args: Any) -> dict[str, str]:
 # --------------------------------------------------------------------------- the stream
 
 
+class ServiceClock:
+    """Wall-clock intervals of background compaction/clustering executions, by wrapping the services'
+    execute functions while the benchmark runs (pyhudi's code is not changed)."""
+
+    def __init__(self) -> None:
+        import dataclasses
+
+        from pyhudi.services import table_services as ts
+
+        self.intervals: list[tuple[str, float, float]] = []
+        self._ts = ts
+        self._saved = (ts.CLUSTERING, ts.COMPACTION)
+        ts.CLUSTERING = dataclasses.replace(ts.CLUSTERING, execute=self._wrap("clustering", ts.CLUSTERING.execute))
+        ts.COMPACTION = dataclasses.replace(ts.COMPACTION, execute=self._wrap("compaction", ts.COMPACTION.execute))
+
+    def _wrap(self, kind: str, fn: Any) -> Any:
+        def timed(*a: Any) -> Any:
+            start = time.time()
+            try:
+                return fn(*a)
+            finally:
+                self.intervals.append((kind, start, time.time()))
+        return timed
+
+    def take(self) -> list[tuple[str, float, float]]:
+        out, self.intervals = self.intervals, []
+        return out
+
+    def close(self) -> None:
+        self._ts.CLUSTERING, self._ts.COMPACTION = self._saved
+
+
+def _epoch(iso: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
 def feed_and_stream(spark: Any, files: list[Path], work: Path, run: str, opts: dict[str, str],
                     schema: Any) -> dict[str, Any]:
     """Drop the files one by one into a fresh landing directory; one micro-batch each; collect progress."""
@@ -106,7 +144,8 @@ def feed_and_stream(spark: Any, files: list[Path], work: Path, run: str, opts: d
                 if p.numInputRows > 0:
                     progress[p.batchId] = {"batch": p.batchId, "rows": p.numInputRows,
                                            "add_batch_ms": p.durationMs.get("addBatch", 0),
-                                           "trigger_ms": p.durationMs.get("triggerExecution", 0)}
+                                           "trigger_ms": p.durationMs.get("triggerExecution", 0),
+                                           "start": _epoch(p.timestamp)}
         stream_s = time.perf_counter() - start
     finally:
         query.stop()
@@ -124,20 +163,32 @@ def p90(values: list[float]) -> float:
     return float(np.percentile(values, 90)) if values else float("nan")
 
 
-def latency_summary(batches: list[dict[str, Any]], skip: int) -> dict[str, float]:
+def latency_summary(batches: list[dict[str, Any]], skip: int,
+                    services: list[tuple[str, float, float]]) -> dict[str, float]:
     """Median and p90 of addBatch / triggerExecution, skipping the first `skip` micro-batches (table
-    creation, first-use compilation)."""
+    creation, first-use compilation); and the median of the micro-batches that overlapped a background
+    service execution vs the others (a same-run comparison, immune to the machine's load drifting)."""
     sel = batches[skip:] or batches
     add = [b["add_batch_ms"] / 1000 for b in sel]
     trig = [b["trigger_ms"] / 1000 for b in sel]
+
+    def overlaps(b: dict[str, Any]) -> bool:
+        end = b["start"] + b["trigger_ms"] / 1000
+        return any(s < end and b["start"] < e for _, s, e in services)
+
+    hit = [b["add_batch_ms"] / 1000 for b in sel if overlaps(b)]
+    free = [b["add_batch_ms"] / 1000 for b in sel if not overlaps(b)]
     return {"batches": len(sel), "add_batch_median": median(add), "add_batch_p90": p90(add),
-            "trigger_median": median(trig), "trigger_p90": p90(trig), "add_batch_sum": float(sum(add))}
+            "trigger_median": median(trig), "trigger_p90": p90(trig), "add_batch_sum": float(sum(add)),
+            "overlapping_batches": len(hit), "overlapping_median": median(hit), "other_median": median(free),
+            "service_seconds": float(sum(e - s for _, s, e in services))}
 
 
 def table_state(path: str, max_file: int, limit: int) -> dict[str, Any]:
     """Latest base files and log bytes (pyhudi's file-system view), timeline counts."""
     from pyhudi.model.table_config import load_table_config
     from pyhudi.storage import Storage
+    from pyhudi.timeline.archived import ArchivedTimeline
     from pyhudi.timeline.timeline import ActiveTimeline
     from pyhudi.view.builder import build_view
 
@@ -150,16 +201,19 @@ def table_state(path: str, max_file: int, limit: int) -> dict[str, Any]:
     total = sum(sizes)
     in_range = sum(s for s in sizes if limit <= s <= 1.1 * max_file)
     counts: dict[str, int] = {}
-    for inst in timeline.completed():
-        kind = inst.action.value
-        if kind == "commit" and timeline.is_compaction_commit(inst):
-            kind = "compaction"
-        counts[kind] = counts.get(kind, 0) + 1
+    archived = ArchivedTimeline.load(storage).timeline
+    for tl in (archived, timeline):  # archival moved the oldest instants out of .hoodie/
+        for inst in tl.completed():
+            kind = inst.action.value
+            if kind == "commit" and tl.is_compaction_commit(inst):
+                kind = "compaction"
+            counts[kind] = counts.get(kind, 0) + 1
     return {"base_files": len(sizes), "base_bytes": total, "log_bytes": log_bytes,
             "slices_with_logs": sum(1 for s in slices if s.log_files),
             "small_files": sum(1 for s in sizes if s < limit), "over_max": sum(1 for s in sizes if s > 1.1 * max_file),
             "pct_bytes_in_range": 100.0 * in_range / total if total else 0.0,
-            "min": sizes[0] if sizes else 0, "median": median([float(s) for s in sizes]), "max": sizes[-1] if sizes else 0,
+            "min": sizes[0] if sizes else 0, "median": median([float(s) for s in sizes]) if sizes else 0.0,
+            "max": sizes[-1] if sizes else 0,
             "completed": counts,
             "pending": sorted(f"{i.timestamp}.{i.action.value}" for i in timeline.pending())}
 
@@ -188,7 +242,8 @@ def main() -> int:
     p.add_argument("--bloom-entries", type=int, default=10000, help="hoodie.index.bloom.num_entries")
     p.add_argument("--clustering-commits", type=int, default=4, help="hoodie.clustering.async.max.commits")
     p.add_argument("--compaction-commits", type=int, default=5, help="hoodie.compact.inline.max.delta.commits")
-    p.add_argument("--scheduler", choices=("FIFO", "FAIR"), default="FIFO", help="spark.scheduler.mode")
+    p.add_argument("--scheduler", choices=("FIFO", "FAIR"), default="FAIR",
+                   help="spark.scheduler.mode (pyhudi.spark_env.create_session's default is FAIR)")
     p.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated subset of {','.join(RUNS)}")
     p.add_argument("--skip-batches", type=int, default=2, help="first micro-batches left out of the latency stats")
     args = p.parse_args()
@@ -236,21 +291,26 @@ def main() -> int:
             feed_and_stream(spark, warm_files, work / "warm", run, o, schema)
 
     results_runs: dict[str, Any] = {}
+    clock = ServiceClock()
     for run in runs:
         opts = run_options(run, args)
+        clock.take()
         with monitor.phase(run):
             out = feed_and_stream(spark, files, work, run, opts, schema)
+        services = clock.take()
         state = table_state(out["table"], args.max_file_size, limit)
         check = verify(spark, out["table"], k * args.rows_per_file)
-        lat = latency_summary(out["batches"], args.skip_batches)
+        lat = latency_summary(out["batches"], args.skip_batches, services)
         results_runs[run] = {**{x: out[x] for x in ("stream_seconds", "wait_seconds", "total_seconds",
                                                      "service_errors", "batches")},
+                             "services": [{"kind": kd, "start": st, "seconds": e - st} for kd, st, e in services],
                              "latency": lat, "files": state, "verification": check, "options": opts}
         print(f"  {run}: median micro-batch {lat['add_batch_median']:.2f} s (p90 {lat['add_batch_p90']:.2f}), "
               f"stream {out['stream_seconds']:.1f} s + wait {out['wait_seconds']:.1f} s; {state['base_files']} base "
               f"files, {state['pct_bytes_in_range']:.0f}% of bytes in range, completed {state['completed']}; "
               f"{'OK' if check['ok'] else 'MISMATCH ' + str(check)}")
         shutil.rmtree(work / run / "landing", ignore_errors=True)
+    clock.close()
     spark.stop()
     monitor.stop()
 
@@ -291,13 +351,21 @@ def main() -> int:
 
 # --------------------------------------------------------------------------- rendering
 
-_HEADERS = ["run", "median s", "p90 s", "trigger median s", "vs baseline", "stream s", "wait s", "base files",
-            "small", "% bytes in range", "median file", "log bytes", "services done", "rows ok"]
+_HEADERS = ["run", "median s", "p90 s", "trigger median s", "vs baseline", "overlapping / other", "stream s",
+            "wait s", "base files", "small", "% bytes in range", "median file", "log bytes", "services done",
+            "rows ok"]
 
 
 def _services(c: dict[str, int]) -> str:
     parts = [f"{c[k]} {k}" for k in ("replacecommit", "compaction", "clean") if c.get(k)]
     return ", ".join(parts) or "-"
+
+
+def _overlap(lat: dict[str, Any]) -> str:
+    n = lat.get("overlapping_batches", 0)
+    if not n:
+        return ""
+    return f"{lat['overlapping_median']:.2f} ({n}) / {lat['other_median']:.2f}"
 
 
 def _rows(r: dict[str, Any]) -> list[list[str]]:
@@ -308,7 +376,8 @@ def _rows(r: dict[str, Any]) -> list[list[str]]:
         rat = r["ratios"].get(run)
         rows.append([run, f"{lat['add_batch_median']:.2f}", f"{lat['add_batch_p90']:.2f}",
                      f"{lat['trigger_median']:.2f}",
-                     f"{rat['add_batch_median']:.2f}x {rat['baseline']}" if rat else "", f"{x['stream_seconds']:.1f}",
+                     f"{rat['add_batch_median']:.2f}x {rat['baseline']}" if rat else "", _overlap(lat),
+                     f"{x['stream_seconds']:.1f}",
                      f"{x['wait_seconds']:.1f}", str(f["base_files"]), str(f["small_files"]),
                      f"{f['pct_bytes_in_range']:.0f}%", fmt_bytes(f["median"]), fmt_bytes(f["log_bytes"]),
                      _services(f["completed"]), "yes" if x["verification"]["ok"] else "NO"])

@@ -7,10 +7,13 @@ ingested; the test arms a kill point through PYHUDI_FAULT_POINT (pyhudi/faults.p
 `services` writes a MERGE_ON_READ table whose inserts go to log files (INMEMORY index), with async
 compaction every 2 delta commits and async clustering every 3 commits running in the background; the
 worker waits for them before it exits (as a job should before stopping its SparkSession).
+With WORKER_LOG=<file>, pyhudi's INFO log goes to that file (for debugging a kill sequence).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 
 from pyspark.sql import SparkSession
@@ -34,8 +37,6 @@ SERVICES = {**OPTIONS, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "h
 
 
 def main(landing: str, table: str, checkpoint: str, mode: str = "plain") -> int:
-    import logging
-    import os
     if os.environ.get("WORKER_LOG"):
         logging.basicConfig(filename=os.environ["WORKER_LOG"], level=logging.INFO,
                             format="%(asctime)s %(threadName)s %(name)s %(message)s")
