@@ -76,7 +76,8 @@ def write_stream(df, path, options, checkpoint_location, trigger=None):  # type:
 
 
 def wait_for_table_services(path=None, timeout=None):  # type: ignore[no-untyped-def]
-    """Wait for background table services (async clustering); returns their errors."""
+    """Wait for background table services (async compaction, clustering, clean, archival); returns the errors
+    they raised since the last call. See pyhudi.api.wait_for_table_services."""
     from pyhudi.api import wait_for_table_services as _wait
 
     return _wait(path, timeout)

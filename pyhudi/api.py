@@ -35,6 +35,13 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, mo
     and concurrent readers keep working; if the table's keys or type change, the old table is deleted);
     "error"/"errorifexists" fail if the table exists; "ignore" does nothing if it exists.
     """
+    return _write(df, path, options, mode)
+
+
+def _write(df: DataFrame, path: str, options: Mapping[str, Any] | None, mode: str = "append",
+           streaming: bool = False) -> str | None:
+    """`write`, also for a streaming micro-batch (`streaming=True`: Hudi's streaming defaults, such as
+    asynchronous compaction of MOR tables)."""
     mode_norm = (mode or "append").lower()
     if mode_norm not in _MODES:
         raise InvalidConfigError(f"mode={mode!r} is not valid; use one of {', '.join(_MODES)}")
@@ -57,7 +64,7 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, mo
             _delete_table(storage)
             existing = None
     table = resolve_table_config(opts, existing)
-    config = build_write_config(opts, table, operation)
+    config = build_write_config(opts, table, operation, streaming=streaming)
     result = WriteClient(df.sparkSession, storage, config).write(df, replace_all=replace_all)
     return result.instant
 
@@ -183,10 +190,26 @@ def archive(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
 
 
 def wait_for_table_services(path: str | None = None, timeout: float | None = None) -> list[BaseException]:
-    """Block until background table services (async clustering) of `path` (or all tables) finish."""
+    """Block until background table services (async clustering and compaction, async clean and archival) of
+    `path` (or of all tables) finish; returns the exceptions they raised since the last call (each is also
+    logged; a failed compaction or clustering stays pending and is retried after a later commit)."""
     from pyhudi.services import background
 
     return background.wait(Storage(path).base_uri if path else None, timeout)
+
+
+def resume_table_services(spark: SparkSession, path: str, options: Mapping[str, Any] | None,
+                          streaming: bool = True) -> None:
+    """Submit pending compaction/clustering plans of the table's enabled async services to the background
+    (a streaming query does this when it starts). Does nothing if the table does not exist yet."""
+    from pyhudi.services.table_services import resume
+
+    storage = Storage(path)
+    existing = _existing_config(storage)
+    if existing is None:
+        return
+    opts = Options.parse(options, warn_unknown=False)
+    resume(spark, storage, build_write_config(opts, existing, WriteOperation.INSERT, streaming=streaming))
 
 
 def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,

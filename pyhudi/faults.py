@@ -10,7 +10,12 @@ of their own, so a point reached in an executor must kill the driver's group too
 With `PYHUDI_FAULT_REPORT=<file>`, the process that fires appends `<name> <pid>` to that file first,
 so a test can tell that the point was reached (and not some other crash).
 
-Without the variable a fault point costs one environment lookup.
+`PYHUDI_FAULT_RAISE=<name>[@<n>][+]` makes a point raise `InjectedFault` (a RuntimeError) instead of
+killing: on its n-th hit in a process (default the first), or with `+` on every hit from the n-th on.
+It tests how failures (not crashes) are handled, e.g. a background table service that must be logged
+and retried while ingestion goes on. `reset()` forgets the hits counted so far.
+
+Without the variables a fault point costs two environment lookups.
 """
 
 from __future__ import annotations
@@ -21,9 +26,42 @@ import signal
 import threading
 
 ENV = "PYHUDI_FAULT_POINT"
+RAISE_ENV = "PYHUDI_FAULT_RAISE"
 REPORT_ENV = "PYHUDI_FAULT_REPORT"
 _hits: dict[str, int] = {}
+_raise_hits: dict[str, int] = {}
 _lock = threading.Lock()  # points inside thread pools (the cleaner's deletes) count every hit once
+
+
+class InjectedFault(RuntimeError):
+    """Raised at a fault point armed by PYHUDI_FAULT_RAISE."""
+
+
+def reset() -> None:
+    """Forget the hits counted so far (tests arming the same point twice in one process)."""
+    with _lock:
+        _hits.clear()
+        _raise_hits.clear()
+
+
+def _raise_target() -> tuple[str, int, bool] | None:
+    spec = os.environ.get(RAISE_ENV)
+    if not spec:
+        return None
+    every = spec.endswith("+")
+    name, _, nth = spec.rstrip("+").partition("@")
+    return name, int(nth) if nth else 1, every
+
+
+def _maybe_raise(name: str) -> None:
+    target = _raise_target()
+    if target is None or target[0] != name:
+        return
+    with _lock:
+        _raise_hits[name] = hit = _raise_hits.get(name, 0) + 1
+    if hit == target[1] or (target[2] and hit > target[1]):
+        _report(name)
+        raise InjectedFault(f"injected fault at {name} (hit {hit}, {RAISE_ENV}={os.environ.get(RAISE_ENV)})")
 
 
 def _target() -> tuple[str, int] | None:
@@ -82,6 +120,7 @@ def armed(name: str) -> bool:
 
 
 def fault_point(name: str) -> None:
+    _maybe_raise(name)
     target = _target()
     if target is None or target[0] != name:
         return

@@ -100,10 +100,11 @@ class BatchWriter:
 
     def commit(self, df: DataFrame, batch_id: int, identifier: str, query_id: str, note: str = "") -> str | None:
         """One pyhudi.write carrying the sink checkpoint; `note` is appended to the summary line."""
-        from pyhudi.api import write
+        from pyhudi.api import _write
 
         started = time.monotonic()
-        instant = write(df, self.path, {**self.options, **sink_metadata(identifier, query_id, batch_id)})
+        instant = _write(df, self.path, {**self.options, **sink_metadata(identifier, query_id, batch_id)},
+                         streaming=True)
         log.info("micro-batch %d committed as %s", batch_id, instant)
         if self.on_commit is not None and instant is not None:
             summary = commit_summary(self.path, instant, batch_id, time.monotonic() - started, self.options)
@@ -149,6 +150,12 @@ def write_stream(df: DataFrame, path: str, options: Mapping[str, Any] | None, ch
     `trigger` takes DataStreamWriter.trigger's keyword forms, e.g. {"availableNow": True} or
     {"processingTime": "10 seconds"}. `on_commit` receives a one-line summary of each commit. Returns the
     started StreamingQuery.
+
+    Table services run as Hudi's streaming sink runs them: on a MERGE_ON_READ table compaction is scheduled
+    after micro-batches (hoodie.compact.inline.trigger.strategy) and executed in the background unless
+    hoodie.datasource.compaction.async.enable=false or hoodie.compact.inline=true; clustering runs in the
+    background with hoodie.clustering.async.enabled=true. Pending plans of those services are resumed when
+    the query starts. Call pyhudi.wait_for_table_services(path) before stopping the SparkSession.
     """
     return start_stream(df, BatchWriter(path, options or {}, checkpoint_location, on_commit), checkpoint_location,
                         trigger)
@@ -163,6 +170,10 @@ def start_stream(df: DataFrame, batch_writer: BatchWriter, checkpoint_location: 
     if trigger is not None and (len(trigger) != 1 or next(iter(trigger)) not in _TRIGGERS):
         raise InvalidConfigError(f"trigger={dict(trigger)!r} is not valid; give exactly one of {', '.join(_TRIGGERS)}, "
                                  "e.g. {'processingTime': '10 seconds'}")
+    from pyhudi.api import resume_table_services
+
+    # As Hudi's streaming sink: pending compaction/clustering plans (e.g. left by a crash) resume at start.
+    resume_table_services(df.sparkSession, batch_writer.path, batch_writer.options)
     writer = df.writeStream.option("checkpointLocation", checkpoint_location).foreachBatch(batch_writer)
     if trigger is not None:
         writer = writer.trigger(**dict(trigger))

@@ -5,9 +5,9 @@ file that landed since the last round becomes one commit (through `pyhudi.write_
 replayed after a crash is skipped, and the table services configured in the properties run as for
 any write). Malformed records fail the round or, with `hoodie.errortable.enable=true`, go to the
 error table (pyhudi/streamer/). Between rounds, `--continuous` waits `--min-sync-interval-seconds`.
-SIGTERM or Ctrl-C only sets a flag: the round in flight finishes and commits, then the job exits 0.
-Spark's checkpoint (under `<target>/.hoodie/.aux/streamer/`) makes the next start resume where this
-one stopped.
+SIGTERM or Ctrl-C only sets a flag: the round in flight finishes and commits, background table
+services finish, then the job exits 0. Spark's checkpoint (under `<target>/.hoodie/.aux/streamer/`)
+makes the next start resume where this one stopped.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     streamer = Streamer(spark, args.source_dir, args.source_format, args.target, props)
     streamer.show_progress = progress.wanted(args)
     streamer.run(args.continuous, args.min_sync_interval_seconds, stop)
+    _finish_table_services(args.target)
     print("streamer: stopped", flush=True)
     return 0
 
@@ -103,6 +104,17 @@ class Streamer:
 
             self._schema_cache = landing_schema(self.spark, self.fmt, self.source_dir, self.target)
         return self._schema_cache
+
+
+def _finish_table_services(target: str) -> None:
+    """Let background compaction/clustering started by the rounds finish before the session stops (a plan
+    cut short would only be resumed by the next start)."""
+    from pyhudi.api import wait_for_table_services
+
+    errors = wait_for_table_services(target)
+    if errors:
+        print(f"streamer: {len(errors)} background table service run(s) failed (logged; their plans stay "
+              f"pending and are retried on the next start): {errors[-1]}", file=sys.stderr, flush=True)
 
 
 def _report(line: str) -> None:

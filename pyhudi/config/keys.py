@@ -228,6 +228,11 @@ COMPACTION_LOGFILE_SIZE_THRESHOLD = declare("hoodie.compaction.logfile.size.thre
 COMPACTION_TARGET_IO = declare("hoodie.compaction.target.io", "int", 500 * 1024,
                                "MB of IO (read + write) one compaction plan may spend.", Group.COMPACTION,
                                validator=positive)
+COMPACT_ASYNC = declare(
+    "hoodie.datasource.compaction.async.enable", "bool", True,
+    "Streaming writes (write_stream, pyhudi streamer) to a MERGE_ON_READ table schedule compaction after a "
+    "micro-batch when hoodie.compact.inline.trigger.strategy fires and execute it in the background; ignored by "
+    "batch writes and when hoodie.compact.inline=true (as Hudi's streaming sink).", Group.COMPACTION)
 COMPACTION_STRATEGY = declare(
     "hoodie.compaction.strategy", "enum", "LogFileSizeBasedCompactionStrategy", "Which slices to compact first.",
     Group.COMPACTION, choices=("LogFileSizeBasedCompactionStrategy", "UnBoundedCompactionStrategy"))
@@ -241,7 +246,8 @@ CLUSTERING_INLINE_MAX_COMMITS = declare("hoodie.clustering.inline.max.commits", 
 CLUSTERING_SCHEDULE_INLINE = declare("hoodie.clustering.schedule.inline", "bool", False,
                                      "Only schedule clustering inside the writer.", Group.CLUSTERING)
 CLUSTERING_ASYNC_ENABLED = declare("hoodie.clustering.async.enabled", "bool", False,
-                                   "Run clustering in the background.", Group.CLUSTERING)
+                                   "Run clustering in the background.", Group.CLUSTERING,
+                                   aliases=("hoodie.datasource.clustering.async.enable",))
 CLUSTERING_ASYNC_MAX_COMMITS = declare("hoodie.clustering.async.max.commits", "int", 4,
                                        "Commits between async clustering plans.", Group.CLUSTERING,
                                        validator=positive)
@@ -289,6 +295,21 @@ CLUSTERING_UPDATES_STRATEGY = declare(
     choice_aliases={"REJECT": "SparkRejectUpdateStrategy", "ALLOW": "SparkAllowUpdateStrategy"})
 CLUSTERING_ROLLBACK_ON_CONFLICT = declare("hoodie.clustering.rollback.pending.replacecommit.on.conflict", "bool",
                                           False, "Roll back a conflicting pending clustering.", Group.CLUSTERING)
+
+# --------------------------------------------------------------------------- background table services
+SERVICES_RETRY_COUNT = declare(
+    "hoodie.table.services.async.retry.count", "int", 3,
+    "A failed background compaction or clustering is retried (its plan stays pending) at most this many times by "
+    "the process, at a later commit; then it is left pending for `pyhudi compaction|clustering PATH run`.",
+    Group.WRITE, validator=non_negative)
+SERVICES_RETRY_INTERVAL_MS = declare(
+    "hoodie.table.services.async.retry.interval.ms", "int", 2000,
+    "Wait before the first retry of a failed background service; doubles with every further failure.",
+    Group.WRITE, validator=non_negative)
+SERVICES_SCHEDULER_POOL = declare(
+    "hoodie.table.services.async.scheduler.pool", "str", "pyhudi_table_services",
+    "Spark scheduler pool of background service jobs (spark.scheduler.pool; effective with "
+    "spark.scheduler.mode=FAIR); empty = the default pool.", Group.WRITE)
 
 # --------------------------------------------------------------------------- clean
 CLEAN_AUTOMATIC = declare("hoodie.clean.automatic", "bool", True, "Clean after every commit.", Group.CLEAN)

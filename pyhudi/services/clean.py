@@ -9,6 +9,7 @@ metadata operations on storage and run from a small thread pool in the driver.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -128,15 +129,28 @@ def pending_cleans(storage: Storage) -> list[str]:
 
 def clean(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None) -> list[CleanResult]:
     """Resume interrupted cleans, then plan and run a new one if anything can go; also delete temp files
-    that crashed processes left (older than an hour)."""
-    results = [execute(storage, i) for i in pending_cleans(storage)]
-    instant = schedule(storage, table, cfg, lock)
-    if instant is not None:
-        results.append(execute(storage, instant))
+    that crashed processes left (older than an hour).
+
+    Cleans of one table in one process take turns (a writer's clean and a background service's clean
+    would otherwise both resume the same pending clean)."""
+    with _process_lock(storage.base_uri):
+        results = [execute(storage, i) for i in pending_cleans(storage)]
+        instant = schedule(storage, table, cfg, lock)
+        if instant is not None:
+            results.append(execute(storage, instant))
     purged = storage.purge_temp_files()
     if purged:
         log.info("deleted %d temp files left by crashed processes", purged)
     return results
+
+
+_locks_guard = threading.Lock()
+_locks: dict[str, threading.Lock] = {}
+
+
+def _process_lock(table_uri: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(table_uri, threading.Lock())
 
 
 def cleans_due(timeline: ActiveTimeline, cfg: CleanConfig) -> bool:

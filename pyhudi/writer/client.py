@@ -160,22 +160,14 @@ class WriteClient:
             return cleaner.clean(self.storage, cfg.table, cfg.clean, cfg.lock)
 
         if cfg.clean.run_async:
-            if not background.busy(self.storage.base_uri):
-                background.submit(self.storage.base_uri, "clean", run)
+            background.submit(self.storage.base_uri, "clean", run)  # skipped while one is still running
         else:
             run()
 
     def _compaction_service(self) -> None:
-        cfg = self.config
-        if not cfg.table.is_mor or not (cfg.compaction.inline or cfg.compaction.schedule_inline):
-            return
-        from pyhudi.services import compaction
+        from pyhudi.services.table_services import compaction_service
 
-        compaction.schedule(self.storage, cfg.table, cfg.compaction, max_file_size=cfg.sizing.max_file_size)
-        if cfg.compaction.inline:
-            for instant in compaction.pending_compactions(self.storage):
-                compaction.execute(self.spark, self.storage, cfg.table, instant, parquet_settings(cfg),
-                                   cfg.event_time_field)
+        compaction_service(self.spark, self.storage, self.config)
 
     # ------------------------------------------------------------------ steps
     def _timeline(self) -> ActiveTimeline | None:
@@ -247,35 +239,9 @@ class WriteClient:
         return WriteResult(instant, stats, op)
 
     def _clustering_service(self) -> None:
-        """Inline (synchronous, every N commits), schedule-only, or async (a background thread)."""
-        cfg = self.config
-        cc = cfg.clustering
-        if not (cc.inline or cc.schedule_inline or cc.async_enabled):
-            return
-        from pyhudi.services import background
-        from pyhudi.services import clustering as svc
+        from pyhudi.services.table_services import clustering_service
 
-        if cc.async_enabled and background.busy(self.storage.base_uri):
-            return
-        pending = svc.pending_clusterings(self.storage)
-        instant: str | None = pending[0] if pending else None
-        if instant is None:
-            every = cc.async_max_commits if cc.async_enabled else cc.inline_max_commits
-            if svc.commits_since_last_clustering(ActiveTimeline.load(self.storage)) < every:
-                return
-            instant = svc.schedule(self.storage, cfg.table, cc, cfg.sizing.max_file_size, cfg.lock)
-        if instant is None or not (cc.inline or cc.async_enabled):
-            return  # nothing to do, or schedule-only
-        chosen = instant
-
-        def run() -> object:
-            return svc.execute(self.spark, self.storage, cfg.table, chosen, cc, parquet_settings(cfg),
-                               cfg.event_time_field, cfg.lock)
-
-        if cc.async_enabled:
-            background.submit(self.storage.base_uri, "clustering", run)
-        else:
-            run()
+        clustering_service(self.spark, self.storage, self.config)
 
     def _complete(self, instant: str, action: Action, meta: CommitMetadata, stats: list[WriteStat]) -> None:
         """Check for conflicting commits and complete, atomically with respect to other committers."""

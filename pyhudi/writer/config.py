@@ -110,6 +110,7 @@ class WriteConfig:
     lock: LockSettings = field(default_factory=lambda: LockSettings())
     clean: CleanConfig = field(default_factory=lambda: CleanConfig())
     archival: ArchivalConfig = field(default_factory=lambda: ArchivalConfig())
+    services: ServicesConfig = field(default_factory=lambda: ServicesConfig())
     heartbeat_interval_ms: int = 60000
     heartbeat_tolerable_misses: int = 2
 
@@ -197,7 +198,10 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def build_write_config(o: Options, table: TableConfig, operation: WriteOperation | None = None) -> WriteConfig:
+def build_write_config(o: Options, table: TableConfig, operation: WriteOperation | None = None,
+                       streaming: bool = False) -> WriteConfig:
+    """`streaming`: the write is a micro-batch of a streaming query, where Hudi runs MOR compaction
+    asynchronously by default (hoodie.datasource.compaction.async.enable)."""
     op = operation or WriteOperation(o.get(K.OPERATION))
     combine = {
         WriteOperation.UPSERT: o.get(K.COMBINE_BEFORE_UPSERT),
@@ -232,8 +236,10 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         reconcile_schema=o.get(K.RECONCILE_SCHEMA), bulk_insert_sort_mode=o.get(K.BULKINSERT_SORT_MODE),
         parallelism=int(parallelism), storage_level=str(o.get(K.TAGGED_STORAGE_LEVEL)).upper(), occ=occ,
         failed_writes_lazy=failed == "LAZY", extra_metadata=extra, options=o,
-        compaction=CompactionConfig.from_options(o), clustering=ClusteringConfig.from_options(o),
+        compaction=CompactionConfig.from_options(o, table.is_mor and streaming),
+        clustering=ClusteringConfig.from_options(o),
         lock=lock_settings(o), clean=clean, archival=ArchivalConfig.from_options(o, clean),
+        services=ServicesConfig.from_options(o),
         heartbeat_interval_ms=o.get(K.HEARTBEAT_INTERVAL_MS),
         heartbeat_tolerable_misses=o.get(K.HEARTBEAT_TOLERABLE_MISSES),
     )
@@ -254,16 +260,36 @@ class CompactionConfig:
     log_size_threshold: int = 0
     target_io: int = 500 * 1024  # MB, as Hudi's hoodie.compaction.target.io
     strategy: str = "LogFileSizeBasedCompactionStrategy"
+    run_async: bool = False  # schedule after a micro-batch, execute in the background (streaming MOR)
 
     @classmethod
-    def from_options(cls, o: Options) -> CompactionConfig:
+    def from_options(cls, o: Options, streaming_mor: bool = False) -> CompactionConfig:
+        """Like Hudi's streaming sink: async compaction needs a streaming write to a MOR table, the
+        async key (default true) and no inline compaction, which takes precedence."""
+        inline = o.get(K.COMPACT_INLINE)
         return cls(
-            inline=o.get(K.COMPACT_INLINE), schedule_inline=o.get(K.COMPACT_SCHEDULE_INLINE),
+            inline=inline, schedule_inline=o.get(K.COMPACT_SCHEDULE_INLINE),
+            run_async=streaming_mor and bool(o.get(K.COMPACT_ASYNC)) and not inline,
             trigger=o.get(K.COMPACT_TRIGGER_STRATEGY), max_delta_commits=o.get(K.COMPACT_MAX_DELTA_COMMITS),
             max_delta_seconds=o.get(K.COMPACT_MAX_DELTA_SECONDS),
             log_size_threshold=o.get(K.COMPACTION_LOGFILE_SIZE_THRESHOLD), target_io=o.get(K.COMPACTION_TARGET_IO),
             strategy=o.get(K.COMPACTION_STRATEGY),
         )
+
+
+@dataclass(frozen=True)
+class ServicesConfig:
+    """Background table services (pyhudi.services.background): retries of a failed compaction or
+    clustering, and the Spark scheduler pool their jobs run in."""
+
+    retry_count: int = 3
+    retry_interval_ms: int = 2000
+    scheduler_pool: str = "pyhudi_table_services"
+
+    @classmethod
+    def from_options(cls, o: Options) -> ServicesConfig:
+        return cls(retry_count=o.get(K.SERVICES_RETRY_COUNT), retry_interval_ms=o.get(K.SERVICES_RETRY_INTERVAL_MS),
+                   scheduler_pool=str(o.get(K.SERVICES_SCHEDULER_POOL) or ""))
 
 
 @dataclass(frozen=True)
