@@ -125,7 +125,9 @@ class FileSystemLockProvider:
                     f"(held by {holder.get('owner', 'unknown')}); raise hoodie.write.lock.wait_time_ms or check "
                     "for a stuck writer (its lease expires after hoodie.write.lock.filesystem.expire seconds)")
             time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+            # Short critical sections (a commit, a clean plan of a background service): poll often enough
+            # that a writer waiting on one is not held up long after it ends.
+            delay = min(delay * 2, 0.1)
 
     def release(self) -> None:
         if not self._held:
