@@ -280,4 +280,6 @@ def archive_after_commit(storage: Storage, cfg: WriteConfig) -> None:
             _queued.discard(storage.base_uri)
         return run()
 
-    background.submit(storage.base_uri, "archival", job)
+    if background.submit(storage.base_uri, "archival", job) is None:
+        with _queued_lock:  # one is running (it started before this commit); the next commit queues again
+            _queued.discard(storage.base_uri)

@@ -1,7 +1,7 @@
 """Table services in the background: ingestion does not wait for them.
 
-Jobs run on daemon-like worker threads of the writer's process, on its SparkSession (which accepts
-concurrent jobs). Concurrency is bounded so a slow service never piles up work:
+Jobs run on worker threads of the writer's process (joined when the interpreter exits), on its
+SparkSession (which accepts concurrent jobs). Concurrency is bounded so a slow service never piles up work:
 
 * at most one job of each kind (clustering, compaction, clean, archival) per table is queued or
   running; submitting another while one is, returns None and submits nothing (the writer tries again

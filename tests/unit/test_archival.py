@@ -562,3 +562,23 @@ def test_automatic_archival_after_a_commit(tmp_path: Path, monkeypatch: pytest.M
     assert len(other.active_ts()) == 30 and archival.archival_due(other.storage, other.config, KEEP)
     archival.archive_after_commit(other.storage, config())
     assert len(other.active_ts()) == 20 and not archival.archival_due(other.storage, other.config, KEEP)
+
+
+def test_async_archival_is_queued_again_after_a_commit_that_found_one_running(tmp_path: Path) -> None:
+    """A commit whose async archival is refused (one is still running) must not block later ones."""
+    import threading
+
+    from pyhudi.services import background
+
+    table = ArchTable(tmp_path / "t")
+    table.commits(1, 31)
+    cfg = build_write_config(Options.parse({"hoodie.archive.async": "true"}), table.config, WriteOperation.INSERT)
+    release = threading.Event()
+    assert background.submit(table.storage.base_uri, "archival", lambda: release.wait(30)) is not None
+    archival.archive_after_commit(table.storage, cfg)  # refused: an archival job is running
+    release.set()
+    assert background.wait(table.storage.base_uri, timeout=60) == []
+    assert len(table.active_ts()) == 31
+    archival.archive_after_commit(table.storage, cfg)  # the next commit's archival runs
+    assert background.wait(table.storage.base_uri, timeout=60) == []
+    assert len(table.active_ts()) == 20

@@ -66,9 +66,12 @@ def test_at_most_two_jobs_of_a_table_run_at_once() -> None:
 
     futures = [background.submit("t", kind, job) for kind in ("clustering", "compaction", "clean", "archival")]
     assert all(f is not None for f in futures)
-    time.sleep(0.3)
+    deadline = time.monotonic() + 20
+    while running[0] < background.MAX_RUNNING_PER_TABLE and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # time for a third job to start, were it allowed to
     with lock:
-        assert running[0] == background.MAX_RUNNING_PER_TABLE
+        assert running[0] == peak[0] == background.MAX_RUNNING_PER_TABLE
     release.set()
     assert background.wait("t", timeout=10) == []
     assert peak[0] == background.MAX_RUNNING_PER_TABLE
