@@ -337,6 +337,26 @@ def save_results(name: str, results: dict[str, Any]) -> tuple[Path, Path]:
     return stamped, latest
 
 
+def finish(name: str, title: str, results: dict[str, Any], render_markdown: Callable[[dict[str, Any]], str],
+           args: argparse.Namespace, work: Path) -> None:
+    """The end every benchmark shares: save the results, refresh its docs section and the targets table,
+    and remove the work directory unless asked to keep it."""
+    if not args.no_save:
+        stamped, latest = save_results(name, results)
+        update_docs_section(title, render_markdown(results))
+        import targets  # bench/targets.py reads every benchmark's latest results
+
+        targets.refresh_docs()
+        print(f"\nresults: {stamped.relative_to(REPO_DIR)} (and {latest.name}); "
+              f"docs: {DOCS_FILE.relative_to(REPO_DIR)}")
+    if not args.keep and not args.work_dir:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+    elif args.keep:
+        print(f"tables kept in {work}")
+
+
 def load_latest(name: str) -> dict[str, Any] | None:
     path = RESULTS_DIR / f"{name}-latest.json"
     return json.loads(path.read_text()) if path.exists() else None

@@ -31,7 +31,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _tables  # noqa: E402
 import common  # noqa: E402
-import targets  # noqa: E402
 from common import MB, fmt_bytes, format_table, median, ratio  # noqa: E402
 
 NAME = "large_load"
@@ -179,16 +178,7 @@ def main() -> int:
     spark.stop()
     print()
     print(render_text(results))
-    if not args.no_save:
-        stamped, latest = common.save_results(NAME, results)
-        common.update_docs_section(TITLE, render_markdown(results))
-        targets.refresh_docs()
-        print(f"\nresults: {stamped.relative_to(common.REPO_DIR)} (and {latest.name}); "
-              f"docs: {common.DOCS_FILE.relative_to(common.REPO_DIR)}")
-    if not args.keep and not args.work_dir:
-        shutil.rmtree(work, ignore_errors=True)
-    elif args.keep:
-        print(f"tables kept in {work}")
+    common.finish(NAME, TITLE, results, render_markdown, args, work)
     if problems:
         print("CORRECTNESS CHECK FAILED: " + "; ".join(problems), file=sys.stderr)
     return 0 if not problems else 1

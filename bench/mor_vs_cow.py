@@ -36,7 +36,6 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
-import targets  # noqa: E402
 from common import MB, fmt_bytes, format_table, median, ratio  # noqa: E402
 
 NAME = "mor_vs_cow"
@@ -434,16 +433,7 @@ def main() -> int:
 
     print()
     print(render_text(results))
-    if not args.no_save:
-        stamped, latest = common.save_results(NAME, results)
-        common.update_docs_section(TITLE, render_markdown(results))
-        targets.refresh_docs()
-        print(f"\nresults: {stamped.relative_to(common.REPO_DIR)} (and {latest.name}); "
-              f"docs: {common.DOCS_FILE.relative_to(common.REPO_DIR)}")
-    if not args.keep and not args.work_dir:
-        shutil.rmtree(work, ignore_errors=True)
-    elif args.keep:
-        print(f"tables kept in {work}")
+    common.finish(NAME, TITLE, results, render_markdown, args, work)
     ok = ok_updates and ok_compaction and ok_baseline
     if not ok:
         print("CORRECTNESS CHECK FAILED", file=sys.stderr)

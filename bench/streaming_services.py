@@ -335,15 +335,7 @@ def main() -> int:
     }
     print()
     print(render_text(results))
-    if not args.no_save:
-        stamped, latest = common.save_results(NAME, results)
-        common.update_docs_section(TITLE, render_markdown(results))
-        print(f"\nresults: {stamped.relative_to(common.REPO_DIR)} (and {latest.name}); "
-              f"docs: {common.DOCS_FILE.relative_to(common.REPO_DIR)}")
-    if not args.keep and not args.work_dir:
-        shutil.rmtree(work, ignore_errors=True)
-    elif args.keep:
-        print(f"tables kept in {work}")
+    common.finish(NAME, TITLE, results, render_markdown, args, work)
     ok = all(r["verification"]["ok"] and not r["service_errors"] for r in results_runs.values())
     if not ok:
         print("CORRECTNESS CHECK FAILED (or a background service failed)", file=sys.stderr)

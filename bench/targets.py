@@ -196,7 +196,8 @@ def limit_insert(r: dict[str, Any]) -> str:
             f"{s['cow']['ingest']['insert']['median_seconds']:.2f} s per batch ({_jobs(r, 'cow', 'insert')}: "
             f"{_steps(prof)}) against {s['spark']['ingest']['insert']['median_seconds']:.2f} s for the append "
             f"({_jobs(r, 'spark', 'insert')}, one read-and-write stage). `count` is a separate aggregation over "
-            "the batch (rows per partition, the null-key check) that also fills the cache; `write files` routes "
+            "the batch (rows per partition, the null-key check; a plain file source is re-read, not cached); "
+            "`write files` rewrites the small file it tops up (COW auto-sizing), routes "
             "every record through an Arrow UDF, shuffles, and runs the Python write handles. What would remove "
             "most of it: take the counts from the write job (or skip them when the batch has one partition), "
             "route in the JVM instead of an Arrow UDF round trip, and avoid the extra jobs AQE adds per shuffle; "
@@ -211,7 +212,8 @@ def limit_upsert(r: dict[str, Any]) -> str:
     mor_txt = (f" MOR does not help here ({mor['ratio_vs_spark']:.1f}x the append): its updates go to log "
                "files, but it pays the same index lookup." if mor else "")
     return (f"Per upsert batch pyhudi spends {_steps(prof)} ({_jobs(r, 'cow', 'upsert')}). The SIMPLE index "
-            "joins the batch with every record key stored in the partition, so its cost grows with the table "
+            "reads every record key stored in the partition (streamed past the broadcast batch keys, no shuffle), "
+            "so its cost grows with the table "
             f"({r['input']['final_keys']:,} keys at the end), and copy-on-write rewrites each file an update "
             f"touches ({_fmt_mb(per_batch)} written per batch for a {_fmt_mb(r['input']['staged_bytes_per_batch'])} "
             f"batch).{mor_txt} What would remove it: an index that does not read every key per batch (Hudi's "
@@ -264,8 +266,9 @@ def limit_load(r: dict[str, Any]) -> str:
     spark_txt = (f"Spark's own parquet write reaches {ratio(s['pyarrow']['seconds'], sp['seconds']):.0%} of it: "
                  "the JVM decodes the input into rows and encodes them again. " if sp and "pyarrow" in s else "")
     ins = s.get("insert", {}).get("phases", {})
-    ins_txt = (f" `insert` additionally caches its input before counting (its `count` step took "
-               f"{ins.get('count', float('nan')):.1f} s of {s['insert']['seconds']:.1f} s)." if ins else "")
+    ins_txt = (f" `insert` (auto-sized) additionally plans buckets from a count job (its `count` step took "
+               f"{ins.get('count', float('nan')):.1f} s of {s['insert']['seconds']:.1f} s) and shuffles records "
+               "to them." if ins else "")
     return (f"Raw pyarrow writes Arrow data it already holds, with all cores, in one process. {spark_txt}pyhudi's "
             f"bulk_insert adds the hand-over of every row to Python workers (mapInArrow), Hudi's meta columns and "
             f"a bloom filter ({_fmt_mb(bulk['output']['total'])} written vs "
@@ -273,7 +276,7 @@ def limit_load(r: dict[str, Any]) -> str:
             "pyhudi's bulk_insert is about as fast as Spark's own write, so the limit is the route every row "
             "takes through Spark (parquet decode in the JVM, rows to Arrow for the Python workers, encode again). "
             "What would remove most of it: a path that hands file inputs to the workers as Arrow without Spark's "
-            "row format, and for `insert` not caching an input that is read only twice.")
+            "row format.")
 
 
 def limit_clustering(r: dict[str, Any]) -> str:
