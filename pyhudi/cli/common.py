@@ -7,7 +7,6 @@ timeline); loading them here keeps the error wording identical everywhere.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -84,18 +83,15 @@ def table_header(t: OpenTable) -> dict[str, object]:
     }
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
-               "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
-
-
 def parse_size(text: str) -> int:
-    """Bytes, optionally with a binary unit (`104857600`, `100MB`, `100MiB`, `100m`), because Hudi's
-    size options are powers of two and typing them in bytes is error-prone."""
-    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = m.group(2).lower() if m else ""
-    if not m or unit not in _SIZE_UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size; use bytes or e.g. 100MB")
-    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+    """argparse type for sizes (`104857600`, `100MB`, `100MiB`, `100m`): Hudi's size options are powers
+    of two and typing them in bytes is error-prone."""
+    from pyhudi.config.registry import size_in_bytes
+
+    try:
+        return size_in_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def non_negative_int(text: str) -> int:

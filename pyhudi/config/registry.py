@@ -10,6 +10,7 @@ on; malformed values fail loudly, naming the key and what it accepts.
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,21 @@ class Group(str, Enum):
 
 
 Parser = Callable[[str, Any], Any]
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
+               "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4,
+               "tib": 1024**4}
+
+
+def size_in_bytes(text: str) -> int:
+    """Bytes from `104857600`, `100MB`, `100MiB`, `100m` or Spark's `10485760b` (binary units, as Hudi's
+    and Spark's size settings are powers of two). Raises ValueError naming the text."""
+    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _SIZE_UNITS:
+        raise ValueError(f"{text!r} is not a size; use bytes or e.g. 100MB")
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
 
 
 def _parse_bool(key: str, value: Any) -> bool:

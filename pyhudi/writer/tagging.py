@@ -7,12 +7,11 @@ workload profile of counts. Only counts reach the driver.
 
 from __future__ import annotations
 
-import re
-
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyhudi.config.registry import size_in_bytes
 from pyhudi.index import bloom as bloom_index
 from pyhudi.index import bucket as bucket_index
 from pyhudi.index import log_index
@@ -92,11 +91,10 @@ _BROADCAST_BYTES_PER_KEY = 128
 def _broadcastable(spark: SparkSession, records: int) -> bool:
     """Whether the batch's keys fit Spark's broadcast limit (spark.sql.autoBroadcastJoinThreshold,
     -1 = never), so the index lookup can avoid shuffling the table's keys."""
-    raw = (spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760b") or "").strip().lower()
-    m = re.fullmatch(r"(-?\d+)\s*([kmgt]?)i?b?", raw)
-    if not m:
+    try:
+        limit = size_in_bytes(spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760b") or "")
+    except ValueError:
         return False
-    limit = int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
     return 0 <= records * _BROADCAST_BYTES_PER_KEY <= limit
 
 
