@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from common import fmt_bytes, format_table, ratio  # noqa: E402 - bench/ is on sys.path
+import common  # noqa: E402 - bench/ is on sys.path
+from common import fmt_bytes, format_table, ratio  # noqa: E402
 
 NAME = "small_batches"
 TITLE = "Streaming small batches"
@@ -192,11 +193,9 @@ def render_text(r: dict[str, Any]) -> str:
 
 
 def render_markdown(r: dict[str, Any]) -> str:
-    m, cfg, load = r["machine"], r["config"], r["load"]
+    cfg = r["config"]
     qh, qrows = _query_rows(r)
     ph, prows = _profile_rows(r)
-    conf = ", ".join(f"{k}={v}" for k, v in (cfg.get("spark_conf") or {}).items()) or "Spark's default memory settings"
-    phases = ", ".join(f"{k} {v['foreign_cores']:.2f}" for k, v in load["phases"].items())
     headline = "\n".join(f"* {h}" for h in _headline(r))
     maint = "; ".join(f"{s['label']}: {s['maintenance']['what']}" for s in r["systems"].values())
     return f"""\
@@ -209,9 +208,7 @@ how many bytes does it write, and how fast are queries on the result.
 {r['command']}
 ```
 
-Run {r['finished']} on {m['cores']} cores ({m['cpu']}), {fmt_bytes(m['memory_bytes'] or 0)} RAM, Python
-{m['python']}, PySpark {m['pyspark']} (`{cfg['spark_master']}`, {conf}), pyarrow {m['pyarrow']}, {m['java']},
-pyhudi {m['pyhudi_commit']}. Load: {load['note']} (average foreign cores per phase: {phases}).
+{common.run_paragraph(r)}
 
 **Headline (ratios, same run):**
 

@@ -827,9 +827,8 @@ def render_text(r: dict[str, Any]) -> str:
 
 
 def render_markdown(r: dict[str, Any]) -> str:
-    cfg, m, tb, load = r["config"], r["machine"], r["table_before"], r["load"]
+    cfg, tb = r["config"], r["table_before"]
     notes = r["clustering_notes"]
-    phases = ", ".join(f"{k} {v['foreign_cores']:.2f}" for k, v in load["phases"].items())
     headline = "\n".join(f"* {h}" for h in _headline(r))
     qtext = "\n".join(f"* `{q['name']}`: {q['description']}, then count, sum(fare), max(tip)" for q in r["queries"])
     first = next((r["clustering"][t] for t in cfg["layouts"] if "output" in r["clustering"][t]), None)
@@ -847,9 +846,7 @@ by hand with pyarrow.
 {r['command']}
 ```
 
-Run {r['finished']} on {m['cores']} cores ({m['cpu']}), {fmt_bytes(m['memory_bytes'] or 0)} RAM, Python
-{m['python']}, PySpark {m['pyspark']} (`{cfg['spark_master']}`), pyarrow {m['pyarrow']}, {m['java']},
-pyhudi {m['pyhudi_commit']}. Load: {load['note']} (average foreign cores per phase: {phases}).
+{common.run_paragraph(r, with_conf=False)}
 
 **Headline (ratios, same run):**
 

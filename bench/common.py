@@ -357,6 +357,21 @@ def finish(name: str, title: str, results: dict[str, Any], render_markdown: Call
         print(f"tables kept in {work}")
 
 
+def spark_conf_text(cfg: dict[str, Any]) -> str:
+    conf = cfg.get("spark_conf") or {}
+    return ", ".join(f"{k}={v}" for k, v in conf.items()) or "Spark's default memory settings"
+
+
+def run_paragraph(r: dict[str, Any], with_conf: bool = True) -> str:
+    """The docs line every benchmark section opens with: when, on what machine and software, under what load."""
+    cfg, m, load = r["config"], r["machine"], r["load"]
+    spark = f"`{cfg['spark_master']}`" + (f", {spark_conf_text(cfg)}" if with_conf else "")
+    phases = ", ".join(f"{k} {v['foreign_cores']:.2f}" for k, v in load["phases"].items())
+    return (f"Run {r['finished']} on {m['cores']} cores ({m['cpu']}), {fmt_bytes(m['memory_bytes'] or 0)} RAM, Python\n"
+            f"{m['python']}, PySpark {m['pyspark']} ({spark}), pyarrow {m['pyarrow']}, {m['java']},\n"
+            f"pyhudi {m['pyhudi_commit']}. Load: {load['note']} (average foreign cores per phase: {phases}).")
+
+
 def load_latest(name: str) -> dict[str, Any] | None:
     path = RESULTS_DIR / f"{name}-latest.json"
     return json.loads(path.read_text()) if path.exists() else None

@@ -303,9 +303,7 @@ def render_text(r: dict[str, Any]) -> str:
 
 
 def render_markdown(r: dict[str, Any]) -> str:
-    cfg, i, m, load = r["config"], r["input"], r["machine"], r["load"]
-    conf = ", ".join(f"{k}={v}" for k, v in (cfg.get("spark_conf") or {}).items()) or "Spark's default memory settings"
-    phases = ", ".join(f"{k} {v['foreign_cores']:.2f}" for k, v in load["phases"].items())
+    cfg, i = r["config"], r["input"]
     headline = "\n".join(f"* {h}" for h in _headline(r))
     return f"""\
 What it answers: how close does one big pyhudi write come to the fastest way this machine can write the
@@ -315,9 +313,7 @@ same Arrow data as parquet, and to a plain Spark parquet write.
 {r['command']}
 ```
 
-Run {r['finished']} on {m['cores']} cores ({m['cpu']}), {fmt_bytes(m['memory_bytes'] or 0)} RAM, Python
-{m['python']}, PySpark {m['pyspark']} (`{cfg['spark_master']}`, {conf}), pyarrow {m['pyarrow']}, {m['java']},
-pyhudi {m['pyhudi_commit']}. Load: {load['note']} (average foreign cores per phase: {phases}).
+{common.run_paragraph(r)}
 
 **Headline (throughput ratios, same run; above 1 = faster than the reference):**
 

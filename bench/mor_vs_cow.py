@@ -556,11 +556,6 @@ def _history(r: dict[str, Any]) -> str:
             "absolute MB/s only roughly):\n\n" + format_table(headers, rows, markdown=True) + "\n\n")
 
 
-def _conf_text(cfg: dict[str, Any]) -> str:
-    conf = cfg.get("spark_conf") or {}
-    return ", ".join(f"{k}={v}" for k, v in conf.items()) or "Spark's default memory settings"
-
-
 def render_text(r: dict[str, Any]) -> str:
     c, cfg, m = r["compaction"], r["config"], r["machine"]
     ph, prow = _phase_rows(r)
@@ -587,9 +582,7 @@ def render_text(r: dict[str, Any]) -> str:
 
 
 def render_markdown(r: dict[str, Any]) -> str:
-    c, cfg, m, u = r["compaction"], r["config"], r["machine"], r["updates"]
-    load = r["load"]
-    phases = ", ".join(f"{k} {v['foreign_cores']:.2f}" for k, v in load["phases"].items())
+    c, cfg, u = r["compaction"], r["config"], r["updates"]
     headline = "\n".join(f"* {h}" for h in _headline(r))
     ph, prow = _phase_rows(r)
     mor_ph = _median_phases(u["batches"], "MOR")
@@ -605,9 +598,7 @@ hand with pyarrow.
 {r['command']}
 ```
 
-Run {r['finished']} on {m['cores']} cores ({m['cpu']}), {fmt_bytes(m['memory_bytes'] or 0)} RAM, Python
-{m['python']}, PySpark {m['pyspark']} (`{cfg['spark_master']}`, {_conf_text(cfg)}), pyarrow {m['pyarrow']}, {m['java']},
-pyhudi {m['pyhudi_commit']}. Load: {load['note']} (average foreign cores per phase: {phases}).
+{common.run_paragraph(r)}
 
 **Headline (ratios, same run):**
 
