@@ -40,8 +40,8 @@ from pyhudi.model.file_names import parse_base_file, parse_log_file
 from pyhudi.model.table_config import TableConfig
 from pyhudi.storage import Storage
 from pyhudi.timeline.archived import comparable_action
-from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State, parse_instant_file
-from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
+from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State
+from pyhudi.timeline.timeline import META_DIR, ActiveTimeline, instant_files
 from pyhudi.writer.config import ArchivalConfig, CleanConfig, CompactionConfig
 
 log = logging.getLogger(__name__)
@@ -92,12 +92,7 @@ def load_groups(storage: Storage) -> list[InstantGroup]:
     Unlike ActiveTimeline, a savepoint and the commit it names (same timestamp) stay apart.
     """
     found: dict[tuple[str, Action], list[tuple[Instant, int]]] = {}
-    for info in storage.list_dir(META_DIR):
-        if info.is_dir:
-            continue
-        inst = parse_instant_file(info.name)
-        if inst is None:
-            continue
+    for inst, info in instant_files(storage):
         found.setdefault((inst.timestamp, comparable_action(inst.action)), []).append(
             (inst, info.mtime_ns // 1_000_000))
     groups = []

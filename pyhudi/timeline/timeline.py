@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pyhudi.errors import InstantNotFoundError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.model.commit_metadata import CommitMetadata
-from pyhudi.storage import Storage
+from pyhudi.storage import FileInfo, Storage
 from pyhudi.timeline.instant import (
     WRITE_ACTIONS,
     Action,
@@ -121,12 +121,7 @@ class ActiveTimeline(Timeline):
     def load(cls, storage: Storage) -> ActiveTimeline:
         by_ts: dict[str, list[Instant]] = {}
         files: dict[str, set[str]] = {}
-        for info in storage.list_dir(META_DIR):
-            if info.is_dir:
-                continue
-            inst = parse_instant_file(info.name)
-            if inst is None:
-                continue
+        for inst, info in instant_files(storage):
             by_ts.setdefault(inst.timestamp, []).append(inst)
             files.setdefault(inst.timestamp, set()).add(info.name)
         latest: list[Instant] = []
@@ -224,6 +219,16 @@ class ActiveTimeline(Timeline):
 
     def _existing_names(self) -> list[str]:
         return [i.name for i in self.storage.list_dir(META_DIR) if not i.is_dir]
+
+
+def instant_files(storage: Storage) -> Iterator[tuple[Instant, FileInfo]]:
+    """Every instant file of the active timeline, with its listing entry (name, size, mtime)."""
+    for info in storage.list_dir(META_DIR):
+        if info.is_dir:
+            continue
+        inst = parse_instant_file(info.name)
+        if inst is not None:
+            yield inst, info
 
 
 def _latest_state(found: list[Instant]) -> Instant:
