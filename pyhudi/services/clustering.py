@@ -52,7 +52,7 @@ from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.prepare import table_schema
 
 log = logging.getLogger(__name__)
-GROUPS_SCHEMA = "group_index int, partition string, slices string, num_output int"
+GROUPS_SCHEMA = "group_index int, partition string, slices string"
 
 
 def explain(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_file_size: int) -> ClusteringPlanDraft:
@@ -253,8 +253,7 @@ def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg:
     ctx = ClusterContext(storage.base_uri, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet, target,
                          sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout), small)
     groups = plan.get("inputGroups") or []
-    rows = [(i, str(g["slices"][0].get("partitionPath") or ""), json.dumps(g["slices"]),
-             int(g.get("numOutputFileGroups") or 1)) for i, g in enumerate(groups)]
+    rows = [(i, str(g["slices"][0].get("partitionPath") or ""), json.dumps(g["slices"])) for i, g in enumerate(groups)]
     try:
         stats = _run(spark, ctx, rows, cfg.max_parallelism)
         delete_unreported_files(storage, instant, {s.path for s in stats})
@@ -264,7 +263,7 @@ def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg:
         raise
 
 
-def _run(spark: Any, ctx: ClusterContext, rows: list[tuple[int, str, str, int]], parallelism: int) -> list[WriteStat]:
+def _run(spark: Any, ctx: ClusterContext, rows: list[tuple[int, str, str]], parallelism: int) -> list[WriteStat]:
     if not rows:
         return []
     df = spark.createDataFrame(rows, GROUPS_SCHEMA).repartition(max(1, min(len(rows), parallelism)))
