@@ -436,12 +436,13 @@ def parquet_settings(cfg: WriteConfig) -> ParquetSettings:
     )
 
 
-_CHEAP_PLAN_NODES = frozenset({"LogicalRelation", "LocalRelation", "Project", "Filter"})
+_CHEAP_PLAN_NODES = frozenset({"LogicalRelation", "LocalRelation", "InMemoryRelation", "Project", "Filter"})
 
 
 def cheap_to_recompute(df: DataFrame, max_nodes: int = 64) -> bool:
-    """Whether `df` is a deterministic scan of files or local rows with projections and filters only,
-    so reading it twice costs less than caching it (Spark prunes the first read to a few columns)."""
+    """Whether `df` is a deterministic scan of files, local rows or an already cached DataFrame (e.g. the
+    streamer's validated batch), with projections and filters only, so reading it twice costs less than
+    caching it (again): Spark prunes the first read to a few columns."""
     try:
         root = df._jdf.queryExecution().optimizedPlan()
         if not root.deterministic():
