@@ -62,6 +62,12 @@ def _num_hashes(bit_size: int, num_entries: int) -> int:
     return math.ceil(math.log(2) * bit_size / num_entries)
 
 
+def filter_shape(num_entries: int, fpp: float) -> tuple[int, int]:
+    """(bits per row, hash rounds) of the filter Hudi creates for these settings."""
+    bits = _bit_size(num_entries, fpp)
+    return bits, _num_hashes(bits, num_entries)
+
+
 def _utf8_columns(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
     """Return (utf8 bytes, int64 offsets) of ``keys`` without a per-key Python loop.
 

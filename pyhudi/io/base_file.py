@@ -24,6 +24,7 @@ from pyhudi.index.bloom_filter import (
     MAX_KEY_FOOTER,
     MIN_KEY_FOOTER,
     BloomFilter,
+    filter_shape,
     read_footer_filter,
 )
 from pyhudi.storage import Storage
@@ -83,9 +84,8 @@ def extended_bloom(old_footer: Mapping[bytes, bytes] | None, new_keys: pa.Array 
         old = read_footer_filter(old_footer)
     except HudiError:
         return None  # a damaged filter is rebuilt from the keys
-    fresh = new_bloom(settings)
-    if old is None or (old.type_code, old.vector_size, old.num_hashes) != (
-            fresh.type_code, fresh.vector_size, fresh.num_hashes):
+    expected = (settings.bloom_type.upper(), *filter_shape(settings.bloom_num_entries, settings.bloom_fpp))
+    if old is None or (old.type_code, old.vector_size, old.num_hashes) != expected:
         return None
     old.set_max_entries(settings.bloom_max_entries)
     if len(new_keys):
@@ -97,7 +97,7 @@ def bloom_overhead(num_records: int, settings: ParquetSettings) -> int:
     """Bytes the footer's bloom filter adds for a file of `num_records` records (it is large: ~431 KB)."""
     if not settings.with_bloom:
         return 0
-    bits = math.ceil(-settings.bloom_num_entries * math.log(settings.bloom_fpp) / (math.log(2) ** 2))
+    bits = filter_shape(settings.bloom_num_entries, settings.bloom_fpp)[0]
     rows = 1 if num_records <= settings.bloom_num_entries or settings.bloom_type != "DYNAMIC_V0" else 2
     raw = 24 + rows * (13 + (bits + 7) // 8)
     return 4 * math.ceil(raw / 3)
