@@ -136,6 +136,15 @@ HEARTBEAT_INTERVAL_MS = declare("hoodie.client.heartbeat.interval_in_ms", "int",
 HEARTBEAT_TOLERABLE_MISSES = declare("hoodie.client.heartbeat.tolerable.misses", "int", 2,
                                      "Missed heartbeats before a writer is presumed dead.", Group.WRITE,
                                      validator=non_negative)
+SINGLE_TASK_MAX_BYTES = declare(
+    "hoodie.pyhudi.write.single.task.max.bytes", "int", 32 * MB,
+    "pyhudi only: an insert/upsert/delete into an existing table whose input Spark estimates at most this "
+    "many bytes runs as one Spark task (index lookup, bucket planning and handles together) instead of "
+    "several distributed jobs; 0 turns it off.", Group.WRITE, validator=non_negative)
+SINGLE_TASK_MAX_INDEX_FILES = declare(
+    "hoodie.pyhudi.write.single.task.max.index.files", "int", 256,
+    "pyhudi only: an upsert/delete takes the one-task path only if the index lookup reads at most this "
+    "many latest base files (the table's, across partitions).", Group.WRITE, validator=non_negative)
 
 # --------------------------------------------------------------------------- index
 INDEX_TYPE = declare("hoodie.index.type", "enum", "SIMPLE", "Index used to locate existing keys.", Group.INDEX,

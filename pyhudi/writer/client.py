@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
@@ -26,6 +27,7 @@ from pyhudi.config import keys as K
 from pyhudi.errors import (
     ClusteringUpdateConflictError,
     CommitConflictError,
+    HudiError,
     InvalidRecordError,
     TableNotFoundError,
     TimelineError,
@@ -50,6 +52,7 @@ from pyhudi.transaction.heartbeat import Heartbeat
 from pyhudi.transaction.lock import table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSystemView
+from pyhudi.writer import single_task
 from pyhudi.writer.bulk_insert import layout, run_bulk_task
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.handles import HandleContext, run_bucket_task
@@ -98,6 +101,11 @@ class WriteClient:
         self._known_completed = frozenset(i.timestamp for i in timeline.completed()) if timeline else frozenset()
         table_avro = table_schema(timeline, cfg.table) if timeline is not None else None
         batch = prepare_batch(df, cfg, None if replace_all else table_avro)
+        if timeline is not None and not replace_all and single_task.eligible(cfg, estimated_input_bytes(df)):
+            small = self._write_single_task(batch)
+            if small is not None:
+                self._inline_services()
+                return small
         keyed = batch.df
         level = _storage_level(cfg.storage_level)
         # bulk_insert is the big-load path: recomputing its input is cheaper than caching all of it
@@ -189,10 +197,7 @@ class WriteClient:
                 .collect())
         bad = sum(int(r["bad"] or 0) for r in rows)
         if bad:
-            fields = ",".join(self.config.table.record_key_fields)
-            raise InvalidRecordError(
-                f"{bad} record(s) have a null or empty record key (field(s) {fields}); every record needs a "
-                "key. Filter or fill them before writing. Nothing was written.")
+            raise self._bad_keys(bad)
         return {str(r[PARTITION_COL]): (int(r["n"]), int(r["d"] or 0)) for r in rows}
 
     # ------------------------------------------------------------------ the instant
@@ -209,25 +214,72 @@ class WriteClient:
         self._reject_updates_under_clustering(profile, view)
         self._check_update_targets_live(profile, view)
         plan = None if bulk else self._plan(profile, view, timeline)
+
+        def run(instant: str) -> list[WriteStat]:
+            if bulk:
+                return self._run_bulk(tagged, batch, instant) if profile.total_inserts else []
+            assert plan is not None
+            return self._run_handles(tagged, plan, batch, instant) if plan.num_buckets else []
+
+        def replaced() -> dict[str, list[str]]:
+            return self._replaced_file_ids(view, profile, replace_all)
+
+        return self._run_instant(timeline, action, requested_bytes, profile.to_inflight_bytes(), batch, run,
+                                 replaced if op.is_overwrite else None)
+
+    def _write_single_task(self, batch: PreparedBatch) -> WriteResult | None:
+        """The small-batch path (writer/single_task.py): one Spark task tags, plans and writes. None when
+        the table turns out not to suit it (no completed write yet, too many files for the index)."""
+        cfg = self.config
+        timeline = ActiveTimeline.load(self.storage)
+        lazy = (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses) if cfg.failed_writes_lazy else None
+        if rollback_failed_writes(self.storage, timeline, lazy):
+            timeline = timeline.reload()
+        view = build_view(self.storage, cfg.table, timeline)
+        if not view.committed_instants or (
+                cfg.operation.needs_tagging and single_task.index_files(view) > cfg.single_task_max_index_files):
+            return None
+        # The batch's one task may use a few of the cores Spark would otherwise spread it over.
+        threads = min(4, max(1, self.spark.sparkContext.defaultParallelism))
+        layout = single_task.table_layout(cfg, view, timeline, threads)
+        action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
+
+        def run(instant: str) -> list[WriteStat]:
+            ctx = self._handle_context(batch, instant, None, [], combine=cfg.combine_before_write)
+            rows = batch.df.coalesce(1).mapInArrow(
+                lambda it: single_task.run_single_task(ctx, layout, it), single_task.OUTPUT_SCHEMA).collect()
+            errors = [json.loads(r["payload"]) for r in rows if r["kind"] == "error"]
+            if errors:
+                raise _Rejected(self._task_error(errors[0]))
+            return [WriteStat.from_json(json.loads(r["payload"])) for r in rows]
+
+        inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
+        return self._run_instant(timeline, action, b"", inflight, batch, run, None)
+
+    def _run_instant(self, timeline: ActiveTimeline, action: Action, requested_bytes: bytes, inflight_bytes: bytes,
+                     batch: PreparedBatch, run: Callable[[str], list[WriteStat]],
+                     replaced: Callable[[], dict[str, list[str]]] | None) -> WriteResult:
+        """One write instant: requested -> inflight -> `run` writes files -> reconcile markers -> complete;
+        on failure the instant is rolled back (or, when nothing was written, withdrawn)."""
+        cfg = self.config
         requested, heartbeat = self._start_instant(timeline, action, requested_bytes)
         instant = requested.timestamp
         try:
-            timeline.transition_to_inflight(requested, profile.to_inflight_bytes())
-            if bulk:
-                stats = self._run_bulk(tagged, batch, instant) if profile.total_inserts else []
-            else:
-                assert plan is not None
-                stats = self._run_handles(tagged, plan, batch, instant) if plan.num_buckets else []
+            timeline.transition_to_inflight(requested, inflight_bytes)
+            stats = run(instant)
             self._reconcile_markers(instant, stats)
-            meta = CommitMetadata(operation_type=op.operation_type)
+            meta = CommitMetadata(operation_type=cfg.operation.operation_type)
             for s in stats:
                 meta.add(s)
             meta.extra_metadata = {"schema": S.to_json(batch.avro_schema), **cfg.extra_metadata}
-            if op.is_overwrite:
-                meta.partition_to_replace_file_ids = self._replaced_file_ids(view, profile, replace_all)
+            if replaced is not None:
+                meta.partition_to_replace_file_ids = replaced()
             self._complete(instant, action, meta, stats)
         except CommitConflictError:
             raise  # _complete already rolled this instant back
+        except _Rejected as rejected:
+            self._withdraw(instant, action)
+            raise rejected.error from None
         except BaseException:
             self._rollback_own(instant, action)
             raise
@@ -236,7 +288,31 @@ class WriteClient:
                 heartbeat.stop()
         delete_markers(self.storage, instant)
         log.info("completed %s %s: %d files written", action.value, instant, len(stats))
-        return WriteResult(instant, stats, op)
+        return WriteResult(instant, stats, cfg.operation)
+
+    def _withdraw(self, instant: str, action: Action) -> None:
+        """A write refused before it wrote any file leaves no trace, as if refused before it started
+        (the distributed path refuses before creating its instant). If markers exist after all (a task
+        attempt that wrote before the refusal), it is rolled back instead."""
+        if list_marked_files(self.storage, instant):
+            self._rollback_own(instant, action)
+            return
+        ActiveTimeline.load(self.storage).delete_pending(Instant(instant, action, State.INFLIGHT))
+        delete_markers(self.storage, instant)
+
+    def _task_error(self, error: dict[str, object]) -> HudiError:
+        if error.get("error") == single_task.ERR_BAD_KEYS:
+            return self._bad_keys(int(str(error["count"])))
+        if error.get("error") == single_task.ERR_CLUSTERING:
+            return _updates_under_clustering(int(str(error["count"])), str(error["partition"]),
+                                             str(error["file_id"]), str(error["clustering"]))
+        return HudiError(f"the write task refused the batch: {error}")
+
+    def _bad_keys(self, count: int) -> InvalidRecordError:
+        fields = ",".join(self.config.table.record_key_fields)
+        return InvalidRecordError(
+            f"{count} record(s) have a null or empty record key (field(s) {fields}); every record needs a "
+            "key. Filter or fill them before writing. Nothing was written.")
 
     def _clustering_service(self) -> None:
         from pyhudi.services.table_services import clustering_service
@@ -292,11 +368,7 @@ class WriteClient:
         hit = sorted((p, fid) for p, prof in profile.partitions.items() for fid in prof.updates if (p, fid) in pending)
         if hit:
             p, fid = hit[0]
-            raise ClusteringUpdateConflictError(
-                f"{len(hit)} file group(s) receiving updates are under pending clustering (e.g. {fid} in "
-                f"{p or 'the table root'}, clustering {pending[(p, fid)]}); nothing was written. Retry after the "
-                "clustering completes, or set hoodie.clustering.updates.strategy="
-                "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy")
+            raise _updates_under_clustering(len(hit), p, fid, pending[(p, fid)])
 
     def _start_instant(self, timeline: ActiveTimeline, action: Action,
                        content: bytes) -> tuple[Instant, Heartbeat | None]:
@@ -380,7 +452,7 @@ class WriteClient:
         return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
 
     def _handle_context(self, batch: PreparedBatch, instant: str, plan: BucketPlan | None,
-                        salts: list[int]) -> HandleContext:
+                        salts: list[int], combine: bool | None = None) -> HandleContext:
         cfg = self.config
         return HandleContext(
             base_uri=self.storage.base_uri, instant=instant, operation=cfg.operation,
@@ -391,7 +463,7 @@ class WriteClient:
             allow_duplicate_on_inserts=cfg.allow_duplicate_on_inserts, sizing=cfg.sizing,
             parquet=parquet_settings(cfg), buckets=tuple(plan.buckets) if plan else (), salts=tuple(salts),
             # bulk_insert deduplicates in Spark (layout) when asked; handles must not redo it per file.
-            combine=cfg.combine_before_write and plan is not None,
+            combine=(cfg.combine_before_write and plan is not None) if combine is None else combine,
         )
 
     def _reconcile_markers(self, instant: str, stats: list[WriteStat]) -> None:
@@ -414,6 +486,32 @@ class WriteClient:
             if ids:
                 out[part] = ids
         return out
+
+
+class _Rejected(Exception):
+    """A write task refused its batch before writing anything; `error` is what the user sees."""
+
+    def __init__(self, error: HudiError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _updates_under_clustering(count: int, partition: str, file_id: str, clustering: str
+                              ) -> ClusteringUpdateConflictError:
+    return ClusteringUpdateConflictError(
+        f"{count} file group(s) receiving updates are under pending clustering (e.g. {file_id} in "
+        f"{partition or 'the table root'}, clustering {clustering}); nothing was written. Retry after the "
+        "clustering completes, or set hoodie.clustering.updates.strategy="
+        "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy")
+
+
+def estimated_input_bytes(df: DataFrame) -> int | None:
+    """Spark's size estimate of the input (file sizes for a scan; Long.MaxValue when unknown)."""
+    try:
+        size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+        return int(size if isinstance(size, int) else size.toString())
+    except Exception:  # Spark Connect or an unexpected plan: treat as unknown
+        return None
 
 
 def _replacing_instants(view: FileSystemView) -> dict[tuple[str, str], str]:

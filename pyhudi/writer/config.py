@@ -113,6 +113,8 @@ class WriteConfig:
     services: ServicesConfig = field(default_factory=lambda: ServicesConfig())
     heartbeat_interval_ms: int = 60000
     heartbeat_tolerable_misses: int = 2
+    single_task_max_bytes: int = 32 * 1024 * 1024
+    single_task_max_index_files: int = 256
 
     @property
     def precombine_field(self) -> str | None:
@@ -242,6 +244,8 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         services=ServicesConfig.from_options(o),
         heartbeat_interval_ms=o.get(K.HEARTBEAT_INTERVAL_MS),
         heartbeat_tolerable_misses=o.get(K.HEARTBEAT_TOLERABLE_MISSES),
+        single_task_max_bytes=o.get(K.SINGLE_TASK_MAX_BYTES),
+        single_task_max_index_files=o.get(K.SINGLE_TASK_MAX_INDEX_FILES),
     )
 
 

@@ -304,8 +304,11 @@ def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming:
         fresh = ctx.file_schema.empty_table()
     carried = _carry_over(old, name)
     combined = pa.concat_tables([carried, fresh.cast(carried.schema)])
-    order = _merge_order(old.num_rows, deleted_old, replaced_old, len(idx[replaced_old]), len(new_inserts))
-    out = combined.take(pa.array(order, type=pa.int64()))
+    if deleted_old.any() or replaced_old.any():
+        order = _merge_order(old.num_rows, deleted_old, replaced_old, len(idx[replaced_old]), len(new_inserts))
+        out = combined.take(pa.array(order, type=pa.int64()))
+    else:  # a top-up: old rows as they were, then the inserts; no copy needed
+        out = combined
     bloom = extended_bloom(old_footer, incoming.column(RECORD_KEY).take(pa.array(new_inserts, type=pa.int64())),
                            ctx.parquet)
     create_marker(storage, ctx.instant, bucket.partition, name, "MERGE")

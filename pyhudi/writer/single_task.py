@@ -1,0 +1,316 @@
+"""The small-batch write: index lookup, bucket planning and the write handles in one Spark task.
+
+A distributed write costs a fixed set of Spark jobs per batch (a count job, the index lookup and
+profile, the write job with its shuffle), which dominates when the batch is small: a streaming
+micro-batch of a few MB. When the batch is small enough for one task (Spark's size estimate of the
+input at most `hoodie.pyhudi.write.single.task.max.bytes`) and the table already exists, the driver
+ships the table's file layout (latest base files, small-file candidates, log targets: metadata only)
+to a single task, which does what the distributed path does in the same order and with the same
+code: tag with the keys stored in the latest base files (SIMPLE/BLOOM semantics), profile, plan
+buckets with the UpsertPartitioner, and run the create/merge/append handles, one bucket after the
+other. Only write stats (or a reason to fail) leave the task. The data never passes through the
+driver.
+
+What the one task cannot know in advance, the driver checks afterwards (conflicts at commit time), or
+the task reports as an `error` row before it writes anything (null keys, updates to file groups under
+pending clustering); the driver turns those into the same exceptions the distributed path raises.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.io.base_file import read_parquet
+from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.model.file_names import write_token
+from pyhudi.model.write_stat import WriteStat
+from pyhudi.storage import Storage
+from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.view.file_system_view import FileSystemView
+from pyhudi.writer.config import WriteConfig
+from pyhudi.writer.handles import DELETE_FLAG, IS_UPDATE, HandleContext, create_handle, merge_handle
+from pyhudi.writer.operation import WriteOperation
+from pyhudi.writer.partition_meta import ensure_partition_metadata
+from pyhudi.writer.partitioner import (
+    Bucket,
+    BucketKind,
+    BucketPlan,
+    LogTarget,
+    MergeOnRead,
+    SmallFile,
+    plan_buckets,
+)
+from pyhudi.writer.prepare import BAD_KEY
+from pyhudi.writer.profile import WorkloadProfile
+from pyhudi.writer.record_size import average_record_size
+from pyhudi.writer.small_files import cow_small_files, mor_small_files
+
+OUTPUT_SCHEMA = "kind string, payload string"
+_OUT = pa.schema([("kind", pa.string()), ("payload", pa.string())])
+ERR_BAD_KEYS = "bad_keys"
+ERR_CLUSTERING = "updates_under_clustering"
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A latest base file the index reads keys from, and its file group's slice instant."""
+
+    file_id: str
+    base_instant: str
+    path: str
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """What the task needs to know about the table: metadata only, built on the driver from one view."""
+
+    base_files: dict[str, tuple[StoredFile, ...]]  # partition -> latest base files (index lookup)
+    small_files: dict[str, list[SmallFile]]  # partition -> small-file candidates
+    log_targets: dict[tuple[str, str], LogTarget]  # MOR: every live group's next log file
+    pending_clustering: dict[tuple[str, str], str]  # (partition, fileId) -> clustering instant
+    average_record_size: int
+    tag: bool  # the operation looks up existing keys (upsert, delete)
+    reject_updates_under_clustering: bool
+    mor: bool
+    handle_threads: int = 1  # bucket handles run at once (the executor's cores the batch may use)
+
+
+def run_single_task(ctx: HandleContext, layout: TableLayout, batches: Iterator[pa.RecordBatch]
+                    ) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over the whole batch (one input partition): emits ("stat", json) rows, or one
+    ("error", json) row and nothing written."""
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    records = pa.Table.from_batches(collected)
+    storage = Storage(ctx.base_uri)
+    outcome = write_batch(ctx, layout, storage, records, _task_token)
+    kinds = ["error" if isinstance(o, dict) else "stat" for o in outcome]
+    payloads = [json.dumps(o if isinstance(o, dict) else o.to_json()) for o in outcome]
+    yield pa.RecordBatch.from_pydict({"kind": kinds, "payload": payloads}, schema=_OUT)
+
+
+def _task_token(bucket_number: int) -> str:
+    from pyspark import TaskContext
+
+    tc = TaskContext.get()
+    assert tc is not None
+    return write_token(bucket_number, tc.stageId(), tc.taskAttemptId())
+
+
+def write_batch(ctx: HandleContext, layout: TableLayout, storage: Storage, records: pa.Table,
+                token_for) -> list[WriteStat | dict[str, object]]:  # type: ignore[no-untyped-def]
+    """Tag, profile, plan and write `records`; returns write stats, or a single error dict."""
+    bad = int(pc.sum(records.column(BAD_KEY).cast(pa.int64())).as_py() or 0)
+    if bad:
+        return [{"error": ERR_BAD_KEYS, "count": bad}]
+    records = records.drop_columns([BAD_KEY])
+    deletes = _flag(records, DELETE_FLAG)
+    if layout.tag:
+        file_ids, instants = _locate(storage, layout, records)
+        located = ~pc.is_null(file_ids).to_numpy(zero_copy_only=False)
+        keep = located | ~deletes  # deletes of keys the table does not have are no-ops
+    else:
+        file_ids = instants = pa.nulls(records.num_rows, pa.string())
+        located = np.zeros(records.num_rows, dtype=bool)
+        keep = ~deletes
+    records = records.filter(pa.array(keep))
+    file_ids, instants, located = file_ids.filter(pa.array(keep)), instants.filter(pa.array(keep)), located[keep]
+    profile = _profile(ctx.operation, records, file_ids, instants, located)
+    conflict = _clustering_conflict(layout, profile)
+    if conflict is not None:
+        return [conflict]
+    plan = _plan(ctx, layout, profile)
+    if not plan.num_buckets:
+        return []
+    records = records.append_column(IS_UPDATE, pa.array(located))
+    return _run_buckets(ctx, storage, plan, records, _route(plan, records, file_ids, located), token_for,
+                        layout.handle_threads)
+
+
+def _flag(records: pa.Table, column: str) -> np.ndarray:
+    return np.asarray(records.column(column).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _locate(storage: Storage, layout: TableLayout, records: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """(fileId, base instant) of every record whose key is stored in its partition's latest base files
+    (null otherwise): the SIMPLE index, reading only the record-key column of each file."""
+    n = records.num_rows
+    fids = np.full(n, None, dtype=object)
+    insts = np.full(n, None, dtype=object)
+    parts = records.column(PARTITION_COL).combine_chunks()
+    keys = records.column(RECORD_KEY_COL).combine_chunks()
+    for part in pc.unique(parts).to_pylist():
+        stored = layout.base_files.get(part, ())
+        if not stored:
+            continue
+        rows = np.nonzero(pc.equal(parts, part).to_numpy(zero_copy_only=False))[0]
+        part_keys = keys.take(pa.array(rows))
+        file_keys = [stored_keys(storage, sf.path) for sf in stored]
+        # One probe of every stored key against the batch's keys, then map the few hits back.
+        owner = np.repeat(np.arange(len(stored)), [len(k) for k in file_keys])
+        all_keys = pa.chunked_array(file_keys, pa.string())
+        hit = np.nonzero(pc.is_in(all_keys, value_set=part_keys).to_numpy(zero_copy_only=False))[0]
+        if not len(hit):
+            continue
+        found = all_keys.take(pa.array(hit)).combine_chunks()
+        where = pc.index_in(part_keys, value_set=found).to_numpy(zero_copy_only=False)
+        located = ~np.isnan(where.astype(float))
+        src = owner[hit[where[located].astype(np.int64)]]
+        fids[rows[located]] = np.array([stored[i].file_id for i in range(len(stored))], dtype=object)[src]
+        insts[rows[located]] = np.array([stored[i].base_instant for i in range(len(stored))], dtype=object)[src]
+    return pa.array(fids, pa.string()), pa.array(insts, pa.string())
+
+
+# Record keys of base files, per worker process: base files never change once written, so a Python
+# worker that Spark reuses for the next micro-batch reads only the files written since.
+_KEY_CACHE: OrderedDict[str, pa.Array] = OrderedDict()
+_KEY_CACHE_MAX_BYTES = 256 * 1024 * 1024
+
+
+def stored_keys(storage: Storage, path: str) -> pa.Array:
+    uri = storage.uri(path)
+    cached = _KEY_CACHE.get(uri)
+    if cached is not None:
+        _KEY_CACHE.move_to_end(uri)
+        return cached
+    keys = read_parquet(storage, path, columns=["_hoodie_record_key"]).column(0).combine_chunks()
+    _KEY_CACHE[uri] = keys
+    total = sum(k.nbytes for k in _KEY_CACHE.values())
+    while total > _KEY_CACHE_MAX_BYTES and len(_KEY_CACHE) > 1:
+        _, dropped = _KEY_CACHE.popitem(last=False)
+        total -= dropped.nbytes
+    return keys
+
+
+def _profile(op: WriteOperation, records: pa.Table, file_ids: pa.Array, instants: pa.Array,
+             located: np.ndarray) -> WorkloadProfile:
+    profile = WorkloadProfile(operation_type=op.operation_type)
+    counts = pa.table({"p": records.column(PARTITION_COL), "f": file_ids, "i": instants}) \
+        .group_by(["p", "f", "i"], use_threads=False).aggregate([([], "count_all")])
+    for part, fid, inst, n in zip(*(counts.column(c).to_pylist() for c in ("p", "f", "i", "count_all"))):
+        prof = profile.partition(part)
+        if fid is None:
+            prof.num_inserts += n
+        else:
+            base, count = prof.updates.get(fid, (inst, 0))
+            prof.updates[fid] = (base, count + n)
+    return profile
+
+
+def _clustering_conflict(layout: TableLayout, profile: WorkloadProfile) -> dict[str, object] | None:
+    """Hudi's SparkRejectUpdateStrategy, checked before anything is written."""
+    if not layout.reject_updates_under_clustering:
+        return None
+    hit = sorted((p, fid) for p, prof in profile.partitions.items() for fid in prof.updates
+                 if (p, fid) in layout.pending_clustering)
+    if not hit:
+        return None
+    part, fid = hit[0]
+    return {"error": ERR_CLUSTERING, "count": len(hit), "partition": part, "file_id": fid,
+            "clustering": layout.pending_clustering[(part, fid)]}
+
+
+def _plan(ctx: HandleContext, layout: TableLayout, profile: WorkloadProfile) -> BucketPlan:
+    base_files: dict[tuple[str, str], str | None] = {
+        (p, sf.file_id): sf.path for p, files in layout.base_files.items() for sf in files}
+    small = {p: files for p, files in layout.small_files.items()
+             if p in profile.partitions and profile.partitions[p].num_inserts > 0}
+    mor = MergeOnRead(False, layout.log_targets) if layout.mor else None
+    return plan_buckets(profile, small, base_files, ctx.sizing, layout.average_record_size, mor)
+
+
+def _route(plan: BucketPlan, records: pa.Table, file_ids: pa.Array, located: np.ndarray) -> np.ndarray:
+    """The bucket of every record, as the distributed path's router assigns it."""
+    parts = records.column(PARTITION_COL).to_pylist()
+    keys = records.column(RECORD_KEY_COL).to_pylist()
+    fids = file_ids.to_pylist()
+    out = np.empty(records.num_rows, dtype=np.int64)
+    for i in np.nonzero(located)[0]:
+        out[i] = plan.update_buckets[(parts[i], fids[i])]
+    for i in np.nonzero(~located)[0]:
+        out[i] = plan.bucket_for_insert(parts[i], keys[i])
+    return out
+
+
+def _run_buckets(ctx: HandleContext, storage: Storage, plan: BucketPlan, records: pa.Table, routes: np.ndarray,
+                 token_for, threads: int) -> list[WriteStat | dict[str, object]]:  # type: ignore[no-untyped-def]
+    """Run every bucket's handle. Handles of different buckets touch different files, and pyarrow's
+    parquet encoding releases the GIL, so up to `threads` of them run at once: a small batch has the
+    executor to itself, and a COW upsert rewrites several files."""
+    ctx = replace(ctx, buckets=tuple(plan.buckets), salts=())
+    order = np.argsort(routes, kind="stable")
+    bounds = np.searchsorted(routes[order], np.arange(plan.num_buckets + 1))
+    work = [(b, order[bounds[b.number]:bounds[b.number + 1]]) for b in plan.buckets]
+    work = [(b, rows) for b, rows in work if len(rows)]
+
+    def run(item: tuple[Bucket, np.ndarray]) -> list[WriteStat]:
+        bucket, rows = item
+        return _run_bucket(ctx, storage, bucket, records.take(pa.array(rows)), token_for(bucket.number))
+
+    workers = max(1, min(threads, len(work), os.cpu_count() or 1))
+    if workers == 1:
+        results = [run(item) for item in work]
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            results = list(pool.map(run, work))
+    return [s for stats in results for s in stats]
+
+
+def _run_bucket(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table,
+                token: str) -> list[WriteStat]:
+    ensure_partition_metadata(storage, bucket.partition, ctx.instant)
+    if bucket.kind is BucketKind.UPDATE:
+        return [merge_handle(ctx, storage, bucket, records, token, bucket.number)]
+    if bucket.writes_logs:
+        from pyhudi.writer.append_handle import append_handle
+
+        return append_handle(ctx, storage, bucket, records, token, bucket.number)
+    stats, _ = create_handle(ctx, storage, bucket, records, token, bucket.number)
+    return stats
+
+
+# --------------------------------------------------------------------------- driver side
+def table_layout(cfg: WriteConfig, view: FileSystemView, timeline: ActiveTimeline, threads: int) -> TableLayout:
+    """The table's layout for one small-batch write, from the view the write commits against."""
+    parts = view.partition_paths
+    base_files = {p: tuple(StoredFile(bf.file_id, bf.instant, bf.path) for bf in view.latest_base_files(p))
+                  for p in parts} if cfg.operation.needs_tagging else {}
+    if not cfg.operation.uses_small_files:
+        small: dict[str, list[SmallFile]] = {}
+    elif cfg.table.is_mor:
+        small = mor_small_files(view, timeline, parts, cfg.sizing, False)
+    else:
+        small = cow_small_files(view, timeline, parts, cfg.sizing)
+    log_targets = {(p, g.file_id): LogTarget(*view.log_target(p, g.file_id))
+                   for p in parts for g in view.live_groups(p)} if cfg.table.is_mor else {}
+    return TableLayout(
+        base_files=base_files, small_files=small, log_targets=log_targets,
+        pending_clustering=view.pending_clustering_file_ids(),
+        average_record_size=average_record_size(timeline, cfg.sizing), tag=cfg.operation.needs_tagging,
+        reject_updates_under_clustering=cfg.clustering.reject_updates, mor=cfg.table.is_mor,
+        handle_threads=threads)
+
+
+def index_files(view: FileSystemView) -> int:
+    """How many base files a single task's index lookup may have to read (all partitions' latest)."""
+    return sum(len(view.latest_base_files(p)) for p in view.partition_paths)
+
+
+def eligible(cfg: WriteConfig, estimated_input_bytes: int | None) -> bool:
+    """Whether a write may take the one-task path, before looking at the table's files."""
+    if cfg.operation not in (WriteOperation.INSERT, WriteOperation.UPSERT, WriteOperation.DELETE):
+        return False
+    if cfg.index.type not in ("SIMPLE", "BLOOM"):  # global, bucket and log-aware indexes: distributed
+        return False
+    limit = cfg.single_task_max_bytes
+    return limit > 0 and estimated_input_bytes is not None and estimated_input_bytes <= limit
