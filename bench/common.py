@@ -610,9 +610,11 @@ WRITE_PHASES = [
     ("pyhudi.writer.client", "tag_and_profile", "index+profile"),
     ("pyhudi.writer.client", "WriteClient._run_handles", "write files"),
     ("pyhudi.writer.client", "WriteClient._run_bulk", "write files"),
+    ("pyhudi.writer.client", "WriteClient._run_single_task", "one-task write"),
 ]
 """Phases of `pyhudi.write` (writer/client.py): one Spark aggregation for counts, the index lookup
-plus workload profile, and the job that routes records and runs the write handles. The rest of a
+plus workload profile, and the job that routes records and runs the write handles; or, for a small
+batch into an existing table, the one Spark job that does all of it in one task. The rest of a
 write (schema checks, file listing, planning, timeline transitions, commit) is `other`."""
 
 
@@ -626,6 +628,7 @@ WRITE_STEPS = [
     ("pyhudi.writer.client", "WriteClient._start_instant", "instant"),
     ("pyhudi.writer.client", "WriteClient._run_handles", "write files"),
     ("pyhudi.writer.client", "WriteClient._run_bulk", "write files"),
+    ("pyhudi.writer.client", "WriteClient._run_single_task", "one-task write"),
     ("pyhudi.writer.client", "WriteClient._reconcile_markers", "markers"),
     ("pyhudi.writer.client", "WriteClient._complete", "commit"),
     ("pyhudi.writer.client", "WriteClient._clustering_service", "clustering"),

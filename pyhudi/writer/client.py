@@ -77,6 +77,7 @@ log = logging.getLogger(__name__)
 LOC_FILE_ID = simple_index.LOC_FILE_ID
 LOC_INSTANT = simple_index.LOC_INSTANT
 SALT = "_pyhudi_salt"
+UNKNOWN_SIZE = (1 << 63) - 1  # Spark's sizeInBytes when it cannot estimate (spark.sql.defaultSizeInBytes)
 
 
 @dataclass
@@ -101,11 +102,15 @@ class WriteClient:
         self._known_completed = frozenset(i.timestamp for i in timeline.completed()) if timeline else frozenset()
         table_avro = table_schema(timeline, cfg.table) if timeline is not None else None
         batch = prepare_batch(df, cfg, None if replace_all else table_avro)
-        if timeline is not None and not replace_all and single_task.eligible(cfg, estimated_input_bytes(df)):
-            small = self._write_single_task(batch)
+        one_task = timeline is not None and not replace_all and single_task.eligible_operation(cfg)
+        estimate = estimated_input_bytes(df) if one_task else None
+        if one_task and estimate is not None and estimate <= cfg.single_task_max_bytes:
+            small = self._write_single_task(batch, batch.df)
             if small is not None:
                 self._inline_services()
                 return small
+        # Spark cannot size some inputs (an RDD, a streaming source): the counts tell.
+        one_task = one_task and (estimate is None or estimate >= UNKNOWN_SIZE)
         keyed = batch.df
         level = _storage_level(cfg.storage_level)
         # bulk_insert is the big-load path: recomputing its input is cheaper than caching all of it
@@ -119,9 +124,25 @@ class WriteClient:
             not cfg.options.is_set(K.TAGGED_STORAGE_LEVEL) and cheap_to_recompute(df)) else level
         if keyed_level is not None:
             keyed = keyed.persist(keyed_level)  # read by the count job, then by tagging or the write
-        tagged = keyed
+        result: WriteResult | None = None
         try:
             counts = self._partition_counts(keyed)
+            if one_task and timeline is not None and single_task.fits(cfg, timeline, counts):
+                result = self._write_single_task(batch, keyed)
+            if result is None:
+                result = self._write_distributed(batch, keyed, counts, timeline, level, keyed_level, replace_all)
+        finally:
+            if keyed_level is not None:
+                keyed.unpersist()
+        self._inline_services()
+        return result
+
+    def _write_distributed(self, batch: PreparedBatch, keyed: DataFrame, counts: dict[str, tuple[int, int]],
+                           timeline: ActiveTimeline | None, level: StorageLevel | None,
+                           keyed_level: StorageLevel | None, replace_all: bool) -> WriteResult:
+        cfg = self.config
+        tagged = keyed
+        try:
             view = build_view(self.storage, cfg.table, timeline) if timeline is not None else None
             tagged, profile = tag_and_profile(self.spark, self.storage, cfg, keyed, counts, view, level)
             if keyed_level is not None and tagged.is_cached and tagged is not keyed:
@@ -132,14 +153,10 @@ class WriteClient:
             if rollback_failed_writes(self.storage, timeline, lazy):
                 timeline = timeline.reload()
             view = build_view(self.storage, cfg.table, timeline)
-            result = self._commit_write(tagged, profile, batch, timeline, view, replace_all)
+            return self._commit_write(tagged, profile, batch, timeline, view, replace_all)
         finally:
             if level is not None:
                 tagged.unpersist()
-            if keyed_level is not None:
-                keyed.unpersist()
-        self._inline_services()
-        return result
 
     def _inline_services(self) -> None:
         """Table services the writer runs after its commit: clustering, compaction, the cleaner, then
@@ -227,7 +244,7 @@ class WriteClient:
         return self._run_instant(timeline, action, requested_bytes, profile.to_inflight_bytes(), batch, run,
                                  replaced if op.is_overwrite else None)
 
-    def _write_single_task(self, batch: PreparedBatch) -> WriteResult | None:
+    def _write_single_task(self, batch: PreparedBatch, records: DataFrame) -> WriteResult | None:
         """The small-batch path (writer/single_task.py): one Spark task tags, plans and writes. None when
         the table turns out not to suit it (no completed write yet, too many files for the index)."""
         cfg = self.config
@@ -245,16 +262,21 @@ class WriteClient:
         action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
 
         def run(instant: str) -> list[WriteStat]:
-            ctx = self._handle_context(batch, instant, None, [], combine=cfg.combine_before_write)
-            rows = batch.df.coalesce(1).mapInArrow(
-                lambda it: single_task.run_single_task(ctx, layout, it), single_task.OUTPUT_SCHEMA).collect()
-            errors = [json.loads(r["payload"]) for r in rows if r["kind"] == "error"]
-            if errors:
-                raise _Rejected(self._task_error(errors[0]))
-            return [WriteStat.from_json(json.loads(r["payload"])) for r in rows]
+            log.info("%s %s: tagging, planning and writing the batch in one task", action.value, instant)
+            return self._run_single_task(records, batch, layout, instant)
 
         inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
         return self._run_instant(timeline, action, b"", inflight, batch, run, None)
+
+    def _run_single_task(self, records: DataFrame, batch: PreparedBatch, layout: single_task.TableLayout,
+                         instant: str) -> list[WriteStat]:
+        ctx = self._handle_context(batch, instant, None, [], combine=self.config.combine_before_write)
+        rows = records.coalesce(1).mapInArrow(
+            lambda it: single_task.run_single_task(ctx, layout, it), single_task.OUTPUT_SCHEMA).collect()
+        errors = [json.loads(r["payload"]) for r in rows if r["kind"] == "error"]
+        if errors:
+            raise _Rejected(self._task_error(errors[0]))
+        return [WriteStat.from_json(json.loads(r["payload"])) for r in rows]
 
     def _run_instant(self, timeline: ActiveTimeline, action: Action, requested_bytes: bytes, inflight_bytes: bytes,
                      batch: PreparedBatch, run: Callable[[str], list[WriteStat]],

@@ -69,6 +69,8 @@ def _check_precombine(config: WriteConfig, schema: StructType) -> None:
 
 def _conformed(df: DataFrame, target: StructType) -> list[Column]:
     """Select the target schema from the batch: casts for widened atomic types, nulls for missing columns."""
+    if [(f.name, f.dataType) for f in df.schema.fields] == [(f.name, f.dataType) for f in target.fields]:
+        return [F.col("*")]  # the batch is already in the table's layout: one JVM call, not one per column
     have = {f.name: f for f in df.schema.fields}
     cols = []
     for f in target.fields:

@@ -306,11 +306,17 @@ def index_files(view: FileSystemView) -> int:
     return sum(len(view.latest_base_files(p)) for p in view.partition_paths)
 
 
-def eligible(cfg: WriteConfig, estimated_input_bytes: int | None) -> bool:
-    """Whether a write may take the one-task path, before looking at the table's files."""
+def eligible_operation(cfg: WriteConfig) -> bool:
+    """Whether a write's operation and index allow the one-task path at all."""
+    if cfg.single_task_max_bytes <= 0:
+        return False
     if cfg.operation not in (WriteOperation.INSERT, WriteOperation.UPSERT, WriteOperation.DELETE):
         return False
-    if cfg.index.type not in ("SIMPLE", "BLOOM"):  # global, bucket and log-aware indexes: distributed
-        return False
-    limit = cfg.single_task_max_bytes
-    return limit > 0 and estimated_input_bytes is not None and estimated_input_bytes <= limit
+    return cfg.index.type in ("SIMPLE", "BLOOM")  # global, bucket and log-aware indexes: distributed
+
+
+def fits(cfg: WriteConfig, timeline: ActiveTimeline, counts: dict[str, tuple[int, int]]) -> bool:
+    """For an input Spark could not size: its rows at the table's average record size (parquet bytes,
+    like Spark's estimate of a file scan) within the one-task limit."""
+    rows = sum(n for n, _ in counts.values())
+    return rows * average_record_size(timeline, cfg.sizing) <= cfg.single_task_max_bytes

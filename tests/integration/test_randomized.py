@@ -136,7 +136,7 @@ def _incremental(spark, path: str, begin: str, end: str):
                                      "hoodie.datasource.read.end.instanttime": end}).toArrow()
 
 
-def _run(spark, tmp_path, index: str, steps: int, seed: int) -> None:
+def _run(spark, tmp_path, index: str, steps: int, seed: int, extra: dict[str, str] | None = None) -> None:
     rng = random.Random(seed)
     path = str(tmp_path / f"rand_{index}")
     options = {
@@ -144,7 +144,7 @@ def _run(spark, tmp_path, index: str, steps: int, seed: int) -> None:
         "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
         "hoodie.index.type": index, "hoodie.parquet.max.file.size": str(160 * 1024),
         "hoodie.parquet.small.file.limit": str(120 * 1024), "hoodie.index.bloom.num_entries": "1000",
-        "hoodie.record.size.estimation.threshold": "0.1",
+        "hoodie.record.size.estimation.threshold": "0.1", **(extra or {}),
     }
     model = Model()
     next_id = [0]
@@ -182,6 +182,11 @@ def _run(spark, tmp_path, index: str, steps: int, seed: int) -> None:
 
 def test_randomized_simple_index(spark, tmp_path):
     _run(spark, tmp_path, "SIMPLE", steps=30, seed=7)
+
+
+def test_randomized_simple_index_distributed_path(spark, tmp_path):
+    """The same workload with the one-task path for small batches turned off (every write distributed)."""
+    _run(spark, tmp_path, "SIMPLE", steps=16, seed=7, extra={"hoodie.pyhudi.write.single.task.max.bytes": "0"})
 
 
 def test_randomized_bloom_index(spark, tmp_path):
