@@ -621,7 +621,8 @@ meta columns, {fmt_bytes(u['batches'][0]['update_input_bytes'])} per batch):
 
 Where an upsert's time goes (median seconds per phase of `pyhudi.write`, measured by wrapping
 `writer/client.py`'s steps; `count` = the per-partition count aggregation, `index+profile` = index lookup
-and workload profile, `write files` = routing, shuffle and the write handles, `other` = schema checks,
+and workload profile, `write files` = routing, shuffle and the write handles, `one-task write` = all of those
+in one Spark task (a batch within `hoodie.pyhudi.write.single.task.max.bytes`), `other` = schema checks,
 listing, planning, timeline and commit; Spark jobs/stages/tasks of the last batch):
 
 {format_table(ph, prow, markdown=True)}

@@ -190,35 +190,38 @@ def _jobs(r: dict[str, Any], key: str, phase: str) -> str:
     return f"{sj['jobs']:g} Spark jobs" if sj else "? Spark jobs"
 
 
+def _per_batch(ingest: dict[str, Any]) -> float:
+    return float(ingest.get("bytes_written", 0)) / max(1, int(ingest.get("batches", 1)))
+
+
 def limit_insert(r: dict[str, Any]) -> str:
     s, prof = r["systems"], r["profile"]["cow"]["insert"]
-    return (f"A small insert batch costs pyhudi a fixed number of Spark jobs, not bytes: median "
-            f"{s['cow']['ingest']['insert']['median_seconds']:.2f} s per batch ({_jobs(r, 'cow', 'insert')}: "
-            f"{_steps(prof)}) against {s['spark']['ingest']['insert']['median_seconds']:.2f} s for the append "
-            f"({_jobs(r, 'spark', 'insert')}, one read-and-write stage). `count` is a separate aggregation over "
-            "the batch (rows per partition, the null-key check; a plain file source is re-read, not cached); "
-            "`write files` rewrites the small file it tops up (COW auto-sizing), routes "
-            "every record through an Arrow UDF, shuffles, and runs the Python write handles. What would remove "
-            "most of it: take the counts from the write job (or skip them when the batch has one partition), "
-            "route in the JVM instead of an Arrow UDF round trip, and avoid the extra jobs AQE adds per shuffle; "
-            "the append's own time is the floor.")
+    cow, sp = s["cow"]["ingest"]["insert"], s["spark"]["ingest"]["insert"]
+    return (f"A small insert batch into an existing table is one Spark job whose one task tags, plans and writes "
+            f"(`hoodie.pyhudi.write.single.task.max.bytes`): median {cow['median_seconds']:.2f} s per batch "
+            f"({_jobs(r, 'cow', 'insert')}: {_steps(prof)}) against {sp['median_seconds']:.2f} s for the append "
+            f"({_jobs(r, 'spark', 'insert')}, one read-and-write stage). The task writes "
+            f"{_fmt_mb(_per_batch(cow))} per batch against the append's {_fmt_mb(_per_batch(sp))}: COW auto-sizing "
+            "tops up the open small file by rewriting it whole (Hudi's design), and every row crosses from the JVM "
+            "to a Python worker as Arrow, which alone costs about as much as the append's whole job on this "
+            "machine. What would remove the rest: a top-up that copies the old file's row groups as they are "
+            "instead of decoding and re-encoding them, and handing file inputs to the worker as Arrow without "
+            "the JVM's row format.")
 
 
 def limit_upsert(r: dict[str, Any]) -> str:
     s, prof = r["systems"], r["profile"]["cow"]["upsert"]
     cow_up = s["cow"]["ingest"]["upsert"]
-    per_batch = cow_up["bytes_written"] / max(1, cow_up["batches"])
     mor = s.get("mor", {}).get("ingest", {}).get("upsert", {})
-    mor_txt = (f" MOR does not help here ({mor['ratio_vs_spark']:.1f}x the append): its updates go to log "
-               "files, but it pays the same index lookup." if mor else "")
-    return (f"Per upsert batch pyhudi spends {_steps(prof)} ({_jobs(r, 'cow', 'upsert')}). The SIMPLE index "
-            "reads every record key stored in the partition (streamed past the broadcast batch keys, no shuffle), "
-            "so its cost grows with the table "
-            f"({r['input']['final_keys']:,} keys at the end), and copy-on-write rewrites each file an update "
-            f"touches ({_fmt_mb(per_batch)} written per batch for a {_fmt_mb(r['input']['staged_bytes_per_batch'])} "
-            f"batch).{mor_txt} What would remove it: an index that does not read every key per batch (Hudi's "
-            "record-level or bucket index; bloom pruning cannot narrow random UUID keys by range), and fewer "
-            "Spark jobs per batch as for inserts.")
+    mor_txt = (f" MOR ({mor['ratio_vs_spark']:.1f}x the append) writes its updates to log files instead of "
+               f"rewriting base files ({_fmt_mb(_per_batch(mor))} per batch)." if mor else "")
+    return (f"Per upsert batch pyhudi spends {_steps(prof)} ({_jobs(r, 'cow', 'upsert')}). In its one task the "
+            "SIMPLE index reads the key column of every latest base file of the partition (cached per Python "
+            "worker, since base files never change, so only new files are read), and copy-on-write rewrites "
+            f"each file an update touches ({_fmt_mb(_per_batch(cow_up))} written per batch for a "
+            f"{_fmt_mb(r['input']['staged_bytes_per_batch'])} batch); the append baseline writes the batch once "
+            f"and updates nothing.{mor_txt} What would remove it: fewer files touched per update batch (updates "
+            "concentrated in recent files, or MOR with compaction), and the insert limits above.")
 
 
 def limit_sizing(r: dict[str, Any]) -> str:
@@ -255,8 +258,9 @@ def limit_end_to_end(r: dict[str, Any]) -> str:
             f"{s['delta']['ingest']['insert']['median_seconds']:.2f} s per insert, "
             f"{s['delta']['ingest']['upsert']['median_seconds']:.2f} s per merge) - faster than even the plain "
             f"Spark append ({s['spark']['ingest']['insert']['median_seconds']:.2f} s). pyhudi runs every batch "
-            "as Spark jobs, so its floor is Spark's per-job scheduling; closing the gap would need a path that "
-            "writes small batches without Spark jobs, not tuning. The insert and upsert limits above add to it.")
+            "as at least one Spark job (one task for a small batch), so its floor is Spark's per-job cost, which "
+            "the append pays too; closing the gap would need a path that writes small batches without Spark, "
+            "not tuning. The insert and upsert limits above add to it.")
 
 
 def limit_load(r: dict[str, Any]) -> str:

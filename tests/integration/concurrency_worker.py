@@ -188,7 +188,14 @@ def run_ingest(spark: Any, spec: dict[str, Any]) -> None:
     for r, rnd in enumerate(spec["rounds"]):
         wait_for(rnd.get("wait_for", []))
         rows = ingest_rows(spec["rows"], r)
-        df = gated(spark.createDataFrame(rows, INGEST_SCHEMA, verifySchema=False), rnd.get("gate"))
+        if spec.get("local_input"):  # a pandas batch: Spark knows its size (a LocalRelation)
+            import pandas as pd
+
+            names = [f.split()[0] for f in INGEST_SCHEMA.split(",")]
+            source = spark.createDataFrame(pd.DataFrame(rows, columns=names), INGEST_SCHEMA)
+        else:
+            source = spark.createDataFrame(rows, INGEST_SCHEMA, verifySchema=False)
+        df = gated(source, rnd.get("gate"))
         started = time.time()
         event: dict[str, Any] = {"event": "round", "round": r, "rows": len(rows), "started": started}
         try:

@@ -23,6 +23,11 @@ W2 (held)       B's clustering is inflight (plan fixed) for the whole of A's rou
                 allow  -> round 4 commits, the clustering fails its commit check and is rolled back.
 W3 (mid-write)  A's round 6 has loaded its timeline (and holds in its input) when B clusters and
                 commits; round 6 then must fail cleanly (CommitConflictError, rolled back).
+
+The reject run feeds A's batches as local (pandas) DataFrames, which Spark can size, so every round
+after the first takes the one-task path (writer/single_task.py) and the gates fire inside that task,
+after its table layout was fixed. The allow run feeds Python rows with the one-task path off, so its
+rounds take the distributed path (count, tag, write jobs) and the gates fire in the count job.
 free            B clusters at the start of rounds 8, 11, 14 and in the middle of rounds 9, 12, 15
                 while A keeps writing.
 
@@ -194,12 +199,14 @@ def error_line(e: dict[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- ingestion vs clustering
 class ClusteringRun:
-    def __init__(self, root: pathlib.Path, strategy: str) -> None:
+    def __init__(self, root: pathlib.Path, strategy: str, one_task: bool) -> None:
         self.strategy = strategy
         self.path = str(root / "table")
         self.coord = root / "coord"
         self.coord.mkdir(parents=True)
         self.options = {**opts("conc"), **SIZES, "hoodie.clustering.updates.strategy": strategy}
+        if not one_task:
+            self.options["hoodie.pyhudi.write.single.task.max.bytes"] = "0"
         c = self.c
         rounds: list[dict[str, Any]] = [{} for _ in range(ROUNDS)]
         attempts: list[dict[str, Any]] = []
@@ -222,7 +229,8 @@ class ClusteringRun:
         procs = root / "procs"
         common = {"path": self.path, "options": self.options, "coord": str(self.coord), "conf": CONF}
         self.ingest = Proc(procs, "ingest", {**common, "role": "ingest", "master": "local[2]",
-                                             "app": f"ingest-{strategy}", "rows": INGEST_ROWS, "rounds": rounds})
+                                             "app": f"ingest-{strategy}", "rows": INGEST_ROWS, "rounds": rounds,
+                                             "local_input": one_task})
         # local[1]: the held window occupies B's only task slot.
         self.cluster = Proc(procs, "cluster", {**common, "role": "cluster", "master": "local[1]",
                                                "app": f"cluster-{strategy}", "attempts": attempts})
@@ -242,8 +250,8 @@ class ClusteringRun:
 @pytest.fixture(scope="module")
 def clustering_runs(tmp_path_factory):
     """Both strategies start at once (4 processes); each test claims its own run."""
-    runs = {name: ClusteringRun(tmp_path_factory.mktemp(f"conc_{name}"), strategy)
-            for name, strategy in (("reject", REJECT), ("allow", ALLOW))}
+    runs = {name: ClusteringRun(tmp_path_factory.mktemp(f"conc_{name}"), strategy, one_task)
+            for name, strategy, one_task in (("reject", REJECT, True), ("allow", ALLOW, False))}
     yield runs
     stop_all([p for r in runs.values() for p in (r.ingest, r.cluster)])
 
