@@ -50,12 +50,16 @@ def test_locate_finds_keys_per_partition_only(table):
     assert insts.to_pylist() == ["002", "001", "003", None, None, None]
 
 
+def _tag_and_profile(storage, layout, recs):
+    fids, insts = st._locate(storage, layout, recs)
+    located = ~np.asarray(fids.is_null().to_numpy(zero_copy_only=False))
+    return fids, located, st._profile(WriteOperation.UPSERT, recs, fids, insts, located)
+
+
 def test_profile_counts_inserts_and_updates_by_file_group(table):
     storage, layout = table
     recs = _records(["e", "d", "a", "new1", "new2"], ["p0", "p0", "p1", "p0", "p1"])
-    fids, insts = st._locate(storage, layout, recs)
-    located = ~np.asarray(fids.is_null().to_numpy(zero_copy_only=False))
-    prof = st._profile(WriteOperation.UPSERT, recs, fids, insts, located)
+    fids, located, prof = _tag_and_profile(storage, layout, recs)
     assert prof.partitions["p0"].num_inserts == 1 and prof.partitions["p0"].updates == {"f2-0": ("002", 2)}
     assert prof.partitions["p1"].num_inserts == 1 and prof.partitions["p1"].updates == {"f3-0": ("003", 1)}
 
@@ -81,9 +85,7 @@ def test_null_keys_are_reported_before_anything_else(table):
 def test_routing_follows_the_plan(table):
     storage, layout = table
     recs = _records(["e", "a", "n1", "n2", "n3"], ["p0", "p0", "p0", "p0", "p1"])
-    fids, insts = st._locate(storage, layout, recs)
-    located = ~np.asarray(fids.is_null().to_numpy(zero_copy_only=False))
-    prof = st._profile(WriteOperation.UPSERT, recs, fids, insts, located)
+    fids, located, prof = _tag_and_profile(storage, layout, recs)
     plan = plan_buckets(prof, {}, {("p0", "f1-0"): "x", ("p0", "f2-0"): "y"}, SizingConfig(), 100)
     routes = st._route(plan, recs, fids, located)
     assert routes[0] == plan.update_buckets[("p0", "f2-0")] and routes[1] == plan.update_buckets[("p0", "f1-0")]
