@@ -199,7 +199,8 @@ def limit_insert(r: dict[str, Any]) -> str:
     cow, sp = s["cow"]["ingest"]["insert"], s["spark"]["ingest"]["insert"]
     return (f"A small insert batch into an existing table is one Spark job whose one task tags, plans and writes "
             f"(`hoodie.pyhudi.write.single.task.max.bytes`): median {cow['median_seconds']:.2f} s per batch "
-            f"({_jobs(r, 'cow', 'insert')}: {_steps(prof)}) against {sp['median_seconds']:.2f} s for the append "
+            f"({_jobs(r, 'cow', 'insert')}, one of them `spark.read.parquet` inferring the batch's schema, which "
+            f"the append pays too; steps: {_steps(prof)}) against {sp['median_seconds']:.2f} s for the append "
             f"({_jobs(r, 'spark', 'insert')}, one read-and-write stage). The task writes "
             f"{_fmt_mb(_per_batch(cow))} per batch against the append's {_fmt_mb(_per_batch(sp))}: COW auto-sizing "
             "tops up the open small file by rewriting it whole (Hudi's design), and every row crosses from the JVM "
