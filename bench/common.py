@@ -605,19 +605,6 @@ class PhaseTimer:
         self._patches.clear()
 
 
-WRITE_PHASES = [
-    ("pyhudi.writer.client", "WriteClient._partition_counts", "count"),
-    ("pyhudi.writer.client", "tag_and_profile", "index+profile"),
-    ("pyhudi.writer.client", "WriteClient._run_handles", "write files"),
-    ("pyhudi.writer.client", "WriteClient._run_bulk", "write files"),
-    ("pyhudi.writer.client", "WriteClient._run_single_task", "one-task write"),
-]
-"""Phases of `pyhudi.write` (writer/client.py): one Spark aggregation for counts, the index lookup
-plus workload profile, and the job that routes records and runs the write handles; or, for a small
-batch into an existing table, the one Spark job that does all of it in one task. The rest of a
-write (schema checks, file listing, planning, timeline transitions, commit) is `other`."""
-
-
 WRITE_STEPS = [
     ("pyhudi.writer.client", "prepare_batch", "prepare"),
     ("pyhudi.writer.client", "WriteClient._partition_counts", "count"),
@@ -636,8 +623,15 @@ WRITE_STEPS = [
     ("pyhudi.writer.client", "WriteClient._clean_service", "clean"),
     ("pyhudi.writer.client", "WriteClient._archive_service", "archive"),
 ]
-"""Finer, disjoint steps of `pyhudi.write` than WRITE_PHASES (for profiling a batch): none contains
+"""Finer, disjoint steps of `pyhudi.write` than WRITE_PHASES below (for profiling a batch): none contains
 another, so `other` = wall time - their sum (timeline loads, schema checks, heartbeats, marker cleanup)."""
+
+
+WRITE_PHASES = [step for step in WRITE_STEPS if step[2] in ("count", "index+profile", "write files", "one-task write")]
+"""Phases of `pyhudi.write` (writer/client.py): one Spark aggregation for counts, the index lookup
+plus workload profile, and the job that routes records and runs the write handles; or, for a small
+batch into an existing table, the one Spark job that does all of it in one task. The rest of a
+write (schema checks, file listing, planning, timeline transitions, commit) is `other`."""
 
 
 @contextmanager

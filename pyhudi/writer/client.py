@@ -70,7 +70,7 @@ from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG, PreparedBatch, prepare_b
 from pyhudi.writer.profile import WorkloadProfile
 from pyhudi.writer.record_size import average_record_size
 from pyhudi.writer.routing import make_router, partition_salts
-from pyhudi.writer.small_files import cow_small_files, mor_small_files
+from pyhudi.writer.small_files import small_file_candidates
 from pyhudi.writer.tagging import tag_and_profile
 
 log = logging.getLogger(__name__)
@@ -148,11 +148,7 @@ class WriteClient:
             if keyed_level is not None and tagged.is_cached and tagged is not keyed:
                 keyed.unpersist()  # the tagged records are cached now; the input is no longer needed
             self._ensure_table()
-            timeline = ActiveTimeline.load(self.storage)
-            lazy = (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses) if cfg.failed_writes_lazy else None
-            if rollback_failed_writes(self.storage, timeline, lazy):
-                timeline = timeline.reload()
-            view = build_view(self.storage, cfg.table, timeline)
+            timeline, view = self._recovered_view()
             return self._commit_write(tagged, profile, batch, timeline, view, replace_all)
         finally:
             if level is not None:
@@ -248,17 +244,14 @@ class WriteClient:
         """The small-batch path (writer/single_task.py): one Spark task tags, plans and writes. None when
         the table turns out not to suit it (no completed write yet, too many files for the index)."""
         cfg = self.config
-        timeline = ActiveTimeline.load(self.storage)
-        lazy = (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses) if cfg.failed_writes_lazy else None
-        if rollback_failed_writes(self.storage, timeline, lazy):
-            timeline = timeline.reload()
-        view = build_view(self.storage, cfg.table, timeline)
-        if not view.committed_instants or (
-                cfg.operation.needs_tagging and single_task.index_files(view) > cfg.single_task_max_index_files):
+        timeline, view = self._recovered_view()
+        if not view.committed_instants:
             return None
         # The batch's one task may use a few of the cores Spark would otherwise spread it over.
         threads = min(4, max(1, self.spark.sparkContext.defaultParallelism))
         layout = single_task.table_layout(cfg, view, timeline, threads)
+        if layout.index_files > cfg.single_task_max_index_files:
+            return None
         action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
 
         def run(instant: str) -> list[WriteStat]:
@@ -267,6 +260,15 @@ class WriteClient:
 
         inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
         return self._run_instant(timeline, action, b"", inflight, batch, run, None)
+
+    def _recovered_view(self) -> tuple[ActiveTimeline, FileSystemView]:
+        """The timeline after rolling back earlier failed writes, and the view a write commits against."""
+        cfg = self.config
+        timeline = ActiveTimeline.load(self.storage)
+        lazy = (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses) if cfg.failed_writes_lazy else None
+        if rollback_failed_writes(self.storage, timeline, lazy):
+            timeline = timeline.reload()
+        return timeline, build_view(self.storage, cfg.table, timeline)
 
     def _run_single_task(self, records: DataFrame, batch: PreparedBatch, layout: single_task.TableLayout,
                          instant: str) -> list[WriteStat]:
@@ -387,7 +389,7 @@ class WriteClient:
         if not self.config.clustering.reject_updates:
             return
         pending = view.pending_clustering_file_ids()
-        hit = sorted((p, fid) for p, prof in profile.partitions.items() for fid in prof.updates if (p, fid) in pending)
+        hit = profile.updates_in(pending)
         if hit:
             p, fid = hit[0]
             raise _updates_under_clustering(len(hit), p, fid, pending[(p, fid)])
@@ -435,13 +437,8 @@ class WriteClient:
 
     def _small_files(self, profile: WorkloadProfile, view: FileSystemView,
                      timeline: ActiveTimeline) -> dict[str, list[SmallFile]]:
-        cfg = self.config
-        if not cfg.operation.uses_small_files:
-            return {}
         partitions = [p for p, prof in profile.partitions.items() if prof.num_inserts > 0]
-        if cfg.table.is_mor:
-            return mor_small_files(view, timeline, partitions, cfg.sizing, cfg.index.can_index_log_files)
-        return cow_small_files(view, timeline, partitions, cfg.sizing)
+        return small_file_candidates(self.config, view, timeline, partitions)
 
     def _update_base_files(self, profile: WorkloadProfile, view: FileSystemView) -> dict[tuple[str, str], str | None]:
         base_files: dict[tuple[str, str], str | None] = {}

@@ -88,18 +88,22 @@ def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> It
     if salts != [ctx.salts[pid]]:
         raise RuntimeError(f"task {pid} received rows of salts {salts}, expected only {ctx.salts[pid]}")
     token = write_token(pid, tc.stageId(), tc.taskAttemptId())
-    storage = Storage(ctx.base_uri)
-    ensure_partition_metadata(storage, bucket.partition, ctx.instant)
-    if bucket.kind is BucketKind.UPDATE:
-        stats = [merge_handle(ctx, storage, bucket, records, token, pid)]
-    elif bucket.writes_logs:
-        from pyhudi.writer.append_handle import append_handle
-
-        stats = append_handle(ctx, storage, bucket, records, token, pid)
-    else:
-        stats, _ = create_handle(ctx, storage, bucket, records, token, pid)
+    stats = run_handle(ctx, Storage(ctx.base_uri), bucket, records, token, pid)
     rows = [json.dumps(s.to_json()) for s in stats]
     yield pa.RecordBatch.from_pydict({"stat": rows}, schema=STAT_SCHEMA)
+
+
+def run_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table, token: str,
+               pid: int) -> list[WriteStat]:
+    """The handle a bucket's kind calls for: merge (rewrite a base file), append (MOR logs) or create."""
+    ensure_partition_metadata(storage, bucket.partition, ctx.instant)
+    if bucket.kind is BucketKind.UPDATE:
+        return [merge_handle(ctx, storage, bucket, records, token, pid)]
+    if bucket.writes_logs:
+        from pyhudi.writer.append_handle import append_handle
+
+        return append_handle(ctx, storage, bucket, records, token, pid)
+    return create_handle(ctx, storage, bucket, records, token, pid)[0]
 
 
 # --------------------------------------------------------------------------- record prep

@@ -72,6 +72,12 @@ class BucketPlan:
     def num_buckets(self) -> int:
         return len(self.buckets)
 
+    def bucket_for(self, partition: str, record_key: str, located_file_id: str | None) -> int:
+        """A located record goes to its file group's bucket, an insert by its key."""
+        if located_file_id is not None:
+            return self.bucket_for_update(partition, located_file_id)
+        return self.bucket_for_insert(partition, record_key)
+
     def bucket_for_update(self, partition: str, file_id: str) -> int:
         return self.update_buckets[(partition, file_id)]
 

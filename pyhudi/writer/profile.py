@@ -6,6 +6,7 @@ partitioner; it is also what Hudi stores in the inflight instant file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pyhudi.model import jackson
@@ -32,6 +33,19 @@ class WorkloadProfile:
 
     def partition(self, path: str) -> PartitionProfile:
         return self.partitions.setdefault(path, PartitionProfile())
+
+    def count(self, partition: str, file_id: str | None, base_instant: str | None, n: int) -> None:
+        """Add `n` tagged records: inserts when the index found no file group, else updates of it."""
+        prof = self.partition(partition)
+        if file_id is None:
+            prof.num_inserts += n
+            return
+        base, count = prof.updates.get(file_id, (base_instant or "", 0))
+        prof.updates[file_id] = (base, count + n)
+
+    def updates_in(self, groups: Mapping[tuple[str, str], object]) -> list[tuple[str, str]]:
+        """The (partition, fileId) pairs this write updates that are among `groups`, sorted."""
+        return sorted((p, fid) for p, prof in self.partitions.items() for fid in prof.updates if (p, fid) in groups)
 
     @property
     def total_inserts(self) -> int:

@@ -56,13 +56,8 @@ def make_router(plan: BucketPlan, salts: list[int]) -> Callable[[pa.Array, pa.Ar
     """An Arrow UDF body mapping (record key, partition path, located fileId) to the bucket's salt."""
 
     def route(keys: pa.Array, partitions: pa.Array, file_ids: pa.Array) -> pa.Array:
-        out = []
-        for key, part, fid in zip(keys.to_pylist(), partitions.to_pylist(), file_ids.to_pylist()):
-            if fid is not None:
-                bucket = plan.bucket_for_update(part, fid)
-            else:
-                bucket = plan.bucket_for_insert(part, key)
-            out.append(salts[bucket])
+        out = [salts[plan.bucket_for(part, key, fid)]
+               for key, part, fid in zip(keys.to_pylist(), partitions.to_pylist(), file_ids.to_pylist())]
         return pa.array(out, type=pa.int32())
 
     return route

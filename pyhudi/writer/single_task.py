@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -37,12 +37,10 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.config import WriteConfig
-from pyhudi.writer.handles import DELETE_FLAG, IS_UPDATE, HandleContext, create_handle, merge_handle
+from pyhudi.writer.handles import IS_UPDATE, HandleContext, is_delete, run_handle
 from pyhudi.writer.operation import WriteOperation
-from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.partitioner import (
     Bucket,
-    BucketKind,
     BucketPlan,
     LogTarget,
     MergeOnRead,
@@ -52,7 +50,7 @@ from pyhudi.writer.partitioner import (
 from pyhudi.writer.prepare import BAD_KEY
 from pyhudi.writer.profile import WorkloadProfile
 from pyhudi.writer.record_size import average_record_size
-from pyhudi.writer.small_files import cow_small_files, mor_small_files
+from pyhudi.writer.small_files import small_file_candidates
 
 OUTPUT_SCHEMA = "kind string, payload string"
 _OUT = pa.schema([("kind", pa.string()), ("payload", pa.string())])
@@ -83,6 +81,11 @@ class TableLayout:
     mor: bool
     handle_threads: int = 1  # bucket handles run at once (the executor's cores the batch may use)
 
+    @property
+    def index_files(self) -> int:
+        """How many base files the task's index lookup may have to read (all partitions' latest)."""
+        return sum(len(files) for files in self.base_files.values())
+
 
 def run_single_task(ctx: HandleContext, layout: TableLayout, batches: Iterator[pa.RecordBatch]
                     ) -> Iterator[pa.RecordBatch]:
@@ -108,13 +111,13 @@ def _task_token(bucket_number: int) -> str:
 
 
 def write_batch(ctx: HandleContext, layout: TableLayout, storage: Storage, records: pa.Table,
-                token_for) -> list[WriteStat | dict[str, object]]:  # type: ignore[no-untyped-def]
+                token_for: Callable[[int], str]) -> list[WriteStat | dict[str, object]]:
     """Tag, profile, plan and write `records`; returns write stats, or a single error dict."""
     bad = int(pc.sum(records.column(BAD_KEY).cast(pa.int64())).as_py() or 0)
     if bad:
         return [{"error": ERR_BAD_KEYS, "count": bad}]
     records = records.drop_columns([BAD_KEY])
-    deletes = _flag(records, DELETE_FLAG)
+    deletes = is_delete(records)
     if layout.tag:
         file_ids, instants = _locate(storage, layout, records)
         located = ~pc.is_null(file_ids).to_numpy(zero_copy_only=False)
@@ -125,7 +128,7 @@ def write_batch(ctx: HandleContext, layout: TableLayout, storage: Storage, recor
         keep = ~deletes
     records = records.filter(pa.array(keep))
     file_ids, instants, located = file_ids.filter(pa.array(keep)), instants.filter(pa.array(keep)), located[keep]
-    profile = _profile(ctx.operation, records, file_ids, instants, located)
+    profile = _profile(ctx.operation, records, file_ids, instants)
     conflict = _clustering_conflict(layout, profile)
     if conflict is not None:
         return [conflict]
@@ -133,12 +136,8 @@ def write_batch(ctx: HandleContext, layout: TableLayout, storage: Storage, recor
     if not plan.num_buckets:
         return []
     records = records.append_column(IS_UPDATE, pa.array(located))
-    return _run_buckets(ctx, storage, plan, records, _route(plan, records, file_ids, located), token_for,
+    return _run_buckets(ctx, storage, plan, records, _route(plan, records, file_ids), token_for,
                         layout.handle_threads)
-
-
-def _flag(records: pa.Table, column: str) -> np.ndarray:
-    return np.asarray(records.column(column).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _locate(storage: Storage, layout: TableLayout, records: pa.Table) -> tuple[pa.Array, pa.Array]:
@@ -166,8 +165,8 @@ def _locate(storage: Storage, layout: TableLayout, records: pa.Table) -> tuple[p
         where = pc.index_in(part_keys, value_set=found).to_numpy(zero_copy_only=False)
         located = ~np.isnan(where.astype(float))
         src = owner[hit[where[located].astype(np.int64)]]
-        fids[rows[located]] = np.array([stored[i].file_id for i in range(len(stored))], dtype=object)[src]
-        insts[rows[located]] = np.array([stored[i].base_instant for i in range(len(stored))], dtype=object)[src]
+        fids[rows[located]] = np.array([sf.file_id for sf in stored], dtype=object)[src]
+        insts[rows[located]] = np.array([sf.base_instant for sf in stored], dtype=object)[src]
     return pa.array(fids, pa.string()), pa.array(insts, pa.string())
 
 
@@ -192,18 +191,12 @@ def stored_keys(storage: Storage, path: str) -> pa.Array:
     return keys
 
 
-def _profile(op: WriteOperation, records: pa.Table, file_ids: pa.Array, instants: pa.Array,
-             located: np.ndarray) -> WorkloadProfile:
+def _profile(op: WriteOperation, records: pa.Table, file_ids: pa.Array, instants: pa.Array) -> WorkloadProfile:
     profile = WorkloadProfile(operation_type=op.operation_type)
     counts = pa.table({"p": records.column(PARTITION_COL), "f": file_ids, "i": instants}) \
         .group_by(["p", "f", "i"], use_threads=False).aggregate([([], "count_all")])
     for part, fid, inst, n in zip(*(counts.column(c).to_pylist() for c in ("p", "f", "i", "count_all"))):
-        prof = profile.partition(part)
-        if fid is None:
-            prof.num_inserts += n
-        else:
-            base, count = prof.updates.get(fid, (inst, 0))
-            prof.updates[fid] = (base, count + n)
+        profile.count(part, fid, inst, n)
     return profile
 
 
@@ -211,8 +204,7 @@ def _clustering_conflict(layout: TableLayout, profile: WorkloadProfile) -> dict[
     """Hudi's SparkRejectUpdateStrategy, checked before anything is written."""
     if not layout.reject_updates_under_clustering:
         return None
-    hit = sorted((p, fid) for p, prof in profile.partitions.items() for fid in prof.updates
-                 if (p, fid) in layout.pending_clustering)
+    hit = profile.updates_in(layout.pending_clustering)
     if not hit:
         return None
     part, fid = hit[0]
@@ -229,21 +221,15 @@ def _plan(ctx: HandleContext, layout: TableLayout, profile: WorkloadProfile) -> 
     return plan_buckets(profile, small, base_files, ctx.sizing, layout.average_record_size, mor)
 
 
-def _route(plan: BucketPlan, records: pa.Table, file_ids: pa.Array, located: np.ndarray) -> np.ndarray:
-    """The bucket of every record, as the distributed path's router assigns it."""
-    parts = records.column(PARTITION_COL).to_pylist()
-    keys = records.column(RECORD_KEY_COL).to_pylist()
-    fids = file_ids.to_pylist()
-    out = np.empty(records.num_rows, dtype=np.int64)
-    for i in np.nonzero(located)[0]:
-        out[i] = plan.update_buckets[(parts[i], fids[i])]
-    for i in np.nonzero(~located)[0]:
-        out[i] = plan.bucket_for_insert(parts[i], keys[i])
-    return out
+def _route(plan: BucketPlan, records: pa.Table, file_ids: pa.Array) -> np.ndarray:
+    """The bucket of every record, by the distributed path's routing rule."""
+    return np.fromiter((plan.bucket_for(part, key, fid) for part, key, fid in zip(
+        records.column(PARTITION_COL).to_pylist(), records.column(RECORD_KEY_COL).to_pylist(),
+        file_ids.to_pylist())), dtype=np.int64, count=records.num_rows)
 
 
 def _run_buckets(ctx: HandleContext, storage: Storage, plan: BucketPlan, records: pa.Table, routes: np.ndarray,
-                 token_for, threads: int) -> list[WriteStat | dict[str, object]]:  # type: ignore[no-untyped-def]
+                 token_for: Callable[[int], str], threads: int) -> list[WriteStat | dict[str, object]]:
     """Run every bucket's handle. Handles of different buckets touch different files, and pyarrow's
     parquet encoding releases the GIL, so up to `threads` of them run at once: a small batch has the
     executor to itself, and a COW upsert rewrites several files."""
@@ -255,7 +241,7 @@ def _run_buckets(ctx: HandleContext, storage: Storage, plan: BucketPlan, records
 
     def run(item: tuple[Bucket, np.ndarray]) -> list[WriteStat]:
         bucket, rows = item
-        return _run_bucket(ctx, storage, bucket, records.take(pa.array(rows)), token_for(bucket.number))
+        return run_handle(ctx, storage, bucket, records.take(pa.array(rows)), token_for(bucket.number), bucket.number)
 
     workers = max(1, min(threads, len(work), os.cpu_count() or 1))
     if workers == 1:
@@ -266,31 +252,13 @@ def _run_buckets(ctx: HandleContext, storage: Storage, plan: BucketPlan, records
     return [s for stats in results for s in stats]
 
 
-def _run_bucket(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table,
-                token: str) -> list[WriteStat]:
-    ensure_partition_metadata(storage, bucket.partition, ctx.instant)
-    if bucket.kind is BucketKind.UPDATE:
-        return [merge_handle(ctx, storage, bucket, records, token, bucket.number)]
-    if bucket.writes_logs:
-        from pyhudi.writer.append_handle import append_handle
-
-        return append_handle(ctx, storage, bucket, records, token, bucket.number)
-    stats, _ = create_handle(ctx, storage, bucket, records, token, bucket.number)
-    return stats
-
-
 # --------------------------------------------------------------------------- driver side
 def table_layout(cfg: WriteConfig, view: FileSystemView, timeline: ActiveTimeline, threads: int) -> TableLayout:
     """The table's layout for one small-batch write, from the view the write commits against."""
     parts = view.partition_paths
     base_files = {p: tuple(StoredFile(bf.file_id, bf.instant, bf.path) for bf in view.latest_base_files(p))
                   for p in parts} if cfg.operation.needs_tagging else {}
-    if not cfg.operation.uses_small_files:
-        small: dict[str, list[SmallFile]] = {}
-    elif cfg.table.is_mor:
-        small = mor_small_files(view, timeline, parts, cfg.sizing, False)
-    else:
-        small = cow_small_files(view, timeline, parts, cfg.sizing)
+    small = small_file_candidates(cfg, view, timeline, parts)
     log_targets = {(p, g.file_id): LogTarget(*view.log_target(p, g.file_id))
                    for p in parts for g in view.live_groups(p)} if cfg.table.is_mor else {}
     return TableLayout(
@@ -299,11 +267,6 @@ def table_layout(cfg: WriteConfig, view: FileSystemView, timeline: ActiveTimelin
         average_record_size=average_record_size(timeline, cfg.sizing), tag=cfg.operation.needs_tagging,
         reject_updates_under_clustering=cfg.clustering.reject_updates, mor=cfg.table.is_mor,
         handle_threads=threads)
-
-
-def index_files(view: FileSystemView) -> int:
-    """How many base files a single task's index lookup may have to read (all partitions' latest)."""
-    return sum(len(view.latest_base_files(p)) for p in view.partition_paths)
 
 
 def eligible_operation(cfg: WriteConfig) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSystemView
-from pyhudi.writer.config import SizingConfig
+from pyhudi.writer.config import SizingConfig, WriteConfig
 from pyhudi.writer.partitioner import SmallFile
 
 
@@ -68,3 +68,13 @@ def mor_small_files(view: FileSystemView, timeline: ActiveTimeline, partitions: 
         if files:
             out[partition] = files
     return out
+
+
+def small_file_candidates(cfg: WriteConfig, view: FileSystemView, timeline: ActiveTimeline,
+                          partitions: Iterable[str]) -> dict[str, list[SmallFile]]:
+    """The small files a write of `cfg`'s operation and table type may top up in `partitions`."""
+    if not cfg.operation.uses_small_files:
+        return {}
+    if cfg.table.is_mor:
+        return mor_small_files(view, timeline, partitions, cfg.sizing, cfg.index.can_index_log_files)
+    return cow_small_files(view, timeline, partitions, cfg.sizing)

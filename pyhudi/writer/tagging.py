@@ -58,12 +58,7 @@ def tag_and_profile(spark: SparkSession, storage: Storage, cfg: WriteConfig, key
     profile = WorkloadProfile(operation_type=cfg.operation.operation_type)
     rows = tagged.groupBy(PARTITION_COL, LOC_FILE_ID, LOC_INSTANT).agg(F.count(F.lit(1)).alias("n")).collect()
     for r in rows:
-        prof = profile.partition(str(r[PARTITION_COL]))
-        if r[LOC_FILE_ID] is None:
-            prof.num_inserts += int(r["n"])
-        else:
-            base, n = prof.updates.get(r[LOC_FILE_ID], (str(r[LOC_INSTANT]), 0))
-            prof.updates[str(r[LOC_FILE_ID])] = (base, n + int(r["n"]))
+        profile.count(str(r[PARTITION_COL]), r[LOC_FILE_ID], str(r[LOC_INSTANT]), int(r["n"]))
     return tagged, profile
 
 
@@ -128,11 +123,9 @@ def _tag_bucket(spark: SparkSession, cfg: WriteConfig, keyed: DataFrame, counts:
     rows = tagged.groupBy(PARTITION_COL, LOC_FILE_ID, LOC_INSTANT, BUCKET_COL) \
         .agg(F.count(F.lit(1)).alias("n")).collect()
     for r in rows:
-        prof = profile.partition(str(r[PARTITION_COL]))
+        part, n = str(r[PARTITION_COL]), int(r["n"])
+        profile.count(part, r[LOC_FILE_ID], r[LOC_INSTANT], n)
         if r[LOC_FILE_ID] is None:
-            prof.num_inserts += int(r["n"])
-            prof.bucket_inserts[int(r[BUCKET_COL])] = prof.bucket_inserts.get(int(r[BUCKET_COL]), 0) + int(r["n"])
-        else:
-            base, cnt = prof.updates.get(r[LOC_FILE_ID], (str(r[LOC_INSTANT] or ""), 0))
-            prof.updates[str(r[LOC_FILE_ID])] = (base, cnt + int(r["n"]))
+            bucket_inserts = profile.partition(part).bucket_inserts
+            bucket_inserts[int(r[BUCKET_COL])] = bucket_inserts.get(int(r[BUCKET_COL]), 0) + n
     return tagged.drop(BUCKET_COL), profile

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -13,6 +12,7 @@ from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.storage import Storage
 from pyhudi.writer import single_task as st
 from pyhudi.writer.config import SizingConfig
+from pyhudi.writer.handles import DELETE_FLAG
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import plan_buckets
 
@@ -52,14 +52,13 @@ def test_locate_finds_keys_per_partition_only(table):
 
 def _tag_and_profile(storage, layout, recs):
     fids, insts = st._locate(storage, layout, recs)
-    located = ~np.asarray(fids.is_null().to_numpy(zero_copy_only=False))
-    return fids, located, st._profile(WriteOperation.UPSERT, recs, fids, insts, located)
+    return fids, st._profile(WriteOperation.UPSERT, recs, fids, insts)
 
 
 def test_profile_counts_inserts_and_updates_by_file_group(table):
     storage, layout = table
     recs = _records(["e", "d", "a", "new1", "new2"], ["p0", "p0", "p1", "p0", "p1"])
-    fids, located, prof = _tag_and_profile(storage, layout, recs)
+    fids, prof = _tag_and_profile(storage, layout, recs)
     assert prof.partitions["p0"].num_inserts == 1 and prof.partitions["p0"].updates == {"f2-0": ("002", 2)}
     assert prof.partitions["p1"].num_inserts == 1 and prof.partitions["p1"].updates == {"f3-0": ("003", 1)}
 
@@ -67,7 +66,7 @@ def test_profile_counts_inserts_and_updates_by_file_group(table):
 def test_updates_under_pending_clustering_are_reported_before_writing(table):
     storage, layout = table
     layout = st.TableLayout(**{**layout.__dict__, "pending_clustering": {("p0", "f2-0"): "009"}})
-    recs = pa.table({RECORD_KEY_COL: ["d"], PARTITION_COL: ["p0"], st.DELETE_FLAG: [False], st.BAD_KEY: [False]})
+    recs = pa.table({RECORD_KEY_COL: ["d"], PARTITION_COL: ["p0"], DELETE_FLAG: [False], st.BAD_KEY: [False]})
     ctx = SimpleNamespace(operation=WriteOperation.UPSERT)
     out = st.write_batch(ctx, layout, storage, recs, lambda n: "0-0-0")  # type: ignore[arg-type]
     assert out == [{"error": st.ERR_CLUSTERING, "count": 1, "partition": "p0", "file_id": "f2-0",
@@ -76,7 +75,7 @@ def test_updates_under_pending_clustering_are_reported_before_writing(table):
 
 def test_null_keys_are_reported_before_anything_else(table):
     storage, layout = table
-    recs = pa.table({RECORD_KEY_COL: ["d", None], PARTITION_COL: ["p0", "p0"], st.DELETE_FLAG: [False, False],
+    recs = pa.table({RECORD_KEY_COL: ["d", None], PARTITION_COL: ["p0", "p0"], DELETE_FLAG: [False, False],
                      st.BAD_KEY: [False, True]})
     assert st.write_batch(None, layout, storage, recs, lambda n: "0-0-0") == [  # type: ignore[arg-type]
         {"error": st.ERR_BAD_KEYS, "count": 1}]
@@ -85,9 +84,9 @@ def test_null_keys_are_reported_before_anything_else(table):
 def test_routing_follows_the_plan(table):
     storage, layout = table
     recs = _records(["e", "a", "n1", "n2", "n3"], ["p0", "p0", "p0", "p0", "p1"])
-    fids, located, prof = _tag_and_profile(storage, layout, recs)
+    fids, prof = _tag_and_profile(storage, layout, recs)
     plan = plan_buckets(prof, {}, {("p0", "f1-0"): "x", ("p0", "f2-0"): "y"}, SizingConfig(), 100)
-    routes = st._route(plan, recs, fids, located)
+    routes = st._route(plan, recs, fids)
     assert routes[0] == plan.update_buckets[("p0", "f2-0")] and routes[1] == plan.update_buckets[("p0", "f1-0")]
     assert {plan.buckets[b].partition for b in routes[2:4]} == {"p0"} and plan.buckets[routes[4]].partition == "p1"
     assert all(plan.buckets[b].kind.value == "INSERT" for b in routes[2:])
