@@ -591,12 +591,7 @@ def main() -> int:
     }
     spark.stop()
 
-    print()
-    print(render_text(results))
-    common.finish(NAME, TITLE, results, render_markdown, args, work)
-    if problems:
-        print("CORRECTNESS CHECK FAILED: " + "; ".join(problems), file=sys.stderr)
-    return 0 if not problems else 1
+    return common.finish(NAME, TITLE, results, render_text, render_markdown, args, work, problems)
 
 
 # --------------------------------------------------------------------------- rendering

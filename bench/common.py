@@ -337,10 +337,14 @@ def save_results(name: str, results: dict[str, Any]) -> tuple[Path, Path]:
     return stamped, latest
 
 
-def finish(name: str, title: str, results: dict[str, Any], render_markdown: Callable[[dict[str, Any]], str],
-           args: argparse.Namespace, work: Path) -> None:
-    """The end every benchmark shares: save the results, refresh its docs section and the targets table,
-    and remove the work directory unless asked to keep it."""
+def finish(name: str, title: str, results: dict[str, Any], render_text: Callable[[dict[str, Any]], str],
+           render_markdown: Callable[[dict[str, Any]], str], args: argparse.Namespace, work: Path,
+           problems: list[str]) -> int:
+    """The end every benchmark shares: print the tables, save the results, refresh its docs section and
+    the targets table, remove the work directory unless asked to keep it; the exit code says whether the
+    run's correctness checks (`problems`) passed."""
+    print()
+    print(render_text(results))
     if not args.no_save:
         stamped, latest = save_results(name, results)
         update_docs_section(title, render_markdown(results))
@@ -355,6 +359,9 @@ def finish(name: str, title: str, results: dict[str, Any], render_markdown: Call
         shutil.rmtree(work, ignore_errors=True)
     elif args.keep:
         print(f"tables kept in {work}")
+    if problems:
+        print("CORRECTNESS CHECK FAILED: " + "; ".join(problems), file=sys.stderr)
+    return 1 if problems else 0
 
 
 def spark_conf_text(cfg: dict[str, Any]) -> str:

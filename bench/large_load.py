@@ -176,12 +176,7 @@ def main() -> int:
         "verification": {"counts": counts, "ok": not problems, "problems": problems},
     }
     spark.stop()
-    print()
-    print(render_text(results))
-    common.finish(NAME, TITLE, results, render_markdown, args, work)
-    if problems:
-        print("CORRECTNESS CHECK FAILED: " + "; ".join(problems), file=sys.stderr)
-    return 0 if not problems else 1
+    return common.finish(NAME, TITLE, results, render_text, render_markdown, args, work, problems)
 
 
 def verify(spark: Any, keys: list[str], work: Path, n: int) -> tuple[dict[str, Any], list[str]]:

@@ -431,13 +431,9 @@ def main() -> int:
     }
     spark.stop()
 
-    print()
-    print(render_text(results))
-    common.finish(NAME, TITLE, results, render_markdown, args, work)
-    ok = ok_updates and ok_compaction and ok_baseline
-    if not ok:
-        print("CORRECTNESS CHECK FAILED", file=sys.stderr)
-    return 0 if ok else 1
+    problems = [what for what, ok in (("updates", ok_updates), ("compaction", ok_compaction),
+                                      ("baseline output", ok_baseline)) if not ok]
+    return common.finish(NAME, TITLE, results, render_text, render_markdown, args, work, problems)
 
 
 # --------------------------------------------------------------------------- rendering

@@ -428,12 +428,7 @@ def main() -> int:
                          "ok": not problems, "problems": problems},
     }
     spark.stop()
-    print()
-    print(render_text(results))
-    common.finish(NAME, TITLE, results, render_markdown, args, work)
-    if problems:
-        print("CORRECTNESS CHECK FAILED", file=sys.stderr)
-    return 0 if not problems else 1
+    return common.finish(NAME, TITLE, results, render_text, render_markdown, args, work, problems)
 
 
 def headline(s: dict[str, Any], keys: list[str]) -> dict[str, Any]:

@@ -333,13 +333,9 @@ def main() -> int:
                    "skip_batches": args.skip_batches, "schema": common.TRIPS_COLUMNS, "runs": runs},
         "runs": results_runs, "ratios": ratios, "target_ratio": TARGET_RATIO,
     }
-    print()
-    print(render_text(results))
-    common.finish(NAME, TITLE, results, render_markdown, args, work)
-    ok = all(r["verification"]["ok"] and not r["service_errors"] for r in results_runs.values())
-    if not ok:
-        print("CORRECTNESS CHECK FAILED (or a background service failed)", file=sys.stderr)
-    return 0 if ok else 1
+    problems = [f"{name}: {'a background service failed' if r['verification']['ok'] else 'wrong table'}"
+                for name, r in results_runs.items() if not r["verification"]["ok"] or r["service_errors"]]
+    return common.finish(NAME, TITLE, results, render_text, render_markdown, args, work, problems)
 
 
 # --------------------------------------------------------------------------- rendering
