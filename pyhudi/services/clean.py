@@ -19,7 +19,6 @@ from typing import Any
 from pyhudi.errors import UnsupportedTableError
 from pyhudi.faults import fault_point
 from pyhudi.model import avro_models as am
-from pyhudi.model.instant_time import new_instant_time
 from pyhudi.model.table_config import TableConfig
 from pyhudi.services.clean_plan import CleanPlanDraft, plan_clean
 from pyhudi.storage import Storage
@@ -68,10 +67,8 @@ def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockS
             earliest_instant_to_retain=am.action_instant(earliest.timestamp, earliest.action.value)
             if earliest else None,
             last_completed_commit_timestamp=draft.last_completed, partitions_to_be_deleted=draft.partitions_to_delete)
-        last = timeline.last()
-        instant = new_instant_time(after=last.timestamp if last else None, local=table.local_timezone)
-        timeline.create_requested(Instant(instant, Action.CLEAN, State.REQUESTED),
-                                  am.write_instant_avro("HoodieCleanerPlan", plan))
+        instant = timeline.create_new_requested(Action.CLEAN, am.write_instant_avro("HoodieCleanerPlan", plan),
+                                                table.local_timezone).timestamp
     fault_point("clean.after_plan")
     log.info("scheduled clean %s: %d files", instant, len(draft.files))
     return instant

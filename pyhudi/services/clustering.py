@@ -28,7 +28,6 @@ from pyhudi.io.base_file import ParquetSettings, encode_within, estimate_bytes_p
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.file_names import base_file_name, file_id, join_path, new_file_id_prefix, write_token
-from pyhudi.model.instant_time import new_instant_time
 from pyhudi.model.table_config import TableConfig
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
@@ -69,11 +68,9 @@ def schedule(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_fi
         draft = draft_plan(build_view(storage, table, timeline), cfg, max_file_size)
         if draft.empty:
             return None
-        last = timeline.last()
-        instant = new_instant_time(after=last.timestamp if last else None, local=table.local_timezone)
         requested = am.write_instant_avro("HoodieRequestedReplaceMetadata",
                                           to_avro_plan(draft, storage, cfg, max_file_size))
-        timeline.create_requested(Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED), requested)
+        instant = timeline.create_new_requested(Action.REPLACE_COMMIT, requested, table.local_timezone).timestamp
     fault_point("clustering.after_schedule")
     log.info("scheduled clustering %s: %d groups", instant, len(draft.groups))
     return instant

@@ -30,7 +30,7 @@ from pyhudi.io.base_file import ParquetSettings, write_parquet
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.file_names import base_file_name, join_path, write_token
-from pyhudi.model.instant_time import instant_to_ms, new_instant_time, zone
+from pyhudi.model.instant_time import instant_to_ms, zone
 from pyhudi.model.table_config import TableConfig
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
@@ -156,11 +156,9 @@ def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, for
     chosen = candidates(build_view(storage, table, timeline), cfg, max_file_size)
     if not chosen:
         return None
-    last = timeline.last()
-    instant = new_instant_time(after=last.timestamp if last else None, local=table.local_timezone)
     plan = am.compaction_plan(operations=[_operation(c) for c in chosen])
-    timeline.create_requested(Instant(instant, Action.COMPACTION, State.REQUESTED),
-                              am.write_instant_avro("HoodieCompactionPlan", plan))
+    instant = timeline.create_new_requested(Action.COMPACTION, am.write_instant_avro("HoodieCompactionPlan", plan),
+                                            table.local_timezone).timestamp
     fault_point("compaction.after_schedule")
     log.info("scheduled compaction %s of %d file slices", instant, len(chosen))
     return instant

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pyhudi.errors import HudiError, InstantNotFoundError
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_log_file
-from pyhudi.model.instant_time import new_instant_time
 from pyhudi.reader.time_travel import missing_files, needed_files
 from pyhudi.services.rollback import (
     ROLLBACKABLE,
@@ -90,10 +89,8 @@ def _start_rollback(storage: Storage, timeline: ActiveTimeline, target: Instant,
         plan = plan_completed_rollback(storage, timeline, target, doomed)
     else:
         plan = plan_rollback(storage, target)
-    last = timeline.last()
-    rollback_ts = new_instant_time(after=last.timestamp if last else None)
-    timeline.create_requested(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED),
-                              am.write_instant_avro("HoodieRollbackPlan", plan))
+    rollback_ts = timeline.create_new_requested(Action.ROLLBACK, am.write_instant_avro("HoodieRollbackPlan", plan)
+                                                ).timestamp
     return execute_rollback(storage, timeline, rollback_ts, plan)
 
 
@@ -214,12 +211,9 @@ def restore(storage: Storage, savepoint: str, lock: LockSettings | None = None) 
                                        "it. Nothing was changed")
         targets = sorted((i for i in timeline.write_timeline() if i.timestamp > savepoint),
                          key=lambda i: i.timestamp, reverse=True)
-        last = timeline.last()
-        ts = new_instant_time(after=last.timestamp if last else None)
         plan = am.restore_plan(instants_to_rollback=[am.instant_info(i.timestamp, i.action.value) for i in targets],
                                savepoint_to_restore_timestamp=savepoint)
-        timeline.create_requested(Instant(ts, Action.RESTORE, State.REQUESTED),
-                                  am.write_instant_avro("HoodieRestorePlan", plan))
+        ts = timeline.create_new_requested(Action.RESTORE, am.write_instant_avro("HoodieRestorePlan", plan)).timestamp
         return _execute_restore(storage, ts)
 
 

@@ -20,7 +20,6 @@ from pyhudi.faults import fault_point
 from pyhudi.io.log_format import ROLLBACK_COMMAND, BlockType, HeaderKey, build_log_file, encode_block
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import join_path, log_file_name, parse_log_file
-from pyhudi.model.instant_time import new_instant_time
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State, parse_instant_file
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
@@ -161,11 +160,9 @@ def _merge_partition_meta(into: dict[str, Any], more: dict[str, Any]) -> None:
 
 
 def rollback_pending_write(storage: Storage, timeline: ActiveTimeline, target: Instant) -> RollbackResult:
-    last = timeline.last()
-    rollback_ts = new_instant_time(after=last.timestamp if last else None)
     plan = plan_rollback(storage, target)
-    timeline.create_requested(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED),
-                              am.write_instant_avro("HoodieRollbackPlan", plan))
+    rollback_ts = timeline.create_new_requested(Action.ROLLBACK, am.write_instant_avro("HoodieRollbackPlan", plan)
+                                                ).timestamp
     fault_point("rollback.after_plan")
     return execute_rollback(storage, timeline, rollback_ts, plan)
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pyhudi.errors import InstantNotFoundError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.model.commit_metadata import CommitMetadata
+from pyhudi.model.instant_time import new_instant_time
 from pyhudi.storage import FileInfo, Storage
 from pyhudi.timeline.instant import (
     WRITE_ACTIONS,
@@ -172,7 +173,27 @@ class ActiveTimeline(Timeline):
             raise TimelineError(f"instant time {instant.timestamp} is already used on the timeline")
         if not self.storage.create_exclusive(f"{META_DIR}/{instant.file_name}", content):
             raise TimelineError(f"instant {instant} already exists (another writer took this instant time)")
+        # Exclusive creation only guards this action's file name: another process may have taken the same
+        # time for another action between the check above and the create. Whoever sees the other after
+        # its own create gives the time up, so at least one side always does (both may; both retry).
+        if any(n.startswith(instant.timestamp + ".") and n != instant.file_name for n in self._existing_names()):
+            self.storage.delete(f"{META_DIR}/{instant.file_name}")
+            raise TimelineError(f"instant time {instant.timestamp} was taken at the same moment by another writer")
         return instant
+
+    def create_new_requested(self, action: Action, content: bytes = b"", local: bool = False) -> Instant:
+        """Start an instant of `action` at a fresh time after the timeline's last, taking the next time
+        when another writer took it first."""
+        last = self.last()
+        after = last.timestamp if last else None
+        for _ in range(20):
+            ts = new_instant_time(after=after, local=local)
+            try:
+                return self.create_requested(Instant(ts, action, State.REQUESTED), content)
+            except TimelineError:
+                after = ts
+        raise TimelineError("could not take a new instant time after 20 attempts; is the clock or the "
+                            "storage misbehaving?")
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
         requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
