@@ -1,7 +1,7 @@
 """Large load: one big pyhudi bulk_insert / insert against a plain Spark parquet write and against a raw
 pyarrow parquet write of the same data (the physical limit of this machine).
 
-    .venv/bin/python bench/large_load.py [--scale 1] [--runs 1]
+    .venv/bin/python bench/large_load.py [--scale 1] [--runs 3]
 
 1. N generated trips rows, partitioned by city (4 values), staged once as snappy parquet files; every
    system reads the same staged files (from the page cache: they are read once before the first run).
@@ -12,7 +12,8 @@ pyarrow parquet write of the same data (the physical limit of this machine).
    (ii)  Spark: `spark.read.parquet(staged).write.partitionBy("city").parquet(out)`;
    (iii) pyhudi `bulk_insert` (`hoodie.bulkinsert.sort.mode` NONE, Hudi's default);
    (iv)  pyhudi `insert` (the auto-sizing path: counts, workload profile, bucket plan, handles).
-   Throughput = input rows/s and staged MB/s; also bytes written and CPU seconds of the whole process
+   Before every timed run the previous run's output is flushed to disk and garbage is collected
+   (`common.settle`), outside the timing. Throughput = input rows/s and staged MB/s; also bytes written and CPU seconds of the whole process
    tree (driver, JVM, Python workers, pyarrow threads). Headline: pyhudi / pyarrow and pyhudi / Spark
    throughput, and pyhudi's time split by write step (and by Spark job, from Spark's status store).
 3. Correctness: every output holds N rows; the pyhudi tables hold N distinct keys (pyhudi.read) and
@@ -92,7 +93,7 @@ def output_files(key: str, out: str) -> list[tuple[str, int]]:
 
 def main() -> int:
     p = common.base_parser(__doc__.split("\n\n")[0], DEFAULT_ROWS)
-    p.add_argument("--runs", type=int, default=1, help="runs of every system (order rotates; median reported)")
+    p.add_argument("--runs", type=int, default=3, help="runs of every system (order rotates; median reported)")
     p.add_argument("--max-file-size", type=int, default=120 * MB,
                    help="hoodie.parquet.max.file.size (Hudi's default); pyarrow's rows per file follow it")
     p.add_argument("--staged-files", type=int, default=8, help="parquet files the input is staged as")
@@ -140,6 +141,7 @@ def main() -> int:
             for k in order:
                 out = str(work / "out" / k)
                 shutil.rmtree(out, ignore_errors=True)
+                common.settle(spark)
                 phases.take()
                 cpu0 = common.tree_cpu_seconds()
                 with common.spark_job_group(spark, f"{k}-{r}", details=True) as jobs, common.timed() as tm:

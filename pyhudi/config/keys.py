@@ -146,6 +146,12 @@ SINGLE_TASK_MAX_INDEX_FILES = declare(
     "pyhudi only: an upsert/delete takes the one-task path only if the index lookup reads at most this "
     "many latest base files (the table's, across partitions).", Group.WRITE, validator=non_negative)
 
+DIRECT_PARQUET_INPUT = declare(
+    "hoodie.pyhudi.write.direct.parquet.input", "bool", True,
+    "pyhudi only: when the input DataFrame is a plain scan of parquet files (spark.read.parquet(...)), "
+    "bulk_insert and one-task writes have the executors read those files with pyarrow instead of "
+    "receiving Spark's rows; false always takes Spark's rows.", Group.WRITE)
+
 # --------------------------------------------------------------------------- index
 INDEX_TYPE = declare("hoodie.index.type", "enum", "SIMPLE", "Index used to locate existing keys.", Group.INDEX,
                      choices=("SIMPLE", "BLOOM", "GLOBAL_SIMPLE", "GLOBAL_BLOOM", "INMEMORY", "BUCKET"))

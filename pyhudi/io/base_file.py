@@ -155,7 +155,7 @@ def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_
 
 
 def encode_within(make: Callable[[int], pa.Table], rows: int, limit: int, avro_schema_with_meta: str,
-                  settings: ParquetSettings, bytes_per_row: float = 0.0) -> tuple[bytes, int]:
+                  settings: ParquetSettings, bytes_per_row: float = 0.0) -> tuple[pa.Buffer, int]:
     """Encode the first `rows` rows (as built by `make`) as a base file of at most `limit` bytes.
 
     Size estimates can miss (compression varies along the data), so the file is encoded in memory
@@ -164,7 +164,7 @@ def encode_within(make: Callable[[int], pa.Table], rows: int, limit: int, avro_s
     while True:
         sink = pa.BufferOutputStream()
         _write_to(sink, make(rows), avro_schema_with_meta, settings, bytes_per_row)
-        data = sink.getvalue().to_pybytes()
+        data = sink.getvalue()  # written as is: no copy into Python bytes
         if len(data) <= limit or rows <= 1:
             return data, rows
         rows = max(1, min(rows - 1, int(rows * limit / len(data) * 0.98)))

@@ -40,7 +40,7 @@ from pyhudi.transaction.conflicts import check_clustering
 from pyhudi.transaction.lock import LockSettings, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.writer.config import ClusteringConfig
-from pyhudi.writer.handles import FILE_NAME, file_overhead, rollover_chunks, size_limit
+from pyhudi.writer.handles import FILE_NAME, constant_strings, file_overhead, rollover_chunks, size_limit
 from pyhudi.writer.markers import (
     create_marker,
     delete_markers,
@@ -199,7 +199,7 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
 
         def chunk(n: int, start: int = offset, fname: str = name) -> pa.Table:
             part = records.slice(start, n)
-            return part.set_column(name_idx, records.schema.field(name_idx), pa.array([fname] * n, pa.string()))
+            return part.set_column(name_idx, records.schema.field(name_idx), constant_strings(fname, n))
 
         path = join_path(partition, name)
         limit = size_limit(ctx.target_file_bytes, rows, ctx.parquet)

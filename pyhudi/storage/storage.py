@@ -166,7 +166,7 @@ class Storage:
             self.makedirs(parent)
         return self.fs.open_output_stream(self.full_path(rel))
 
-    def write_bytes(self, rel: str, data: bytes, mid_write_fault: str | None = None) -> None:
+    def write_bytes(self, rel: str, data: bytes | pa.Buffer, mid_write_fault: str | None = None) -> None:
         """Plain write; only for files that nobody reads until a commit names them.
 
         `mid_write_fault` names a fault point reached once half of `data` is on storage, when a crash

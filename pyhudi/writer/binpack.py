@@ -79,3 +79,15 @@ def take_within_budget(items: Sequence[T], size: Callable[[T], int], budget: int
         if remaining <= 0:
             break
     return taken
+
+
+def pack_balanced(items: Sequence[T], size: Callable[[T], int], bins: int) -> list[list[T]]:
+    """Largest first into the least-loaded of `bins` bins (LPT): for a fixed number of equal workers,
+    such as input files spread over a write's tasks. Empty bins are dropped."""
+    loads = [0] * max(1, bins)
+    out: list[list[T]] = [[] for _ in loads]
+    for item in sorted(items, key=size, reverse=True):
+        i = loads.index(min(loads))
+        out[i].append(item)
+        loads[i] += size(item)
+    return [b for b in out if b]

@@ -20,9 +20,12 @@ from pyhudi.io.base_file import estimate_bytes_per_row
 from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.model.file_names import new_file_id_prefix, write_token
 from pyhudi.storage import Storage
-from pyhudi.writer.handles import DELETE_FLAG, HandleContext, create_handle, with_meta
+from pyhudi.writer.direct_input import DirectInput, InputUnit
+from pyhudi.writer.handles import HandleContext, create_handle, with_meta, without_deletes
 from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.partitioner import Bucket, BucketKind
+from pyhudi.writer.prepare import BAD_KEY
+from pyhudi.writer.single_task import ERR_BAD_KEYS
 
 
 def layout(df: DataFrame, sort_mode: str, parallelism: int, precombine: str | None, combine: bool) -> DataFrame:
@@ -87,20 +90,51 @@ class _PartitionWriter:
 
 
 def run_bulk_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over Spark's rows: write them, emit write stats as JSON rows."""
+    pid, token = _task_identity()
+    tables = (pa.Table.from_batches([b]) for b in batches if b.num_rows)
+    stats = write_tables(ctx, tables, pid, token)
+    if stats:
+        yield pa.RecordBatch.from_pydict({"stat": stats}, schema=pa.schema([("stat", pa.string())]))
+
+
+def run_direct_bulk_task(ctx: HandleContext, direct: DirectInput, units: list[InputUnit]
+                         ) -> Iterator[tuple[str, str]]:
+    """RDD body over input files the task reads itself: ("stat", json) rows, or one ("error", json)
+    row when a record has no key (rows before it may be written: the driver rolls the instant back)."""
+    pid, token = _task_identity()
+    bad: list[int] = []
+
+    def checked() -> Iterator[pa.Table]:
+        for table in direct.read_prepared(units):
+            n = int(pc.sum(table.column(BAD_KEY).cast(pa.int64())).as_py() or 0)
+            if n:
+                bad.append(n)
+                return
+            yield table
+
+    stats = write_tables(ctx, checked(), pid, token)
+    if bad:
+        yield "error", json.dumps({"error": ERR_BAD_KEYS, "count": bad[0]})
+        return
+    yield from (("stat", s) for s in stats)
+
+
+def _task_identity() -> tuple[int, str]:
     from pyspark import TaskContext
 
     tc = TaskContext.get()
     assert tc is not None
     pid = tc.partitionId()
-    token = write_token(pid, tc.stageId(), tc.taskAttemptId())
+    return pid, write_token(pid, tc.stageId(), tc.taskAttemptId())
+
+
+def write_tables(ctx: HandleContext, tables: Iterator[pa.Table], pid: int, token: str) -> list[str]:
+    """One create handle per table partition the task sees, fed table by table; the write stats."""
     storage = Storage(ctx.base_uri)
     writers: dict[str, _PartitionWriter] = {}
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        table = pa.Table.from_batches([batch])
-        if DELETE_FLAG in table.column_names:
-            table = table.filter(pc.invert(table.column(DELETE_FLAG).fill_null(False)))
+    for table in tables:
+        table = without_deletes(table)
         # Buffered tails and new batches must share one schema: keep only what gets written.
         table = table.select([c for c in table.column_names if not c.startswith("_pyhudi_")])
         parts = table.column(PARTITION_COL)
@@ -110,6 +144,4 @@ def run_bulk_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> Iter
                 ensure_partition_metadata(storage, part, ctx.instant)
                 writers[part] = _PartitionWriter(ctx, storage, part, token, pid)
             writers[part].add(rows)
-    stats = [s for w in writers.values() for s in w.close()]
-    if stats:
-        yield pa.RecordBatch.from_pydict({"stat": stats}, schema=pa.schema([("stat", pa.string())]))
+    return [s for w in writers.values() for s in w.close()]

@@ -52,9 +52,10 @@ from pyhudi.transaction.heartbeat import Heartbeat
 from pyhudi.transaction.lock import table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSystemView
-from pyhudi.writer import single_task
-from pyhudi.writer.bulk_insert import layout, run_bulk_task
+from pyhudi.writer import direct_input, single_task
+from pyhudi.writer.bulk_insert import layout, run_bulk_task, run_direct_bulk_task
 from pyhudi.writer.config import WriteConfig
+from pyhudi.writer.direct_input import DirectInput
 from pyhudi.writer.handles import HandleContext, run_bucket_task
 from pyhudi.writer.markers import delete_markers, list_marked_files
 from pyhudi.writer.operation import WriteOperation
@@ -105,10 +106,15 @@ class WriteClient:
         one_task = timeline is not None and not replace_all and single_task.eligible_operation(cfg)
         estimate = estimated_input_bytes(df) if one_task else None
         if one_task and estimate is not None and estimate <= cfg.single_task_max_bytes:
-            small = self._write_single_task(batch, batch.df)
+            small = self._write_single_task(batch, batch.df, direct_input.detect(df, cfg, batch.avro_schema))
             if small is not None:
                 self._inline_services()
                 return small
+        direct = direct_input.detect(df, cfg, batch.avro_schema) if self._bulk_reads_files(replace_all) else None
+        if direct is not None:
+            bulk = self._write_bulk_direct(batch, direct)
+            self._inline_services()
+            return bulk
         # Spark cannot size some inputs (an RDD, a streaming source): the counts tell.
         one_task = one_task and (estimate is None or estimate >= UNKNOWN_SIZE)
         keyed = batch.df
@@ -240,7 +246,40 @@ class WriteClient:
         return self._run_instant(timeline, action, requested_bytes, profile.to_inflight_bytes(), batch, run,
                                  replaced if op.is_overwrite else None)
 
-    def _write_single_task(self, batch: PreparedBatch, records: DataFrame) -> WriteResult | None:
+    def _bulk_reads_files(self, replace_all: bool) -> bool:
+        """bulk_insert without Spark-side dedup or sorting can have its tasks read input files directly."""
+        cfg = self.config
+        return (cfg.operation is WriteOperation.BULK_INSERT and not replace_all and cfg.direct_parquet_input
+                and cfg.bulk_insert_sort_mode == "NONE" and not cfg.combine_before_write)
+
+    def _write_bulk_direct(self, batch: PreparedBatch, direct: DirectInput) -> WriteResult:
+        """bulk_insert over parquet input files: one job whose tasks read their share of the files
+        (split as Spark would) and write it; no count job, no rows through the JVM. Null keys are
+        found by the tasks, which makes the instant roll back. The inflight carries no counts."""
+        cfg = self.config
+        self._ensure_table()
+        timeline, _ = self._recovered_view()
+        action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
+        groups = direct.task_units(cfg.parallelism or None)
+
+        def run(instant: str) -> list[WriteStat]:
+            ctx = self._handle_context(batch, instant, None, [])
+            rows = self.spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
+                lambda it: (r for units in it for r in run_direct_bulk_task(ctx, direct, units))).collect()
+            return self._task_stats(rows)
+
+        inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
+        return self._run_instant(timeline, action, b"", inflight, batch, run, None)
+
+    def _task_stats(self, rows: list[tuple[str, str]]) -> list[WriteStat]:
+        """Write stats from ("stat"|"error", json) task rows; an error row refuses the write."""
+        errors = [json.loads(p) for k, p in rows if k == "error"]
+        if errors:
+            raise _Rejected(self._task_error(errors[0]))
+        return [WriteStat.from_json(json.loads(p)) for _, p in rows]
+
+    def _write_single_task(self, batch: PreparedBatch, records: DataFrame,
+                           direct: DirectInput | None = None) -> WriteResult | None:
         """The small-batch path (writer/single_task.py): one Spark task tags, plans and writes. None when
         the table turns out not to suit it (no completed write yet, too many files for the index)."""
         cfg = self.config
@@ -256,7 +295,7 @@ class WriteClient:
 
         def run(instant: str) -> list[WriteStat]:
             log.info("%s %s: tagging, planning and writing the batch in one task", action.value, instant)
-            return self._run_single_task(records, batch, layout, instant)
+            return self._run_single_task(records, batch, layout, instant, direct)
 
         inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
         return self._run_instant(timeline, action, b"", inflight, batch, run, None)
@@ -271,14 +310,15 @@ class WriteClient:
         return timeline, build_view(self.storage, cfg.table, timeline)
 
     def _run_single_task(self, records: DataFrame, batch: PreparedBatch, layout: single_task.TableLayout,
-                         instant: str) -> list[WriteStat]:
+                         instant: str, direct: DirectInput | None) -> list[WriteStat]:
         ctx = self._handle_context(batch, instant, None, [], combine=self.config.combine_before_write)
-        rows = records.coalesce(1).mapInArrow(
-            lambda it: single_task.run_single_task(ctx, layout, it), single_task.OUTPUT_SCHEMA).collect()
-        errors = [json.loads(r["payload"]) for r in rows if r["kind"] == "error"]
-        if errors:
-            raise _Rejected(self._task_error(errors[0]))
-        return [WriteStat.from_json(json.loads(r["payload"])) for r in rows]
+        if direct is not None:  # the task reads the input files itself
+            rows = self.spark.sparkContext.parallelize([list(direct.units)], 1).mapPartitions(
+                lambda units: single_task.run_direct_single_task(ctx, layout, direct, units)).collect()
+        else:
+            rows = [(r["kind"], r["payload"]) for r in records.coalesce(1).mapInArrow(
+                lambda it: single_task.run_single_task(ctx, layout, it), single_task.OUTPUT_SCHEMA).collect()]
+        return self._task_stats(rows)
 
     def _run_instant(self, timeline: ActiveTimeline, action: Action, requested_bytes: bytes, inflight_bytes: bytes,
                      batch: PreparedBatch, run: Callable[[str], list[WriteStat]],

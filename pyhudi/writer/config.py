@@ -115,6 +115,7 @@ class WriteConfig:
     heartbeat_tolerable_misses: int = 2
     single_task_max_bytes: int = 32 * 1024 * 1024
     single_task_max_index_files: int = 256
+    direct_parquet_input: bool = True
 
     @property
     def precombine_field(self) -> str | None:
@@ -246,6 +247,7 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         heartbeat_tolerable_misses=o.get(K.HEARTBEAT_TOLERABLE_MISSES),
         single_task_max_bytes=o.get(K.SINGLE_TASK_MAX_BYTES),
         single_task_max_index_files=o.get(K.SINGLE_TASK_MAX_INDEX_FILES),
+        direct_parquet_input=o.get(K.DIRECT_PARQUET_INPUT),
     )
 
 

@@ -140,19 +140,25 @@ def is_delete(records: pa.Table) -> np.ndarray:
     return np.asarray(records.column(DELETE_FLAG).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def without_deletes(records: pa.Table) -> pa.Table:
+    """`records` minus delete markers; the table itself (no copy) when there are none."""
+    deleting = is_delete(records)
+    return records.filter(pa.array(~deleting)) if deleting.any() else records
+
+
 def with_meta(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, seq_start: int) -> pa.Table:
     """Records in file layout: fresh meta columns for a new write, then the data columns."""
     n = records.num_rows
     if ctx.populate_meta:
-        prefix = f"{ctx.instant}_{pid}_"
-        seqs = pa.array([prefix + str(i) for i in range(seq_start, seq_start + n)], type=pa.string())
+        numbers = pc.cast(pa.array(np.arange(seq_start, seq_start + n, dtype=np.int64)), pa.string())
         meta = {
-            COMMIT_TIME: pa.array([ctx.instant] * n, type=pa.string()), SEQNO: seqs,
+            COMMIT_TIME: constant_strings(ctx.instant, n),
+            SEQNO: pc.binary_join_element_wise(f"{ctx.instant}_{pid}_", numbers, ""),
             RECORD_KEY: records.column(RECORD_KEY), PARTITION: records.column(PARTITION),
         }
     else:
         meta = {c: pa.nulls(n, type=pa.string()) for c in (COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION)}
-    meta[FILE_NAME] = pa.array([file_name] * n, type=pa.string())
+    meta[FILE_NAME] = constant_strings(file_name, n)
     cols = dict(meta)
     data_fields = [f for f in ctx.file_schema if f.name not in META_COLUMNS]
     data = conform_table(records.select([c for c in records.column_names if c in {f.name for f in data_fields}]),
@@ -160,6 +166,11 @@ def with_meta(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, s
     for f in data_fields:
         cols[f.name] = data.column(f.name)
     return pa.table(cols, schema=ctx.file_schema)
+
+
+def constant_strings(value: str, n: int) -> pa.Array:
+    """`n` copies of `value` as an Arrow string column, without a Python list of n references."""
+    return pc.fill_null(pa.nulls(n, pa.string()), value)
 
 
 def data_only(records: pa.Table) -> pa.Table:
@@ -178,7 +189,7 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     start = time.monotonic()
     if ctx.combine:
         records = dedupe(records, ctx.precombine_field)
-    records = data_only(records.filter(pa.array(~is_delete(records))))
+    records = data_only(without_deletes(records))
     if records.num_rows == 0:
         return [], None
     per_row = _uncompressed_bytes_per_row(ctx, records, pid)
@@ -337,7 +348,7 @@ def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> tuple[pa.
 
 def _carry_over(old: pa.Table, new_name: str) -> pa.Table:
     """Old records keep their commit time and sequence number; only the file name changes."""
-    names = pa.array([new_name] * old.num_rows, type=pa.string())
+    names = constant_strings(new_name, old.num_rows)
     idx = old.schema.get_field_index(FILE_NAME)
     return old.set_column(idx, old.schema.field(idx), names)
 

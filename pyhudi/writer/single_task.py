@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -37,6 +37,7 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.config import WriteConfig
+from pyhudi.writer.direct_input import DirectInput, InputUnit
 from pyhudi.writer.handles import IS_UPDATE, HandleContext, is_delete, run_handle
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import (
@@ -94,12 +95,24 @@ def run_single_task(ctx: HandleContext, layout: TableLayout, batches: Iterator[p
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
-    records = pa.Table.from_batches(collected)
-    storage = Storage(ctx.base_uri)
-    outcome = write_batch(ctx, layout, storage, records, _task_token)
-    kinds = ["error" if isinstance(o, dict) else "stat" for o in outcome]
-    payloads = [json.dumps(o if isinstance(o, dict) else o.to_json()) for o in outcome]
-    yield pa.RecordBatch.from_pydict({"kind": kinds, "payload": payloads}, schema=_OUT)
+    rows = _outcome_rows(ctx, layout, pa.Table.from_batches(collected))
+    yield pa.RecordBatch.from_pydict({"kind": [k for k, _ in rows], "payload": [p for _, p in rows]}, schema=_OUT)
+
+
+def run_direct_single_task(ctx: HandleContext, layout: TableLayout, direct: DirectInput,
+                           units: Iterable[list[InputUnit]]) -> Iterator[tuple[str, str]]:
+    """RDD body: the same, over input files the task reads itself (writer/direct_input.py). The units
+    come as the RDD's input and are consumed to the end: a PySpark worker that leaves its input
+    unread is not reused, and the next batch would pay a fresh worker's imports."""
+    tables = [t for group in units for t in direct.read_prepared(group) if t.num_rows]
+    if tables:
+        yield from _outcome_rows(ctx, layout, pa.concat_tables(tables))
+
+
+def _outcome_rows(ctx: HandleContext, layout: TableLayout, records: pa.Table) -> list[tuple[str, str]]:
+    outcome = write_batch(ctx, layout, Storage(ctx.base_uri), records, _task_token)
+    return [("error", json.dumps(o)) if isinstance(o, dict) else ("stat", json.dumps(o.to_json()))
+            for o in outcome]
 
 
 def _task_token(bucket_number: int) -> str:
