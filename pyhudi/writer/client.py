@@ -263,6 +263,7 @@ class WriteClient:
         groups = direct.task_units(cfg.parallelism or None)
 
         def run(instant: str) -> list[WriteStat]:
+            log.info("%s: %d task(s) read %d input file(s) directly", instant, len(groups), len(direct.units))
             ctx = self._handle_context(batch, instant, None, [])
             rows = self.spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
                 lambda it: (r for units in it for r in run_direct_bulk_task(ctx, direct, units))).collect()
@@ -313,6 +314,7 @@ class WriteClient:
                          instant: str, direct: DirectInput | None) -> list[WriteStat]:
         ctx = self._handle_context(batch, instant, None, [], combine=self.config.combine_before_write)
         if direct is not None:  # the task reads the input files itself
+            log.info("%s: the task reads %d input file(s) directly", instant, len(direct.units))
             rows = self.spark.sparkContext.parallelize([list(direct.units)], 1).mapPartitions(
                 lambda units: single_task.run_direct_single_task(ctx, layout, direct, units)).collect()
         else:

@@ -10,10 +10,13 @@ commit's write stats must describe the files on disk exactly.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -74,7 +77,22 @@ def _check_write_stats(path: str, instant: str) -> None:
         seen.add((fid, inst))
 
 
-def _apply(rng: random.Random, spark, path: str, options: dict[str, str], model: Model, next_id: list[int]) -> str:
+def _frame(spark, rows: list[tuple[int, str, str, int]], staging: Path | None):
+    """The batch as local rows, or (with `staging`) as a parquet file read back with spark.read.parquet,
+    which bulk_insert and one-task writes read directly with pyarrow."""
+    if staging is None:
+        return spark.createDataFrame(rows, SCHEMA)
+    batch = staging / f"batch-{len(list(staging.iterdir())):04d}"
+    batch.mkdir()
+    cols = list(zip(*rows)) if rows else [[], [], [], []]
+    pq.write_table(pa.table({"id": pa.array(cols[0], pa.int64()), "name": pa.array(cols[1], pa.string()),
+                             "part": pa.array(cols[2], pa.string()), "ts": pa.array(cols[3], pa.int64())}),
+                   str(batch / "part-0.parquet"))
+    return spark.read.parquet(str(batch))
+
+
+def _apply(rng: random.Random, spark, path: str, options: dict[str, str], model: Model, next_id: list[int],
+           staging: Path | None = None) -> str:
     existing = sorted(model.rows)
     op = rng.choices(["upsert", "insert", "delete", "bulk_insert", "insert_overwrite"],
                      weights=[50, 20, 15, 10, 5])[0]
@@ -104,8 +122,7 @@ def _apply(rng: random.Random, spark, path: str, options: dict[str, str], model:
             rows.append((next_id[0], f"o{ts}", part, ts))
             next_id[0] += 1
     rng.shuffle(rows)
-    instant = pyhudi.write(spark.createDataFrame(rows, SCHEMA), path,
-                           {**options, "hoodie.datasource.write.operation": op})
+    instant = pyhudi.write(_frame(spark, rows, staging), path, {**options, "hoodie.datasource.write.operation": op})
     _model_apply(model, op, rows, instant)
     return op
 
@@ -136,7 +153,8 @@ def _incremental(spark, path: str, begin: str, end: str):
                                      "hoodie.datasource.read.end.instanttime": end}).toArrow()
 
 
-def _run(spark, tmp_path, index: str, steps: int, seed: int, extra: dict[str, str] | None = None) -> None:
+def _run(spark, tmp_path, index: str, steps: int, seed: int, extra: dict[str, str] | None = None,
+         parquet_input: bool = False) -> None:
     rng = random.Random(seed)
     path = str(tmp_path / f"rand_{index}")
     options = {
@@ -148,8 +166,11 @@ def _run(spark, tmp_path, index: str, steps: int, seed: int, extra: dict[str, st
     }
     model = Model()
     next_id = [0]
+    staging = tmp_path / "staging" if parquet_input else None
+    if staging is not None:
+        staging.mkdir()
     for step in range(steps):
-        op = _apply(rng, spark, path, options, model, next_id)
+        op = _apply(rng, spark, path, options, model, next_id, staging)
         instant = model.history[-1][0]
         expected = model.snapshot()
         ours = pyhudi.read(spark, path).toArrow()
@@ -187,6 +208,15 @@ def test_randomized_simple_index(spark, tmp_path):
 def test_randomized_simple_index_distributed_path(spark, tmp_path):
     """The same workload with the one-task path for small batches turned off (every write distributed)."""
     _run(spark, tmp_path, "SIMPLE", steps=16, seed=7, extra={"hoodie.pyhudi.write.single.task.max.bytes": "0"})
+
+
+def test_randomized_parquet_file_input(spark, tmp_path, caplog):
+    """The same workload fed as parquet files (spark.read.parquet): bulk_insert and one-task writes
+    read them directly with pyarrow (writer/direct_input.py), the others through Spark's rows."""
+    caplog.set_level(logging.INFO, logger="pyhudi.writer.client")
+    _run(spark, tmp_path, "SIMPLE", steps=20, seed=7, parquet_input=True)
+    direct = sum("input file(s) directly" in r.getMessage() for r in caplog.records)
+    assert direct >= 10, f"only {direct} of 20 writes read their input directly"
 
 
 def test_randomized_bloom_index(spark, tmp_path):
