@@ -197,17 +197,15 @@ def _per_batch(ingest: dict[str, Any]) -> float:
 def limit_insert(r: dict[str, Any]) -> str:
     s, prof = r["systems"], r["profile"]["cow"]["insert"]
     cow, sp = s["cow"]["ingest"]["insert"], s["spark"]["ingest"]["insert"]
-    return (f"A small insert batch into an existing table is one Spark job whose one task tags, plans and writes "
-            f"(`hoodie.pyhudi.write.single.task.max.bytes`): median {cow['median_seconds']:.2f} s per batch "
+    return (f"A small insert batch into an existing table is one Spark job whose one task reads the batch's "
+            f"parquet files itself, tags, plans and writes (`hoodie.pyhudi.write.single.task.max.bytes`, "
+            f"`hoodie.pyhudi.write.direct.parquet.input`): median {cow['median_seconds']:.2f} s per batch "
             f"({_jobs(r, 'cow', 'insert')}, one of them `spark.read.parquet` inferring the batch's schema, which "
             f"the append pays too; steps: {_steps(prof)}) against {sp['median_seconds']:.2f} s for the append "
             f"({_jobs(r, 'spark', 'insert')}, one read-and-write stage). The task writes "
             f"{_fmt_mb(_per_batch(cow))} per batch against the append's {_fmt_mb(_per_batch(sp))}: COW auto-sizing "
-            "tops up the open small file by rewriting it whole (Hudi's design), and every row crosses from the JVM "
-            "to a Python worker as Arrow, which alone costs about as much as the append's whole job on this "
-            "machine. What would remove the rest: a top-up that copies the old file's row groups as they are "
-            "instead of decoding and re-encoding them, and handing file inputs to the worker as Arrow without "
-            "the JVM's row format.")
+            "tops up the open small file by rewriting it whole (Hudi's design). What would remove the rest: a "
+            "top-up that copies the old file's row groups as they are instead of decoding and re-encoding them.")
 
 
 def limit_upsert(r: dict[str, Any]) -> str:
@@ -260,8 +258,9 @@ def limit_end_to_end(r: dict[str, Any]) -> str:
             f"{s['delta']['ingest']['upsert']['median_seconds']:.2f} s per merge) - faster than even the plain "
             f"Spark append ({s['spark']['ingest']['insert']['median_seconds']:.2f} s). pyhudi runs every batch "
             "as at least one Spark job (one task for a small batch), so its floor is Spark's per-job cost, which "
-            "the append pays too; closing the gap would need a path that writes small batches without Spark, "
-            "not tuning. The insert and upsert limits above add to it.")
+            "the append pays too, plus the COW top-up that rewrites the open file on every insert batch; delta-rs "
+            "appends a new small file instead and pays for it once in OPTIMIZE. Closing the gap would need a path "
+            "that writes small batches without Spark, not tuning.")
 
 
 def limit_load(r: dict[str, Any]) -> str:
@@ -271,17 +270,16 @@ def limit_load(r: dict[str, Any]) -> str:
     spark_txt = (f"Spark's own parquet write reaches {ratio(s['pyarrow']['seconds'], sp['seconds']):.0%} of it: "
                  "the JVM decodes the input into rows and encodes them again. " if sp and "pyarrow" in s else "")
     ins = s.get("insert", {}).get("phases", {})
-    ins_txt = (f" `insert` (auto-sized) additionally plans buckets from a count job (its `count` step took "
-               f"{ins.get('count', float('nan')):.1f} s of {s['insert']['seconds']:.1f} s) and shuffles records "
-               "to them." if ins else "")
+    ins_txt = (f" `insert` (auto-sized) still takes Spark's rows: it plans buckets from a count job (its `count` "
+               f"step took {ins.get('count', float('nan')):.1f} s of {s['insert']['seconds']:.1f} s) and shuffles "
+               "records to them." if ins else "")
     return (f"Raw pyarrow writes Arrow data it already holds, with all cores, in one process. {spark_txt}pyhudi's "
-            f"bulk_insert adds the hand-over of every row to Python workers (mapInArrow), Hudi's meta columns and "
-            f"a bloom filter ({_fmt_mb(bulk['output']['total'])} written vs "
+            "bulk_insert reads the staged parquet files in its Spark tasks with pyarrow (no rows through the "
+            "JVM), and adds Hudi's meta columns (a unique sequence number and a copy of the key per row) and a "
+            f"bloom filter of every key in each footer ({_fmt_mb(bulk['output']['total'])} written vs "
             f"{_fmt_mb(s['pyarrow']['output']['total'])}); its steps: {_steps(bulk.get('phases', {}))}.{ins_txt} "
-            "pyhudi's bulk_insert is about as fast as Spark's own write, so the limit is the route every row "
-            "takes through Spark (parquet decode in the JVM, rows to Arrow for the Python workers, encode again). "
-            "What would remove most of it: a path that hands file inputs to the workers as Arrow without Spark's "
-            "row format.")
+            "What remains is the extra bytes to encode, the bloom hashing (about 30 murmur rounds per key at the "
+            "default fpp) and one Spark job's scheduling.")
 
 
 def limit_clustering(r: dict[str, Any]) -> str:

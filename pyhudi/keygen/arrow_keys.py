@@ -92,7 +92,9 @@ class ArrowKeys:
         pieces = []
         for name in self.keygen.partition_fields:
             value = self._text(table, name)
-            value = pc.if_else(_missing(value), DEFAULT_PARTITION, value)
+            missing = _missing(value)
+            if pc.any(missing).as_py():
+                value = pc.if_else(missing, DEFAULT_PARTITION, value)
             if self.keygen.hive_style:
                 value = pc.binary_join_element_wise(f"{name}=", value, "")
             pieces.append(value)
