@@ -634,6 +634,7 @@ WRITE_STEPS = [
     ("pyhudi.writer.client", "WriteClient._start_instant", "instant"),
     ("pyhudi.writer.client", "WriteClient._run_handles", "write files"),
     ("pyhudi.writer.client", "WriteClient._run_bulk", "write files"),
+    ("pyhudi.writer.client", "WriteClient._run_bulk_direct", "write files"),
     ("pyhudi.writer.client", "WriteClient._run_single_task", "one-task write"),
     ("pyhudi.writer.client", "WriteClient._reconcile_markers", "markers"),
     ("pyhudi.writer.client", "WriteClient._complete", "commit"),

@@ -260,17 +260,20 @@ class WriteClient:
         self._ensure_table()
         timeline, _ = self._recovered_view()
         action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
-        groups = direct.task_units(cfg.parallelism or None)
 
         def run(instant: str) -> list[WriteStat]:
-            log.info("%s: %d task(s) read %d input file(s) directly", instant, len(groups), len(direct.units))
-            ctx = self._handle_context(batch, instant, None, [])
-            rows = self.spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
-                lambda it: (r for units in it for r in run_direct_bulk_task(ctx, direct, units))).collect()
-            return self._task_stats(rows)
+            return self._run_bulk_direct(batch, direct, instant)
 
         inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
         return self._run_instant(timeline, action, b"", inflight, batch, run, None)
+
+    def _run_bulk_direct(self, batch: PreparedBatch, direct: DirectInput, instant: str) -> list[WriteStat]:
+        groups = direct.task_units(self.config.parallelism or None)
+        log.info("%s: %d task(s) read %d input file(s) directly", instant, len(groups), len(direct.units))
+        ctx = self._handle_context(batch, instant, None, [])
+        rows = self.spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
+            lambda it: (r for units in it for r in run_direct_bulk_task(ctx, direct, units))).collect()
+        return self._task_stats(rows)
 
     def _task_stats(self, rows: list[tuple[str, str]]) -> list[WriteStat]:
         """Write stats from ("stat"|"error", json) task rows; an error row refuses the write."""
