@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyhudi.errors import HudiError
+
 NAMESPACE = "org.apache.hudi.avro.model"
 
 # Sentinel: a field without a default (Avro: the key is absent).
@@ -602,3 +604,16 @@ TOP_LEVEL_SCHEMAS: tuple[str, ...] = (
     "HoodieArchivedMetaEntry",
     "HoodieDeleteRecordList",
 )
+
+
+class AvroModelError(HudiError, ValueError):
+    """A record does not fit its Hudi Avro schema (a programming error in the caller)."""
+
+
+class UnknownAvroSchemaError(AvroModelError):
+    """The schema name is not one of Hudi's timeline Avro models known to pyhudi."""
+
+
+def simple_name(name: str) -> str:
+    prefix = NAMESPACE + "."
+    return name[len(prefix) :] if name.startswith(prefix) else name

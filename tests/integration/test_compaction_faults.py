@@ -35,7 +35,8 @@ import pytest
 import pyhudi
 from tests.helpers import hudi_rs, rows_by_key
 from tests.integration.fault_writer import data_files_of, model_rows
-from tests.integration.test_faults import COLS, Writer, assert_table, hoodie_names, opts, split_name
+from tests.integration.table_checks import COLS, assert_table, hoodie_names, opts, split_name
+from tests.integration.test_faults import Writer
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -56,16 +56,8 @@ from pyhudi.transaction.heartbeat import is_expired
 from tests.helpers import hudi_rs, rows_by_key
 from tests.integration.concurrency_worker import ingest_rows, occ_rows
 from tests.integration.fault_writer import model_rows
-from tests.integration.test_faults import (
-    WAIT_LIMIT,
-    Writer,
-    all_data_files,
-    assert_table,
-    opts,
-    read_avro,
-    read_signal,
-    split_name,
-)
+from tests.integration.table_checks import all_data_files, assert_table, opts, read_avro, split_name
+from tests.integration.test_faults import WAIT_LIMIT, Writer, read_signal
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 WORKER = pathlib.Path(__file__).with_name("concurrency_worker.py")

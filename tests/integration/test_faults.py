@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import hashlib
-import io
 import json
 import os
 import pathlib
@@ -35,112 +33,26 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import fastavro
 import pytest
 
 import pyhudi
-from pyhudi.errors import (
-    InvalidConfigError,
-    InvalidRecordError,
-    SchemaMismatchError,
-    TableNotFoundError,
-    UnsupportedTableError,
-)
-from tests.helpers import hudi_rs, rows_by_key
 from tests.integration.fault_writer import data_files_of, inflight_instants, model_rows, rows_frame
+from tests.integration.table_checks import (
+    all_data_files,
+    assert_files_match_commits,
+    assert_table,
+    completed_commits,
+    hoodie_names,
+    opts,
+    read_avro,
+    split_name,
+    uri_to_rel,
+)
 
 pytestmark = pytest.mark.spark
-COLS = ["name", "city", "ts"]
 SCRIPT = pathlib.Path(__file__).with_name("fault_writer.py")
 WAIT_LIMIT = 900.0  # only bounds a hang; no assertion depends on how long anything took
 MB = 1024 * 1024
-
-
-# --------------------------------------------------------------------------- table helpers
-def opts(name: str, **extra: Any) -> dict[str, str]:
-    base = {"hoodie.table.name": name, "hoodie.datasource.write.recordkey.field": "id",
-            "hoodie.datasource.write.partitionpath.field": "city", "hoodie.datasource.write.precombine.field": "ts"}
-    base.update({k.replace("__", "."): str(v) for k, v in extra.items()})
-    return base
-
-
-def uri_to_rel(uri: str, base: str) -> str:
-    local = uri[len("file://"):] if uri.startswith("file://") else uri[len("file:"):] if uri.startswith("file:") else uri
-    return os.path.relpath(local, base)
-
-
-def assert_table(spark, path: str | os.PathLike[str], model: dict[int, tuple], as_of: str | None = None) -> None:
-    """pyhudi and hudi-rs both return exactly the model's rows (and no key twice)."""
-    options = {"as.of.instant": as_of} if as_of else None
-    expected = {k: tuple(v) for k, v in model.items()}
-    ours = rows_by_key(pyhudi.read(spark, str(path), options).toArrow(), "id", COLS)
-    assert ours == expected, f"pyhudi read differs from the model ({len(ours)} vs {len(expected)} keys)"
-    theirs = rows_by_key(hudi_rs(path, as_of=as_of), "id", COLS)
-    assert theirs == expected, f"hudi-rs read differs from the model ({len(theirs)} vs {len(expected)} keys)"
-
-
-def hoodie_names(path: str | os.PathLike[str]) -> list[str]:
-    return sorted(n for n in os.listdir(os.path.join(path, ".hoodie"))
-                  if os.path.isfile(os.path.join(path, ".hoodie", n)))
-
-
-def completed_commits(path: str | os.PathLike[str]) -> list[str]:
-    return sorted(n.split(".")[0] for n in hoodie_names(path)
-                  if n.count(".") == 1 and n.split(".")[1] in ("commit", "deltacommit", "replacecommit"))
-
-
-def all_data_files(path: str | os.PathLike[str]) -> list[str]:
-    out = []
-    for root, dirs, files in os.walk(path):
-        dirs[:] = [d for d in dirs if d != ".hoodie"]
-        out += [os.path.relpath(os.path.join(root, f), path) for f in files if f.endswith(".parquet")]
-    return sorted(out)
-
-
-def split_name(rel: str) -> tuple[str, str, str]:
-    """(fileId, writeToken, instant) of a base file path."""
-    stem = os.path.basename(rel)[: -len(".parquet")]
-    fid, token, instant = stem.split("_")
-    return fid, token, instant
-
-
-def assert_files_match_commits(path: str | os.PathLike[str]) -> None:
-    """Every base file on disk belongs to a completed commit that names it, one per (fileId, instant)."""
-    files = all_data_files(path)
-    per_group = collections.Counter((split_name(f)[0], split_name(f)[2]) for f in files)
-    dupes = {k: n for k, n in per_group.items() if n > 1}
-    assert not dupes, f"more than one base file for the same file group and instant: {dupes}"
-    done = completed_commits(path)
-    for f in files:
-        assert split_name(f)[2] in done, f"{f} belongs to no completed commit"
-    for ts in done:
-        meta = json.loads(pathlib.Path(path, ".hoodie", f"{ts}.commit").read_text())
-        named = sorted(s["path"] for stats in meta["partitionToWriteStats"].values() for s in stats if s["path"])
-        on_disk = sorted(f for f in files if split_name(f)[2] == ts)
-        assert named == on_disk, f"commit {ts}: write stats name {named}, disk has {on_disk}"
-
-
-def read_avro(path: pathlib.Path) -> dict[str, Any]:
-    (record,) = list(fastavro.reader(io.BytesIO(path.read_bytes())))
-    assert isinstance(record, dict)
-    return record
-
-
-def tree_snapshot(root: str | os.PathLike[str]) -> dict[str, tuple]:
-    """Every file and directory under root with size, mtime and content hash: a byte-for-byte fingerprint."""
-    out: dict[str, tuple] = {}
-    if not os.path.exists(root):
-        return out
-    for dirpath, dirs, files in os.walk(root):
-        for d in dirs:
-            st = os.stat(os.path.join(dirpath, d))
-            out[os.path.relpath(os.path.join(dirpath, d), root) + "/"] = ("dir", st.st_mtime_ns)
-        for f in files:
-            full = os.path.join(dirpath, f)
-            st = os.stat(full)
-            digest = hashlib.sha256(pathlib.Path(full).read_bytes()).hexdigest()
-            out[os.path.relpath(full, root)] = (st.st_size, st.st_mtime_ns, digest)
-    return out
 
 
 # --------------------------------------------------------------------------- subprocess writers
@@ -514,155 +426,6 @@ def fleet(tmp_path_factory):
         yield f
     finally:
         f.close()
-
-
-# --------------------------------------------------------------------------- (2) markers, unit level
-def test_marker_reconciliation_deletes_files_no_stat_names(spark, tmp_path):
-    from pyhudi.config.registry import Options
-    from pyhudi.model.instant_time import new_instant_time
-    from pyhudi.model.table_config import load_table_config
-    from pyhudi.model.write_stat import WriteStat
-    from pyhudi.storage import Storage
-    from pyhudi.writer.client import WriteClient
-    from pyhudi.writer.config import build_write_config
-    from pyhudi.writer.markers import create_marker, list_marked_files
-
-    path = str(tmp_path / "m")
-    rows = {"start": 0, "stop": 50, "version": 1}
-    i1 = pyhudi.write(rows_frame(spark, rows), path, opts("m"))
-    model = model_rows(rows)
-    storage = Storage(path)
-    committed = [f for f in all_data_files(path) if f.startswith("p0/")][0]
-    fid, _, _ = split_name(committed)
-    fake = new_instant_time(after=i1)  # a later instant that never reached the timeline
-    kept, stray, missing = (f"p0/{fid}_{tok}_{fake}.parquet" for tok in ("0-7-11", "0-7-12", "0-7-13"))
-    for rel in (kept, stray):
-        shutil.copyfile(os.path.join(path, committed), os.path.join(path, rel))
-    for rel in (kept, stray, missing):
-        create_marker(storage, fake, "p0", os.path.basename(rel), "CREATE")
-    assert list_marked_files(storage, fake) == sorted([kept, stray, missing])
-    # Files of an instant that is not on the timeline are invisible to both readers.
-    assert_table(spark, path, model)
-    config = build_write_config(Options.parse(opts("m")), load_table_config(storage))
-    client = WriteClient(spark, storage, config)
-    client._reconcile_markers(fake, [WriteStat(file_id=fid, path=kept, partition_path="p0")])
-    assert os.path.exists(os.path.join(path, kept))
-    assert not os.path.exists(os.path.join(path, stray)), "a marked file no write stat names must be deleted"
-    assert not os.path.exists(os.path.join(path, missing))
-    assert os.path.exists(os.path.join(path, committed))
-    os.remove(os.path.join(path, kept))
-    shutil.rmtree(os.path.join(path, ".hoodie", ".temp", fake))
-    assert_files_match_commits(path)
-    assert_table(spark, path, model)
-
-
-# --------------------------------------------------------------------------- bulk_insert streaming
-def test_bulk_insert_streams_one_partition_over_several_flushes(spark, tmp_path):
-    """One bulk_insert task receiving several files' worth of one partition in many Arrow batches
-    (the shape a killed-mid-stream bulk_insert needs): it must flush, keep the tail, and go on."""
-    path = str(tmp_path / "stream")
-    rows = {"start": 0, "stop": 300_000, "version": 1, "slices": 1, "city": "p0"}
-    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    old = spark.conf.get(key)
-    spark.conf.set(key, "5000")
-    try:
-        pyhudi.write(rows_frame(spark, rows), path, {**opts("stream"), "hoodie.parquet.max.file.size": str(MB),
-                                                  "hoodie.datasource.write.operation": "bulk_insert"})
-    finally:
-        spark.conf.set(key, old)
-    assert len(all_data_files(path)) > 2
-    assert_files_match_commits(path)
-    assert_table(spark, path, model_rows(rows))
-
-
-# --------------------------------------------------------------------------- (4) bad input
-BAD_SCHEMA = "id string, city string, ts long, n long"
-
-
-@pytest.fixture(scope="module")
-def bad_table(spark, tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("bad") / "t")
-    df = spark.createDataFrame([(str(i), ["sf", "ny"][i % 2], 1, i) for i in range(20)], BAD_SCHEMA)
-    pyhudi.write(df, path, opts("bad"))
-    return path
-
-
-def _bad_cases(spark):  # type: ignore[no-untyped-def]
-    ok = [("1", "sf", 2, 1)]
-    return {
-        "null_key": (spark.createDataFrame([*ok, (None, "ny", 2, 2)], BAD_SCHEMA), {},
-                     InvalidRecordError, ["null", "(field(s) id)"]),
-        "empty_key": (spark.createDataFrame([*ok, ("", "ny", 2, 2)], BAD_SCHEMA), {},
-                      InvalidRecordError, ["empty", "(field(s) id)"]),
-        "missing_key_column": (spark.createDataFrame(ok, BAD_SCHEMA).drop("id"), {},
-                               InvalidRecordError, ["'id'"]),
-        "missing_partition_column": (spark.createDataFrame(ok, BAD_SCHEMA).drop("city"), {},
-                                     InvalidRecordError, ["'city'"]),
-        "missing_precombine_column": (spark.createDataFrame(ok, BAD_SCHEMA).drop("ts"), {},
-                                      InvalidRecordError, ["'ts'"]),
-        "string_into_bigint": (spark.createDataFrame([("1", "sf", 2, "x")], "id string, city string, ts long, "
-                                                     "n string"), {}, SchemaMismatchError,
-                               ["'n'", "bigint", "string"]),
-        "unknown_operation": (spark.createDataFrame(ok, BAD_SCHEMA), {"hoodie.datasource.write.operation": "merge"},
-                              InvalidConfigError, ["hoodie.datasource.write.operation", "'merge'"]),
-    }
-
-
-BAD_CASES = ["null_key", "empty_key", "missing_key_column", "missing_partition_column",
-             "missing_precombine_column", "string_into_bigint", "unknown_operation"]
-
-
-@pytest.mark.parametrize("case", BAD_CASES)
-def test_bad_input_changes_nothing(spark, bad_table, case):
-    df, extra, error, words = _bad_cases(spark)[case]
-    before = tree_snapshot(bad_table)
-    with pytest.raises(error) as exc:
-        pyhudi.write(df, bad_table, {**opts("bad"), **extra})
-    for word in words:
-        assert word in str(exc.value), f"{exc.value!s} does not name {word}"
-    assert tree_snapshot(bad_table) == before, "a failed write changed the table directory"
-
-
-@pytest.mark.parametrize("case", [c for c in BAD_CASES if c != "string_into_bigint"])
-def test_failed_first_write_leaves_no_table(spark, tmp_path, case):
-    df, extra, error, words = _bad_cases(spark)[case]
-    path = tmp_path / "new"
-    with pytest.raises(error) as exc:
-        pyhudi.write(df, str(path), {**opts("bad"), **extra})
-    for word in words:
-        assert word in str(exc.value)
-    assert not (path / ".hoodie" / "hoodie.properties").exists()
-    if path.exists():
-        assert not [p for p in path.rglob("*") if p.is_file()], "a failed first write left files behind"
-
-
-def test_reading_a_non_hudi_path_changes_nothing(spark, tmp_path):
-    path = tmp_path / "plain"
-    spark.createDataFrame([(1, "a")], "id long, name string").write.parquet(str(path))
-    before = tree_snapshot(path)
-    with pytest.raises(TableNotFoundError) as exc:
-        pyhudi.read(spark, str(path))
-    assert str(path) in str(exc.value)
-    assert tree_snapshot(path) == before
-    with pytest.raises(TableNotFoundError):
-        pyhudi.read(spark, str(tmp_path / "absent"))
-    assert not (tmp_path / "absent").exists()
-
-
-def test_table_version_5_is_refused_for_read_and_write(spark, tmp_path):
-    path = tmp_path / "v5"
-    rows = {"start": 0, "stop": 10, "version": 1}
-    pyhudi.write(rows_frame(spark, rows), str(path), opts("v5"))
-    props = path / ".hoodie" / "hoodie.properties"
-    props.write_text(props.read_text().replace("hoodie.table.version=6", "hoodie.table.version=5"))
-    before = tree_snapshot(path)
-    with pytest.raises(UnsupportedTableError) as exc:
-        pyhudi.read(spark, str(path))
-    assert "version 5" in str(exc.value)
-    with pytest.raises(UnsupportedTableError) as exc:
-        pyhudi.write(rows_frame(spark, {"start": 5, "stop": 15, "version": 2}), str(path), opts("v5"))
-    assert "version 5" in str(exc.value)
-    assert tree_snapshot(path) == before
 
 
 # --------------------------------------------------------------------------- (1) killed writes
