@@ -50,15 +50,19 @@ def field_type(schema: StructType, dotted: str) -> DataType | None:
     return current
 
 
-def _as_text(name: str, dtype: DataType) -> Column:
-    col = F.col(name)
-    if isinstance(dtype, (TimestampType, TimestampNTZType)):
-        return F.unix_micros(col.cast("timestamp")).cast("string")
+def _check_text_type(name: str, dtype: DataType) -> None:
     if isinstance(dtype, (BinaryType, ArrayType, MapType, StructType)):
         raise InvalidRecordError(
             f"field {name!r} of type {dtype.simpleString()} cannot be part of a record key or partition path; "
             "use a scalar column"
         )
+
+
+def _as_text(name: str, dtype: DataType) -> Column:
+    col = F.col(name)
+    if isinstance(dtype, (TimestampType, TimestampNTZType)):
+        return F.unix_micros(col.cast("timestamp")).cast("string")
+    _check_text_type(name, dtype)
     return col.cast("string")
 
 
@@ -99,6 +103,15 @@ class KeyGenerator:
                     f"{role} field {name!r} is not a column of the batch (columns: "
                     f"{', '.join(schema.fieldNames())}); fix hoodie.datasource.write."
                     f"{'recordkey' if role == 'record key' else 'partitionpath'}.field or the DataFrame")
+
+    def check_types(self, schema: StructType, *, need_partition: bool = True) -> None:
+        """Fail before anything is written when a key or partition column cannot be rendered as text."""
+        names = list(self.record_key_fields) + (list(self.partition_fields) if need_partition and
+                                                  self.is_partitioned else [])
+        for name in names:
+            dtype = field_type(schema, name)
+            if dtype is not None:
+                _check_text_type(name, dtype)
 
     def record_key(self, schema: StructType) -> Column:
         parts = [(name, _as_text(name, field_type(schema, name))) for name in self.record_key_fields]  # type: ignore[arg-type]

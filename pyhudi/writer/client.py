@@ -106,7 +106,7 @@ class WriteClient:
         one_task = timeline is not None and not replace_all and single_task.eligible_operation(cfg)
         estimate = estimated_input_bytes(df) if one_task else None
         if one_task and estimate is not None and estimate <= cfg.single_task_max_bytes:
-            small = self._write_single_task(batch, batch.df, direct_input.detect(df, cfg, batch.avro_schema))
+            small = self._write_single_task(batch, None, direct_input.detect(df, cfg, batch.avro_schema))
             if small is not None:
                 self._inline_services()
                 return small
@@ -282,7 +282,7 @@ class WriteClient:
             raise _Rejected(self._task_error(errors[0]))
         return [WriteStat.from_json(json.loads(p)) for _, p in rows]
 
-    def _write_single_task(self, batch: PreparedBatch, records: DataFrame,
+    def _write_single_task(self, batch: PreparedBatch, records: DataFrame | None,
                            direct: DirectInput | None = None) -> WriteResult | None:
         """The small-batch path (writer/single_task.py): one Spark task tags, plans and writes. None when
         the table turns out not to suit it (no completed write yet, too many files for the index)."""
@@ -296,6 +296,8 @@ class WriteClient:
         if layout.index_files > cfg.single_task_max_index_files:
             return None
         action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
+        if direct is None and records is None:
+            records = batch.df  # built (and analyzed) before the instant exists, so its errors leave no trace
 
         def run(instant: str) -> list[WriteStat]:
             log.info("%s %s: tagging, planning and writing the batch in one task", action.value, instant)
@@ -313,7 +315,7 @@ class WriteClient:
             timeline = timeline.reload()
         return timeline, build_view(self.storage, cfg.table, timeline)
 
-    def _run_single_task(self, records: DataFrame, batch: PreparedBatch, layout: single_task.TableLayout,
+    def _run_single_task(self, records: DataFrame | None, batch: PreparedBatch, layout: single_task.TableLayout,
                          instant: str, direct: DirectInput | None) -> list[WriteStat]:
         ctx = self._handle_context(batch, instant, None, [], combine=self.config.combine_before_write)
         if direct is not None:  # the task reads the input files itself
@@ -321,6 +323,7 @@ class WriteClient:
             rows = self.spark.sparkContext.parallelize([list(direct.units)], 1).mapPartitions(
                 lambda units: single_task.run_direct_single_task(ctx, layout, direct, units)).collect()
         else:
+            assert records is not None
             rows = [(r["kind"], r["payload"]) for r in records.coalesce(1).mapInArrow(
                 lambda it: single_task.run_single_task(ctx, layout, it), single_task.OUTPUT_SCHEMA).collect()]
         return self._task_stats(rows)

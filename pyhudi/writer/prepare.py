@@ -11,7 +11,9 @@ Spark columns so it runs in the JVM.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -36,9 +38,18 @@ META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_k
 
 @dataclass
 class PreparedBatch:
-    df: DataFrame
+    """The batch's target schema, checked up front, and its keyed records as a Spark DataFrame, built on
+    first use: a write whose executors read the input files themselves (direct_input.py) never needs
+    them, and building the columns costs dozens of JVM calls per batch."""
+
+    source: DataFrame
     avro_schema: dict[str, Any]
     schema_json: str
+    columns: Callable[[], list[Column]]
+
+    @cached_property
+    def df(self) -> DataFrame:
+        return self.source.select(*self.columns())
 
 
 def table_schema(timeline: ActiveTimeline, config: TableConfig, as_of: str | None = None) -> dict[str, Any] | None:
@@ -88,7 +99,9 @@ def prepare_batch(df: DataFrame, config: WriteConfig, table_avro: dict[str, Any]
     keygen = KeyGenerator.for_table(config.table)
     incoming = _incoming_struct(df)
     op = config.operation
-    keygen.check_columns(incoming, need_partition=not config.index.is_global or op is not WriteOperation.DELETE)
+    need_partition = not config.index.is_global or op is not WriteOperation.DELETE
+    keygen.check_columns(incoming, need_partition=need_partition)
+    keygen.check_types(incoming, need_partition=need_partition)
     _check_precombine(config, incoming)
     if op is WriteOperation.DELETE:
         target_avro = S.spark_to_avro(incoming, config.table.name) if table_avro is None else table_avro
@@ -98,15 +111,18 @@ def prepare_batch(df: DataFrame, config: WriteConfig, table_avro: dict[str, Any]
         target_avro = S.evolve(table_avro, incoming_avro, reconcile=config.reconcile_schema) \
             if table_avro is not None else incoming_avro
         target = S.avro_to_spark(target_avro)
-    internal = {
-        RECORD_KEY_COL: keygen.record_key(incoming),
-        PARTITION_COL: keygen.partition_path(incoming),
-        DELETE_FLAG: _delete_flag(df, op),
-        BAD_KEY: keygen.bad_key(incoming),
-    }
-    data_cols = _conformed(df, target) if target.fields else []
-    keyed = df.select(*data_cols, *[c.alias(name) for name, c in internal.items()])
-    return PreparedBatch(keyed, target_avro, json.dumps(target_avro))
+
+    def columns() -> list[Column]:
+        internal = {
+            RECORD_KEY_COL: keygen.record_key(incoming),
+            PARTITION_COL: keygen.partition_path(incoming),
+            DELETE_FLAG: _delete_flag(df, op),
+            BAD_KEY: keygen.bad_key(incoming),
+        }
+        data_cols = _conformed(df, target) if target.fields else []
+        return [*data_cols, *[c.alias(name) for name, c in internal.items()]]
+
+    return PreparedBatch(df, target_avro, json.dumps(target_avro), columns)
 
 
 def _delete_flag(df: DataFrame, op: WriteOperation) -> Column:
