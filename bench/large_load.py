@@ -13,8 +13,8 @@ pyarrow parquet write of the same data (the physical limit of this machine).
    (iii) pyhudi `bulk_insert` (`hoodie.bulkinsert.sort.mode` NONE, Hudi's default);
    (iv)  pyhudi `insert` (the auto-sizing path: counts, workload profile, bucket plan, handles).
    Before every timed run the previous run's output is flushed to disk and garbage is collected
-   (`common.settle`), outside the timing. Throughput = input rows/s and staged MB/s; also bytes written and CPU seconds of the whole process
-   tree (driver, JVM, Python workers, pyarrow threads). Headline: pyhudi / pyarrow and pyhudi / Spark
+   (`common.settle`), outside the timing. Throughput = input rows/s and staged MB/s; also bytes written
+   and CPU seconds of the whole process tree (driver, JVM, Python workers, pyarrow threads). Headline: pyhudi / pyarrow and pyhudi / Spark
    throughput, and pyhudi's time split by write step (and by Spark job, from Spark's status store).
 3. Correctness: every output holds N rows; the pyhudi tables hold N distinct keys (pyhudi.read) and
    hudi-rs reads N rows from them.

@@ -25,8 +25,7 @@ from pyhudi.writer.direct_input import DirectInput, InputUnit
 from pyhudi.writer.handles import HandleContext, create_handle, with_meta, without_deletes
 from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.partitioner import Bucket, BucketKind
-from pyhudi.writer.prepare import BAD_KEY
-from pyhudi.writer.single_task import ERR_BAD_KEYS
+from pyhudi.writer.single_task import bad_keys_refusal
 
 
 def layout(df: DataFrame, sort_mode: str, parallelism: int, precombine: str | None, combine: bool) -> DataFrame:
@@ -104,19 +103,19 @@ def run_direct_bulk_task(ctx: HandleContext, direct: DirectInput, units: list[In
     """RDD body over input files the task reads itself: ("stat", json) rows, or one ("error", json)
     row when a record has no key (rows before it may be written: the driver rolls the instant back)."""
     pid, token = _task_identity()
-    bad: list[int] = []
+    refused: list[dict[str, object]] = []
 
     def checked() -> Iterator[pa.Table]:
         for table in direct.read_prepared(units):
-            n = int(pc.sum(table.column(BAD_KEY).cast(pa.int64())).as_py() or 0)
-            if n:
-                bad.append(n)
+            refusal = bad_keys_refusal(table)
+            if refusal is not None:
+                refused.append(refusal)
                 return
             yield table
 
     stats = write_tables(ctx, checked(), pid, token)
-    if bad:
-        yield "error", json.dumps({"error": ERR_BAD_KEYS, "count": bad[0]})
+    if refused:
+        yield "error", json.dumps(refused[0])
         return
     yield from (("stat", s) for s in stats)
 

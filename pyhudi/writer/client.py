@@ -258,7 +258,7 @@ class WriteClient:
         found by the tasks, which makes the instant roll back. The inflight carries no counts."""
         cfg = self.config
         self._ensure_table()
-        timeline, _ = self._recovered_view()
+        timeline = self._recovered_timeline()  # bulk_insert reads no file layout: no view to build
         action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
 
         def run(instant: str) -> list[WriteStat]:
@@ -306,14 +306,19 @@ class WriteClient:
         inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
         return self._run_instant(timeline, action, b"", inflight, batch, run, None)
 
-    def _recovered_view(self) -> tuple[ActiveTimeline, FileSystemView]:
-        """The timeline after rolling back earlier failed writes, and the view a write commits against."""
+    def _recovered_timeline(self) -> ActiveTimeline:
+        """The timeline after rolling back earlier failed writes."""
         cfg = self.config
         timeline = ActiveTimeline.load(self.storage)
         lazy = (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses) if cfg.failed_writes_lazy else None
         if rollback_failed_writes(self.storage, timeline, lazy):
             timeline = timeline.reload()
-        return timeline, build_view(self.storage, cfg.table, timeline)
+        return timeline
+
+    def _recovered_view(self) -> tuple[ActiveTimeline, FileSystemView]:
+        """The recovered timeline and the view a write commits against."""
+        timeline = self._recovered_timeline()
+        return timeline, build_view(self.storage, self.config.table, timeline)
 
     def _run_single_task(self, records: DataFrame | None, batch: PreparedBatch, layout: single_task.TableLayout,
                          instant: str, direct: DirectInput | None) -> list[WriteStat]:

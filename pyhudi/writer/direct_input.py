@@ -65,7 +65,7 @@ class DirectInput:
     read_types: tuple[tuple[str, pa.DataType], ...]  # input columns, as Spark's types map to Arrow
     target: pa.Schema  # the data columns a prepared batch carries (none for a delete)
     keygen: KeyGenerator
-    struct_json: str  # the input's Spark schema (key types)
+    schema: StructType  # the input's Spark schema (the key columns' types)
     delete_all: bool
     max_split_bytes: int
     open_cost_bytes: int
@@ -74,7 +74,7 @@ class DirectInput:
     def task_units(self, tasks: int | None = None) -> list[list[InputUnit]]:
         """Units grouped per task: Spark's file split rule (files packed up to the max split size,
         big files split), then at most `tasks` tasks when the write's parallelism asks for it."""
-        units = [u for u in self.units for u in _slices(u, self.max_split_bytes)]
+        units = [piece for f in self.units for piece in _slices(f, self.max_split_bytes)]
         units.sort(key=lambda u: -u.size)
         bins = pack_sequential(units, lambda u: u.size + self.open_cost_bytes, self.max_split_bytes)
         if tasks and tasks < len(bins):
@@ -85,7 +85,7 @@ class DirectInput:
     def read_prepared(self, units: Sequence[InputUnit]) -> Iterator[pa.Table]:
         """The input's rows in the layout `prepare_batch` gives them: data columns, key, partition path,
         delete flag and bad-key flag; one table per row group read."""
-        keys = ArrowKeys(self.keygen, StructType.fromJson(_json(self.struct_json)))
+        keys = ArrowKeys(self.keygen, self.schema)
         for unit in units:
             for raw in _read_unit(unit, dict(self.read_types)):
                 yield self._prepare(raw, keys)
@@ -107,12 +107,6 @@ class DirectInput:
         cols[DELETE_FLAG] = delete
         cols[BAD_KEY] = keys.bad_key(raw)
         return pa.table(cols)
-
-
-def _json(text: str) -> dict[str, Any]:
-    import json
-
-    return json.loads(text)  # type: ignore[no-any-return]
 
 
 def _slices(unit: InputUnit, max_split: int) -> list[InputUnit]:
@@ -166,7 +160,7 @@ def detect(df: DataFrame, cfg: WriteConfig, target_avro: dict[str, Any]) -> Dire
     return DirectInput(
         units=tuple(InputUnit(uri, size) for uri, size in files),
         read_types=tuple((f.name, _arrow_type(f)) for f in incoming.fields),
-        target=target, keygen=keygen, struct_json=incoming.json(), delete_all=delete,
+        target=target, keygen=keygen, schema=incoming, delete_all=delete,
         max_split_bytes=int(conf.filesMaxPartitionBytes()), open_cost_bytes=int(conf.filesOpenCostInBytes()))
 
 

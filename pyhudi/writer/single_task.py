@@ -126,9 +126,9 @@ def _task_token(bucket_number: int) -> str:
 def write_batch(ctx: HandleContext, layout: TableLayout, storage: Storage, records: pa.Table,
                 token_for: Callable[[int], str]) -> list[WriteStat | dict[str, object]]:
     """Tag, profile, plan and write `records`; returns write stats, or a single error dict."""
-    bad = int(pc.sum(records.column(BAD_KEY).cast(pa.int64())).as_py() or 0)
-    if bad:
-        return [{"error": ERR_BAD_KEYS, "count": bad}]
+    refusal = bad_keys_refusal(records)
+    if refusal is not None:
+        return [refusal]
     records = records.drop_columns([BAD_KEY])
     deletes = is_delete(records)
     if layout.tag:
@@ -151,6 +151,12 @@ def write_batch(ctx: HandleContext, layout: TableLayout, storage: Storage, recor
     records = records.append_column(IS_UPDATE, pa.array(located))
     return _run_buckets(ctx, storage, plan, records, _route(plan, records, file_ids), token_for,
                         layout.handle_threads)
+
+
+def bad_keys_refusal(records: pa.Table) -> dict[str, object] | None:
+    """The error a task reports, before it writes anything more, when records have no usable key."""
+    bad = int(pc.sum(records.column(BAD_KEY).cast(pa.int64())).as_py() or 0)
+    return {"error": ERR_BAD_KEYS, "count": bad} if bad else None
 
 
 def _locate(storage: Storage, layout: TableLayout, records: pa.Table) -> tuple[pa.Array, pa.Array]:
