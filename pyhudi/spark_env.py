@@ -8,6 +8,7 @@ We check the first up front with a plain message, and pin the second.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -16,7 +17,10 @@ import sys
 
 from pyhudi.errors import JavaNotFoundError
 
+log = logging.getLogger(__name__)
 MIN_JAVA = 17
+# Spark 4.1+ (SPARK-51688): Python workers reach their executor over a Unix domain socket
+UDS_KEY = "spark.python.unix.domain.socket.enabled"
 INSTALL_HINT = (
     "Install a Java runtime 17 or newer (for example `sudo apt-get install openjdk-17-jre-headless`, "
     "`brew install openjdk@17`, or https://adoptium.net) and make sure `java` is on PATH or JAVA_HOME points to it."
@@ -78,6 +82,32 @@ def ensure_worker_python(spark: object) -> None:
     if master.startswith("local") and getattr(sc, "pythonExec", None) != sys.executable and \
             os.environ.get("PYSPARK_PYTHON") in (None, "", sys.executable):
         sc.pythonExec = sys.executable
+    _hint_unix_domain_socket(sc)
+
+
+_HINTED: set[int] = set()
+
+
+def _spark_has_uds() -> bool:
+    import pyspark
+
+    major, minor = (int(p) for p in re.findall(r"\d+", pyspark.__version__)[:2])
+    return (major, minor) >= (4, 1)
+
+
+def _hint_unix_domain_socket(sc: object) -> None:
+    """Say once per SparkContext when its Python workers talk over loopback TCP: each small write's
+    task then waits ~40 ms on its input (delayed ACK), and the setting cannot change once it runs."""
+    if id(sc) in _HINTED or not _spark_has_uds():
+        return
+    _HINTED.add(id(sc))
+    try:
+        enabled = sc.getConf().get(UDS_KEY, "false")  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a hint must never break a write
+        return
+    if str(enabled).lower() != "true":
+        log.info("%s is off: every Python task of a small write waits ~40 ms on loopback TCP; set it to true "
+                 "when building the SparkSession (pyhudi.spark_env.create_session does)", UDS_KEY)
 
 
 def create_session(master: str = "local[2]", app_name: str = "pyhudi", conf: dict[str, str] | None = None,
@@ -97,6 +127,10 @@ def create_session(master: str = "local[2]", app_name: str = "pyhudi", conf: dic
                # tasks start while a compaction/clustering job is running instead of queueing behind all its
                # tasks (bench/streaming_services.py: micro-batches overlapping a service slowed less)
                .config("spark.scheduler.mode", "FAIR")
+               # Python workers talk to their executor over a Unix domain socket, not loopback TCP: over TCP
+               # every Python task stalled ~40 ms reading its input (delayed ACK), which is most of a
+               # small batch's one-task write (docs/benchmarks.md, "Spark settings")
+               .config(UDS_KEY, "true")
                .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
                .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC"))
     for key, value in (conf or {}).items():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 
 from pyhudi.writer.partitioner import BucketPlan
@@ -56,8 +57,6 @@ def make_router(plan: BucketPlan, salts: list[int]) -> Callable[[pa.Array, pa.Ar
     """An Arrow UDF body mapping (record key, partition path, located fileId) to the bucket's salt."""
 
     def route(keys: pa.Array, partitions: pa.Array, file_ids: pa.Array) -> pa.Array:
-        out = [salts[plan.bucket_for(part, key, fid)]
-               for key, part, fid in zip(keys.to_pylist(), partitions.to_pylist(), file_ids.to_pylist())]
-        return pa.array(out, type=pa.int32())
+        return pa.array(np.asarray(salts, dtype=np.int32)[plan.buckets_for(partitions, keys, file_ids)])
 
     return route

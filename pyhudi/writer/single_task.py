@@ -242,9 +242,12 @@ def _plan(ctx: HandleContext, layout: TableLayout, profile: WorkloadProfile) -> 
 
 def _route(plan: BucketPlan, records: pa.Table, file_ids: pa.Array) -> np.ndarray:
     """The bucket of every record, by the distributed path's routing rule."""
-    return np.fromiter((plan.bucket_for(part, key, fid) for part, key, fid in zip(
-        records.column(PARTITION_COL).to_pylist(), records.column(RECORD_KEY_COL).to_pylist(),
-        file_ids.to_pylist())), dtype=np.int64, count=records.num_rows)
+    return plan.buckets_for(_one_chunk(records.column(PARTITION_COL)), _one_chunk(records.column(RECORD_KEY_COL)),
+                            file_ids)
+
+
+def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
 
 
 def _run_buckets(ctx: HandleContext, storage: Storage, plan: BucketPlan, records: pa.Table, routes: np.ndarray,

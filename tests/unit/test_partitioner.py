@@ -355,3 +355,43 @@ def test_partition_profile_helpers():
     assert pp.num_updates == 7
     wp = WorkloadProfile(partitions={"x": pp, "y": PartitionProfile(num_inserts=4)})
     assert wp.total_inserts == 7 and wp.total_updates == 7
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 400), st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=4),
+       st.integers(0, 2**31), st.booleans())
+def test_buckets_for_routes_every_record_like_bucket_for(parts, seed, chunked):
+    """The vectorized router gives each record the bucket the per-record rule gives it, in every
+    partition (one insert bucket, several, none) and for located records (updates)."""
+    import numpy as np
+    import pyarrow as pa
+
+    sizing = SizingConfig(max_file_size=1000)
+    rng = np.random.default_rng(seed)
+    spec, smalls, records = {}, {}, []
+    for i, (inserts, n_updated, n_small) in enumerate(parts):
+        name = f"p{i}" if i else ""
+        updates = {f"u{i}-{j}": (T1, 1 + j) for j in range(n_updated)}
+        spec[name] = (inserts, updates)
+        smalls[name] = [sf(name, f"s{i}-{j}", int(rng.integers(0, 900))) for j in range(n_small)]
+        records += [(name, f"{name}/k{rng.integers(0, 10**9)}", None) for _ in range(inserts)]
+        records += [(name, f"{name}/upd{j}", fid) for fid, (_, n) in updates.items() for j in range(n)]
+    plan = plan_buckets(profile(spec), smalls, {}, sizing, 100)
+    order = rng.permutation(len(records))
+    shuffled = [records[k] for k in order]
+    parts_col = pa.array([r[0] for r in shuffled], pa.string())
+    keys_col = pa.array([r[1] for r in shuffled], pa.string())
+    fids_col = pa.array([r[2] for r in shuffled], pa.string())
+    if chunked and len(shuffled) > 1:
+        half = len(shuffled) // 2
+        fids_col = pa.chunked_array([fids_col[:half], fids_col[half:]])
+    got = plan.buckets_for(parts_col, keys_col, fids_col)
+    assert got.dtype == np.int64 and len(got) == len(shuffled)
+    assert got.tolist() == [plan.bucket_for(p, k, f) for p, k, f in shuffled]
+
+
+def test_key_hashes_equal_key_hash_and_the_java_oracle():
+    from pyhudi.writer.partitioner import key_hashes
+
+    keys = [f"key-{i}" for i in range(500)] + ["", "ü-ñ", "a" * 300]
+    assert key_hashes(keys).tolist() == [key_hash(k) for k in keys] == [java_md5_long(k) for k in keys]
