@@ -128,7 +128,7 @@ def create_session(master: str = "local[2]", app_name: str = "pyhudi", conf: dic
                # tasks (bench/streaming_services.py: micro-batches overlapping a service slowed less)
                .config("spark.scheduler.mode", "FAIR")
                # Python workers talk to their executor over a Unix domain socket, not loopback TCP: over TCP
-               # every Python task stalled ~40 ms reading its input (delayed ACK), which is most of a
+               # every Python task stalled ~40 ms reading its input (delayed ACK), a large share of a
                # small batch's one-task write (docs/architecture.md, "Small batches")
                .config(UDS_KEY, "true")
                .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
