@@ -98,9 +98,11 @@ def _spark_has_uds() -> bool:
 def _hint_unix_domain_socket(sc: object) -> None:
     """Say once per SparkContext when its Python workers talk over loopback TCP: each small write's
     task then waits ~40 ms on its input (delayed ACK), and the setting cannot change once it runs."""
-    if id(sc) in _HINTED or not _spark_has_uds():
+    if id(sc) in _HINTED:
         return
     _HINTED.add(id(sc))
+    if not _spark_has_uds():
+        return
     try:
         enabled = sc.getConf().get(UDS_KEY, "false")  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - a hint must never break a write

@@ -88,7 +88,7 @@ class ArrowKeys:
     def partition_path(self, table: pa.Table) -> pa.ChunkedArray | pa.Array:
         n = table.num_rows
         if not self.keygen.is_partitioned:
-            return pc.fill_null(pa.nulls(n, pa.string()), "")
+            return pa.repeat(pa.scalar("", pa.string()), n)
         pieces = []
         for name in self.keygen.partition_fields:
             value = self._text(table, name)

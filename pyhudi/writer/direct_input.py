@@ -101,7 +101,7 @@ class DirectInput:
         if IS_DELETED_FIELD in raw.column_names and not self.delete_all:
             delete = pc.fill_null(raw.column(IS_DELETED_FIELD), False)
         else:
-            delete = pc.fill_null(pa.nulls(n, pa.bool_()), self.delete_all)
+            delete = pa.repeat(pa.scalar(self.delete_all, pa.bool_()), n)
         cols[RECORD_KEY_COL] = keys.record_key(raw)
         cols[PARTITION_COL] = keys.partition_path(raw)
         cols[DELETE_FLAG] = delete

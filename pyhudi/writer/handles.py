@@ -170,7 +170,7 @@ def with_meta(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, s
 
 def constant_strings(value: str, n: int) -> pa.Array:
     """`n` copies of `value` as an Arrow string column, without a Python list of n references."""
-    return pc.fill_null(pa.nulls(n, pa.string()), value)
+    return pa.repeat(pa.scalar(value, pa.string()), n)
 
 
 def data_only(records: pa.Table) -> pa.Table:

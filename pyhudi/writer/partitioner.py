@@ -13,6 +13,7 @@ import bisect
 import hashlib
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +23,8 @@ from pyhudi.model.file_names import new_file_id_prefix
 from pyhudi.writer.binpack import fill_open_bins, split_evenly_capped
 from pyhudi.writer.config import SizingConfig
 from pyhudi.writer.profile import WorkloadProfile
+
+Column: TypeAlias = "pa.Array | pa.ChunkedArray"
 
 
 class BucketKind(str, Enum):
@@ -96,10 +99,10 @@ class BucketPlan:
         idx = bisect.bisect_left(weights, r)
         return numbers[idx] if idx < len(numbers) else numbers[0]
 
-
-    def buckets_for(self, partitions: pa.Array, record_keys: pa.Array, located_file_ids: pa.Array) -> np.ndarray:
+    def buckets_for(self, partitions: Column, record_keys: Column, located_file_ids: Column) -> np.ndarray:
         """`bucket_for` of every record at once: a small batch spent more time routing its records one by
         one than encoding them. Same rule, same buckets (tests/unit/test_partitioner.py compares them)."""
+        partitions, record_keys = _one_array(partitions), _one_array(record_keys)
         out = np.empty(len(record_keys), dtype=np.int64)
         located = pc.is_valid(located_file_ids).to_numpy(zero_copy_only=False)
         rows = np.nonzero(located)[0]
@@ -132,6 +135,13 @@ class BucketPlan:
         idx = np.searchsorted(np.asarray(weights, dtype=np.float64), r, side="left")
         chosen = np.asarray(numbers, dtype=np.int64)[np.minimum(idx, len(numbers) - 1)]
         return np.where(idx < len(numbers), chosen, numbers[0])
+
+
+def _one_array(column: Column) -> pa.Array:
+    """Arrow's dictionary encoding of a chunked column is per chunk; the routing wants one dictionary."""
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
 
 
 def key_hashes(record_keys: list[str]) -> np.ndarray:

@@ -56,7 +56,9 @@ def partition_salts(num_partitions: int) -> list[int]:
 def make_router(plan: BucketPlan, salts: list[int]) -> Callable[[pa.Array, pa.Array, pa.Array], pa.Array]:
     """An Arrow UDF body mapping (record key, partition path, located fileId) to the bucket's salt."""
 
+    salt_of = np.asarray(salts, dtype=np.int32)
+
     def route(keys: pa.Array, partitions: pa.Array, file_ids: pa.Array) -> pa.Array:
-        return pa.array(np.asarray(salts, dtype=np.int32)[plan.buckets_for(partitions, keys, file_ids)])
+        return pa.array(salt_of[plan.buckets_for(partitions, keys, file_ids)])
 
     return route

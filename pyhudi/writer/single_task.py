@@ -242,12 +242,7 @@ def _plan(ctx: HandleContext, layout: TableLayout, profile: WorkloadProfile) -> 
 
 def _route(plan: BucketPlan, records: pa.Table, file_ids: pa.Array) -> np.ndarray:
     """The bucket of every record, by the distributed path's routing rule."""
-    return plan.buckets_for(_one_chunk(records.column(PARTITION_COL)), _one_chunk(records.column(RECORD_KEY_COL)),
-                            file_ids)
-
-
-def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
-    return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return plan.buckets_for(records.column(PARTITION_COL), records.column(RECORD_KEY_COL), file_ids)
 
 
 def _run_buckets(ctx: HandleContext, storage: Storage, plan: BucketPlan, records: pa.Table, routes: np.ndarray,

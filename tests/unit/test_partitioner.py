@@ -384,7 +384,8 @@ def test_buckets_for_routes_every_record_like_bucket_for(parts, seed, chunked):
     fids_col = pa.array([r[2] for r in shuffled], pa.string())
     if chunked and len(shuffled) > 1:
         half = len(shuffled) // 2
-        fids_col = pa.chunked_array([fids_col[:half], fids_col[half:]])
+        parts_col, keys_col, fids_col = (pa.chunked_array([c[:half], c[half:]])
+                                         for c in (parts_col, keys_col, fids_col))
     got = plan.buckets_for(parts_col, keys_col, fids_col)
     assert got.dtype == np.int64 and len(got) == len(shuffled)
     assert got.tolist() == [plan.bucket_for(p, k, f) for p, k, f in shuffled]
