@@ -1,6 +1,6 @@
 """Shared helpers for the unit tests: the Spark-written v6 sample tables.
 
-The zips in ../shared/samples/tables are extracted (without `__MACOSX/`) into
+The zips in tests/fixtures/samples/tables (the project's copy of shared/samples) are extracted (without `__MACOSX/`) into
 a pytest temp dir, one folder per zip, and the table root is returned.
 `.DS_Store` files are kept on purpose: listings must skip non-Hudi files.
 """
