@@ -117,3 +117,21 @@ def state_at(history: list[tuple[str, Any]], instant: str) -> Any:
     older = [state for ts, state in history if ts <= instant]
     assert older, f"no model state at or before {instant}"
     return older[-1]
+
+
+def plant_metadata_table(root: pathlib.Path, inflight: str = "column_stats") -> dict[str, str]:
+    """What a Hudi 0.14 writer with the metadata table on leaves: partitions named in the properties and
+    a metadata table (a Hudi MOR table of its own) under .hoodie/metadata."""
+    from pyhudi.model.properties import format_properties, parse_properties
+
+    props = parse_properties((root / ".hoodie" / "hoodie.properties").read_text())
+    props["hoodie.table.metadata.partitions"] = "files"
+    props["hoodie.table.metadata.partitions.inflight"] = inflight
+    (root / ".hoodie" / "hoodie.properties").write_text(format_properties(props))
+    meta = root / ".hoodie" / "metadata"
+    (meta / ".hoodie").mkdir(parents=True)
+    (meta / ".hoodie" / "hoodie.properties").write_text("hoodie.table.name=t_metadata\n")
+    (meta / ".hoodie" / "00000000000000010.deltacommit").write_text("{}")
+    (meta / "files").mkdir()
+    (meta / "files" / ".files-0000-0_00000000000000010.log.1_0-0-0").write_bytes(b"#HUDI#")
+    return props

@@ -17,6 +17,7 @@ from pyhudi.errors import InstantNotFoundError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.instant_time import new_instant_time
+from pyhudi.model.metadata_table import drop_metadata_table
 from pyhudi.storage import FileInfo, Storage
 from pyhudi.timeline.instant import (
     WRITE_ACTIONS,
@@ -209,6 +210,7 @@ class ActiveTimeline(Timeline):
         if not self.storage.exists(f"{META_DIR}/{inflight.file_name}"):
             raise TimelineError(f"cannot complete {instant}: {inflight.file_name} is missing")
         done = inflight.with_state(State.COMPLETED)
+        drop_metadata_table(self.storage)  # Hudi's writers must never trust a metadata table without it
         self.storage.write_atomic(f"{META_DIR}/{done.file_name}", content)
         return done
 
@@ -234,6 +236,7 @@ class ActiveTimeline(Timeline):
         rollback touches its files; its requested/inflight files keep it on the timeline as pending."""
         pending_action = Action.COMPACTION if self.is_compaction_commit(instant) else instant.action
         inflight = Instant(instant.timestamp, pending_action, State.INFLIGHT)
+        drop_metadata_table(self.storage)  # the rollback deletes files a metadata table would still list
         if not self.storage.exists(f"{META_DIR}/{inflight.file_name}"):
             self.storage.write_atomic(f"{META_DIR}/{inflight.file_name}", b"")
         self.storage.delete(f"{META_DIR}/{instant.file_name}")

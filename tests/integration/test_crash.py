@@ -25,6 +25,7 @@ how many kill points were tried and recovered.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
@@ -48,6 +49,8 @@ import pyhudi
 from pyhudi.io.log_format import CorruptBlock, read_blocks
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_base_file, parse_log_file
+from pyhudi.model.metadata_table import listed_partitions
+from pyhudi.model.properties import parse_properties
 from pyhudi.model.table_config import load_table_config
 from pyhudi.storage import Storage
 from pyhudi.storage.storage import TEMP_DIR
@@ -55,7 +58,7 @@ from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.transaction.lock import LOCK_DIR
 from pyhudi.view.builder import build_view
 from pyhudi.writer.markers import MARKER_ROOT, list_marked_files
-from tests.helpers import REPO, hudi_rs, rows_by_key
+from tests.helpers import REPO, hudi_rs, plant_metadata_table, rows_by_key
 from tests.integration.crash_worker import COLUMNS, SCHEMA, apply_batch, batch_rows, run, table_options
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -140,6 +143,12 @@ KILL_POINTS: tuple[KillPoint, ...] = (
               recover=("rollback", "upsert")),
     KillPoint("rollback.before_complete", "mor_failed", "rollback",
               ("pending:rollback", "all_deleted:rollback", "target_removed")),
+    # -- Hudi's metadata table, removed before the first pyhudi instant completes: partitions cleared in
+    # hoodie.properties, then .hoodie/metadata deleted entry by entry
+    KillPoint("metadata_table.after_properties", "cow_mdt", "upsert",
+              ("mdt_cleared_folder_left", "pending:commit", "lock_held")),
+    KillPoint("metadata_table.mid_delete", "cow_mdt", "clean", ("mdt_cleared_folder_left", "pending:clean"),
+              options=RETAIN_ONE_COMMIT),
     # -- archival (pyhudi.services.archival): run automatically once that module exists
     KillPoint("archival.after_archive_file", "cow", "archive", (), recover=("archive", "upsert"), options=ARCHIVE,
               requires="pyhudi.services.archival"),
@@ -166,6 +175,11 @@ class Base:
     model: Model
     next_step: int  # the first batch number not yet used
     completed: tuple[str, ...]  # completed write instants
+
+
+def table_name(base: str) -> str:
+    """hoodie.table.name of a base table: a copy keeps its origin's name (Hudi refuses another name)."""
+    return {"cow_mdt": "cow", "mor_failed": "mor"}.get(base, base)
 
 
 def completed_writes(path: str) -> tuple[str, ...]:
@@ -198,6 +212,12 @@ def build_bases(spark: Any, root: pathlib.Path, ready: Callable[[str, Base], Non
             model = apply_batch(model, SEED, step, kind)
         bases[name] = Base(path, table_type, model, len(kinds), completed_writes(path))
         ready(name, bases[name])
+    # cow_mdt: the cow table as a Hudi writer with the metadata table on would leave it
+    path = str(root / "cow_mdt")
+    shutil.copytree(bases["cow"].path, path)
+    plant_metadata_table(pathlib.Path(path))
+    bases["cow_mdt"] = dataclasses.replace(bases["cow"], path=path)
+    ready("cow_mdt", bases["cow_mdt"])
     # mor_failed: a write (updates and inserts in partition p0 only) that died after writing its data
     # files, before its commit (the driver's own clean-up after the failure skipped as well), left for
     # the next writer to roll back. Partitions p1 and p2 have no files of it, so table services can plan
@@ -206,7 +226,7 @@ def build_bases(spark: Any, root: pathlib.Path, ready: Callable[[str, Base], Non
     path = str(root / "mor_failed")
     shutil.copytree(mor.path, path)
     rows = [r for r in batch_rows(SEED, mor.next_step, "upsert") if r[2] == "p0"]
-    options = {**table_options("mor_failed", mor.table_type), "hoodie.datasource.write.operation": "upsert"}
+    options = {**table_options(table_name("mor_failed"), mor.table_type), "hoodie.datasource.write.operation": "upsert"}
 
     def crash(*_: Any, **__: Any) -> None:
         raise RuntimeError("simulated crash before the commit file")
@@ -303,7 +323,7 @@ class Runner:
                          # JVM start-up dominates a child's run: C1 only and the serial GC start faster.
                          "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 "
                                                           "-XX:+UseSerialGC"},
-                "options": {**table_options(point.base, base.table_type), **dict(point.options)}}
+                "options": {**table_options(table_name(point.base), base.table_type), **dict(point.options)}}
         (work / "spec.json").write_text(json.dumps(spec))
         report = work / "report.txt"
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
@@ -438,9 +458,16 @@ def evidence_holds(kind: str, path: str, base: Base) -> bool:
         planned = planned_deletes(path, kind.split(":", 1)[1])
         gone = [f for f in planned if not os.path.exists(f)]
         return bool(gone) and (len(gone) < len(planned)) == kind.startswith("partly")
+    if kind == "mdt_cleared_folder_left":
+        return not metadata_partitions(path) and os.path.isdir(os.path.join(path, ".hoodie", "metadata"))
     if kind == "target_removed":
         return not any(a == "deltacommit" for _, a, _ in pending)
     raise ValueError(f"unknown evidence {kind!r}")
+
+
+def metadata_partitions(path: str) -> dict[str, str]:
+    props = parse_properties(pathlib.Path(path, ".hoodie", "hoodie.properties").read_text())
+    return listed_partitions(props)
 
 
 def assert_reads(spark: Any, path: str, model: Model, when: str) -> None:
@@ -486,7 +513,7 @@ def assert_no_orphans(path: str) -> None:
 
 # --------------------------------------------------------------------------- the test
 def recover(spark: Any, point: KillPoint, base: Base, path: str, model: Model, step: int) -> Model:
-    options = {**table_options(point.base, base.table_type), **dict(point.options)}
+    options = {**table_options(table_name(point.base), base.table_type), **dict(point.options)}
     for op in point.recover:
         if op == "upsert":
             run(spark, {"op": "upsert", "path": path, "seed": SEED, "step": step, "options": options})
@@ -539,6 +566,8 @@ def test_kill_point(spark: Any, crash_env: CrashEnv, point: KillPoint) -> None:
     model = recover(spark, point, base, path, model, step)
     assert_reads(spark, path, model, f"after recovering from {point.fault} with {point.recover}")
     assert pending_instants(path) == [], f"still pending after recovery: {pending_instants(path)}"
+    assert not metadata_partitions(path) and not os.path.exists(os.path.join(path, ".hoodie", "metadata")), \
+        "a metadata table survived a completed pyhudi instant"
     locks = os.path.join(path, LOCK_DIR)
     assert not (os.path.isdir(locks) and os.listdir(locks)), f"lock files left: {os.listdir(locks)}"
     completed = {i.timestamp for i in ActiveTimeline.load(Storage(path)).completed()}
@@ -552,7 +581,7 @@ def test_kill_point(spark: Any, crash_env: CrashEnv, point: KillPoint) -> None:
     leftovers = os.listdir(temp) if os.path.isdir(temp) else []
     for name in leftovers:
         os.utime(os.path.join(temp, name), (time.time() - 7200, time.time() - 7200))
-    options = {**table_options(point.base, base.table_type), **FINAL_CLEAN}
+    options = {**table_options(table_name(point.base), base.table_type), **FINAL_CLEAN}
     pyhudi.clean(spark, path, options)
     assert pending_instants(path) == []
     assert_no_orphans(path)

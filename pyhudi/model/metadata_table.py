@@ -1,0 +1,89 @@
+"""Hudi's metadata table (`.hoodie/metadata`), which pyhudi does not maintain: removed before any instant
+of pyhudi's completes, as Hudi's own writer does with `hoodie.metadata.enable=false`.
+
+Why this matters: Hudi's writers and Hudi 1.x readers list files through the metadata table whenever
+`hoodie.properties` names its partitions (`hoodie.table.metadata.partitions`, `files` by default since
+Hudi 0.11), without checking it against the timeline. A commit it does not record would be invisible to
+them: the next Hudi upsert duplicates keys, its cleaner and clustering never see the new files. Hudi's
+`HoodieTableMetadataUtil.deleteMetadataTable` clears the partitions in the table config first, then
+deletes the folder; pyhudi does the same, in the same order, so every crash point leaves a table whose
+readers ignore the metadata table (properties cleared, folder maybe still there) and the next pyhudi
+instant finishes the removal. Hudi rebuilds the metadata table on its next write with it enabled.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from pyhudi.faults import fault_point
+from pyhudi.model.properties import format_properties, parse_properties
+from pyhudi.storage import Storage
+
+log = logging.getLogger(__name__)
+
+PROPERTIES_FILE = ".hoodie/hoodie.properties"
+METADATA_DIR = ".hoodie/metadata"
+PARTITION_KEYS = ("hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight")
+_told_enable = False
+_told_lock = threading.Lock()
+
+
+def listed_partitions(props: dict[str, str]) -> dict[str, str]:
+    """The metadata-table partition properties that name at least one partition."""
+    return {k: props[k] for k in PARTITION_KEYS if props.get(k, "").strip()}
+
+
+def cleared(props: dict[str, str]) -> dict[str, str]:
+    """The properties with the metadata partitions emptied, every other entry and its order kept (the
+    table checksum covers only the database and table names, so it stays right). Hudi keeps the keys
+    with empty values, so pyhudi does too."""
+    return {k: ("" if k in PARTITION_KEYS else v) for k, v in props.items()}
+
+
+def drop_metadata_table(storage: Storage) -> list[str]:
+    """Remove the metadata table if the table has one; returns what was removed (empty: nothing)."""
+    try:
+        props = parse_properties(storage.read_bytes(PROPERTIES_FILE).decode("utf-8"))
+    except FileNotFoundError:
+        return []
+    removed = [f"{k}={v}" for k, v in listed_partitions(props).items()]
+    if removed:
+        text = format_properties(cleared(props), comments=["Updated by pyhudi: metadata table removed"])
+        storage.write_atomic(PROPERTIES_FILE, text.encode("utf-8"))
+        fault_point("metadata_table.after_properties")
+    if storage.is_dir(METADATA_DIR):
+        _delete_tree(storage)
+        removed.append(METADATA_DIR)
+    if removed:
+        log.warning("removed Hudi's metadata table of %s (%s) before completing an instant: pyhudi does not "
+                    "maintain it, and Hudi's writers would trust it over the timeline. Hudi rebuilds it on "
+                    "its next write with hoodie.metadata.enable=true", storage.base_uri, ", ".join(removed))
+    return removed
+
+
+def _delete_tree(storage: Storage) -> None:
+    """Entry by entry (its own timeline last), so a crash can stop it part-way, as on an object store
+    where a folder is many objects; whatever is left goes on the next instant."""
+    entries = sorted(storage.list_dir(METADATA_DIR), key=lambda e: e.name == ".hoodie")
+    for i, entry in enumerate(entries):
+        rel = f"{METADATA_DIR}/{entry.name}"
+        if entry.is_dir:
+            storage.delete_dir(rel)
+        else:
+            storage.delete(rel)
+        if i == 0:
+            fault_point("metadata_table.mid_delete")
+    storage.delete_dir(METADATA_DIR)
+
+
+def note_enable_requested() -> None:
+    """`hoodie.metadata.enable=true` from a user: say once per process that pyhudi does not keep it."""
+    global _told_enable
+    with _told_lock:
+        if _told_enable:
+            return
+        _told_enable = True
+    log.warning("hoodie.metadata.enable=true: pyhudi does not maintain Hudi's metadata table; it lists files "
+                "from storage, and removes an existing metadata table before its first commit (Hudi rebuilds "
+                "it on its next write with the metadata table enabled)")
