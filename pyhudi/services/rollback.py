@@ -23,7 +23,7 @@ from pyhudi.model.file_names import join_path, log_file_name, parse_log_file
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State, parse_instant_file
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
-from pyhudi.writer.markers import delete_markers, list_marked_files
+from pyhudi.writer.markers import LogOwner, delete_markers, instant_wrote, list_marked_files, log_file_owner
 
 log = logging.getLogger(__name__)
 ROLLBACKABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
@@ -43,13 +43,27 @@ def partition_of(path: str) -> str:
 
 
 def plan_rollback(storage: Storage, target: Instant) -> dict[str, object]:
-    """Files a pending write may have created, found through its markers."""
+    """Files a pending write created: those its markers name that it wrote. A marker alone is not
+    proof for a log file (another writer of the slice may hold that name, see
+    `markers.instant_wrote`): a log file is deleted only if its blocks are the target's; one that also
+    holds other instants' blocks gets a rollback command block instead, as in Hudi."""
+    ts = target.timestamp
     by_partition: dict[str, list[str]] = defaultdict(list)
-    for rel in list_marked_files(storage, target.timestamp):
-        by_partition[partition_of(rel)].append(storage.uri(rel))
+    shared: list[str] = []
+    for rel in list_marked_files(storage, ts):
+        if not storage.exists(rel) or instant_wrote(storage, ts, rel):
+            by_partition[partition_of(rel)].append(storage.uri(rel))
+        elif parse_log_file(rel.rsplit("/", 1)[-1]) and log_file_owner(storage, rel, ts) is LogOwner.SHARED:
+            shared.append(rel)
     requests = [am.rollback_request(partition_path=p, files_to_be_deleted=sorted(files))
                 for p, files in sorted(by_partition.items())]
-    return am.rollback_plan(instant_to_rollback=am.instant_info(target.timestamp, target.action.value),
+    for rel in sorted(shared):
+        parsed = parse_log_file(rel.rsplit("/", 1)[-1])
+        assert parsed is not None
+        requests.append(am.rollback_request(
+            partition_path=partition_of(rel), file_id=parsed.file_id, latest_base_instant=parsed.base_instant,
+            log_blocks_to_be_deleted={storage.uri(rel): storage.size(rel)}))
+    return am.rollback_plan(instant_to_rollback=am.instant_info(ts, target.action.value),
                             rollback_requests=requests)
 
 
@@ -96,13 +110,20 @@ def _execute_request(storage: Storage, request: dict[str, Any], rollback_ts: str
                      target_ts: str) -> tuple[list[str], dict[str, object]]:
     partition = str(request["partitionPath"])
     ok, failed = [], []
+    from_failed = dict(request.get("logBlocksToBeDeleted") or {})
     for uri in request.get("filesToBeDeleted") or []:
-        if storage.delete(_rel(storage, uri)) or not storage.exists(_rel(storage, uri)):
+        rel = _rel(storage, uri)
+        if storage.exists(rel) and not instant_wrote(storage, target_ts, rel):
+            # Planned as the target's, but holds other instants' blocks now (a file the plan named was
+            # deleted before a crash and another writer took the name since, or a writer appended).
+            if log_file_owner(storage, rel, target_ts) is LogOwner.SHARED:
+                from_failed[uri] = storage.size(rel)
+            continue
+        if storage.delete(rel) or not storage.exists(rel):
             ok.append(uri)
         else:
             failed.append(uri)
         fault_point("rollback.mid_delete")
-    from_failed = dict(request.get("logBlocksToBeDeleted") or {})
     appended = dict(_append_rollback_block(storage, uri, rollback_ts, target_ts) for uri in from_failed)
     meta = am.rollback_partition_metadata(partition_path=partition, success_delete_files=ok, failed_delete_files=failed)
     if from_failed:

@@ -47,7 +47,7 @@ class FileInfo:
     mtime_ns: int = 0
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
@@ -181,6 +181,37 @@ class Storage:
             f.flush()
             fault_point(mid_write_fault)
             f.write(data[half:])
+
+    def write_new(self, rel: str, data: bytes | pa.Buffer, mid_write_fault: str | None = None) -> bool:
+        """Create `rel` exclusively and write `data` into it; False (nothing written) if it exists.
+
+        For data files two writers may name alike (log files: the same slice, version and write token
+        from two applications): the loser learns it lost and picks another name instead of overwriting.
+        Unlike `create_exclusive` the content streams into place (a crash can leave a torn file, as in
+        Hudi's log writer); readers only trust it once a commit names it. Object stores without
+        conditional PUT get check-then-put, as for `create_exclusive`.
+        """
+        if not self.is_local:
+            if self.exists(rel):
+                return False
+            self.write_bytes(rel, data, mid_write_fault)
+            return True
+        path = self.full_path(rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            view = memoryview(data)
+            if mid_write_fault is not None and armed(mid_write_fault):
+                _write_all(fd, view[: len(view) // 2])
+                fault_point(mid_write_fault)
+                view = view[len(view) // 2:]
+            _write_all(fd, view)
+        finally:
+            os.close(fd)
+        return True
 
     def write_atomic(self, rel: str, data: bytes) -> None:
         if not self.is_local:

@@ -2,7 +2,11 @@
 
 A write never appends to an existing log file: each handle creates the next
 version (`.<fileId>_<baseInstant>.log.<N+1>_<token>`), so a crash can only
-leave a torn tail in a file nobody has committed. Data becomes data blocks
+leave a torn tail in a file nobody has committed. The file is created
+exclusively: another application writing the same slice at the same time
+plans the same version and, Spark's write token being `<partition>-<stage>-
+<attempt>`, possibly the same token; whoever comes second rolls over to the
+next free version (as Hudi's log writer does) instead of overwriting it. Data becomes data blocks
 (parquet by default, avro on request) of at most
 `hoodie.logfile.data.block.max.size` (estimated); deletes become a delete
 block; a file rolls to the next version past `hoodie.logfile.max.size`.
@@ -10,6 +14,7 @@ block; a file rolls to the next version past `hoodie.logfile.max.size`.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pyarrow as pa
@@ -29,8 +34,10 @@ from pyhudi.writer.handles import (
     is_delete,
     with_meta,
 )
-from pyhudi.writer.markers import create_marker
+from pyhudi.writer.markers import create_marker, remove_marker
 from pyhudi.writer.partitioner import Bucket, BucketKind
+
+log = logging.getLogger(__name__)
 
 
 def _blocks(ctx: HandleContext, data: pa.Table, deletes: pa.Table) -> list[bytes]:
@@ -75,6 +82,22 @@ def _files(blocks: list[bytes], max_size: int) -> list[list[bytes]]:
     return files
 
 
+def create_log_file(storage: Storage, instant: str, partition: str, fid: str, base_instant: str, version: int,
+                    token: str, payload: bytes) -> tuple[str, int]:
+    """Write `payload` as a new log file of the slice at `version`, or at the next version no one has
+    taken; returns its name and version. Never overwrites: the file is created exclusively, after its
+    marker. A name taken by another writer keeps its file, and this instant's marker for it goes
+    (a rollback or commit of this instant must not think it wrote that file)."""
+    while True:
+        name = log_file_name(fid, base_instant, version, token)
+        create_marker(storage, instant, partition, name, "APPEND")
+        if storage.write_new(join_path(partition, name), payload, mid_write_fault="write.mid_log_file"):
+            return name, version
+        remove_marker(storage, instant, partition, name, "APPEND")
+        log.info("log file %s already exists (another writer); rolling over to version %d", name, version + 1)
+        version += 1
+
+
 def append_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table, token: str,
                   pid: int) -> list[WriteStat]:
     start = time.monotonic()
@@ -94,11 +117,11 @@ def append_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     stats: list[WriteStat] = []
     remaining_rows, remaining_deletes = data.num_rows, deletes.num_rows
     for i, file_blocks in enumerate(_files(blocks, ctx.sizing.log_max_size)):
-        name = log_file_name(fid, base_instant, version + i, token)
-        path = join_path(bucket.partition, name)
-        create_marker(storage, ctx.instant, bucket.partition, name, "APPEND")
         payload = b"".join(file_blocks)
-        storage.write_bytes(path, payload, mid_write_fault="write.mid_log_file")
+        name, written_version = create_log_file(storage, ctx.instant, bucket.partition, fid, base_instant, version,
+                                                token, payload)
+        version = written_version + 1
+        path = join_path(bucket.partition, name)
         first = i == 0  # counts are attributed to the first file of a rolled-over write
         stats.append(WriteStat(
             file_id=fid, path=path, partition_path=bucket.partition, prev_commit=base_instant,
@@ -107,7 +130,7 @@ def append_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
             num_inserts=(remaining_rows - int(updated)) if first else 0,
             total_write_bytes=len(payload), file_size_in_bytes=len(payload),
             runtime_stats=RuntimeStats(total_upsert_time=int((time.monotonic() - start) * 1000)),
-            log_version=version + i, log_offset=0,
+            log_version=written_version, log_offset=0,
             base_file=bucket.base_file.rsplit("/", 1)[-1] if bucket.base_file and not new_group else "",
             log_files=[name],
         ))
