@@ -1,10 +1,25 @@
 """BUCKET index: a fixed number of file groups per partition, chosen by hash of the key.
 
-Hudi's BucketIdentifier: the hash fields' values (taken from the record key,
-which for complex keys is `f1:v1,f2:v2`) hashed as a Java `List<String>`,
-masked to non-negative, modulo `hoodie.bucket.index.num.buckets`. A bucket's
-file id is a UUID whose first 8 characters are the zero-padded bucket number,
-plus `-0`. There is no small-file logic: every record goes to its bucket.
+Hudi 0.14's `BucketIdentifier.getBucketId`: the hash keys are taken back out of
+the record key string, hashed as a Java `List<String>`, masked to non-negative,
+modulo `hoodie.bucket.index.num.buckets`. How the record key is taken apart
+(`getHashKeys` + `KeyGenUtils.extractRecordKeysByFields`, 0.13-0.15, before
+HUDI-8403 changed it in 1.0) decides the bucket, so it is followed exactly,
+quirks included:
+
+* a key without `:` is hashed whole, as a one-element list;
+* otherwise it is split on every `,` (Java `String.split`: trailing empty parts
+  dropped), and each part on its first `:`; a part without `:` is kept as a value
+  (so a value holding `,` adds values), a `field:value` part only when the field
+  is a hash field, in record-key order (not hash-field order);
+* `__null__` becomes null (hash 0) and `__empty__` the empty string.
+
+A bucket's file id is a UUID whose first 8 characters are the zero-padded bucket
+number, plus `-0` (`BucketIdentifier.newBucketFileIdPrefix`). There is no
+small-file logic: every record goes to its bucket. Hudi parses the bucket number
+out of every live file id of a partition it writes (`bucketIdFromFileId`), so a
+table whose file groups are not bucket-named cannot take a BUCKET write:
+`check_layout` refuses it before anything is written.
 """
 
 from __future__ import annotations
@@ -14,12 +29,17 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
+from pyhudi.errors import InvalidConfigError, UnsupportedTableError
 from pyhudi.view.file_system_view import FileSystemView
 
 _INT_MASK = 0xFFFFFFFF
+NULL_KEY = "__null__"  # KeyGenUtils.NULL_RECORDKEY_PLACEHOLDER
+EMPTY_KEY = "__empty__"  # KeyGenUtils.EMPTY_RECORDKEY_PLACEHOLDER
+NUM_BUCKETS_KEY = "hoodie.bucket.index.num.buckets"
 
 
 def java_string_hash(text: str) -> int:
+    """`String.hashCode` (over UTF-16 code units) as an unsigned 32-bit value."""
     h = 0
     for unit in _utf16_units(text):
         h = (31 * h + unit) & _INT_MASK
@@ -32,17 +52,36 @@ def _utf16_units(text: str) -> list[int]:
 
 
 def java_list_hash(values: Sequence[str | None]) -> int:
+    """`List.hashCode`: 31 * h + element hash, null elements hashing to 0, starting at 1."""
     h = 1
     for v in values:
         h = (31 * h + (java_string_hash(v) if v is not None else 0)) & _INT_MASK
     return h
 
 
+def java_split(text: str, sep: str) -> list[str]:
+    """Java's `String.split(sep)` for a one-character literal separator: trailing empty strings dropped."""
+    if sep not in text:
+        return [text]
+    parts = text.split(sep)
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def hash_values(record_key: str, hash_fields: Sequence[str]) -> list[str | None]:
+    """Hudi 0.14's `BucketIdentifier.getHashKeys(recordKey, indexKeyFields)` (see the module docstring)."""
     if ":" not in record_key:
         return [record_key]
-    pairs = dict(p.split(":", 1) for p in record_key.split(",") if ":" in p)
-    return [pairs.get(f) for f in hash_fields]
+    out: list[str | None] = []
+    for part in java_split(record_key, ","):
+        pair = part.split(":", 1)
+        if len(pair) == 1:
+            out.append(pair[0])
+        elif not hash_fields or pair[0] in hash_fields:
+            value = pair[1]
+            out.append(None if value == NULL_KEY else "" if value == EMPTY_KEY else value)
+    return out
 
 
 def bucket_id(record_key: str, hash_fields: Sequence[str], num_buckets: int) -> int:
@@ -62,12 +101,47 @@ def new_bucket_file_id(bucket: int) -> str:
     return f"{bucket:08d}{str(uuid.uuid4())[8:]}-0"
 
 
+def _live_file_ids(view: FileSystemView, partition: str) -> list[str]:
+    return [g.file_id for g in view.live_groups(partition) if view._latest_slice(g, None) is not None]
+
+
+def check_layout(view: FileSystemView, num_buckets: int) -> None:
+    """Refuse, before anything is written, a table whose live file groups cannot serve a BUCKET write with
+    `num_buckets` buckets: a file id that is not bucket-named (the table was written with another index, or
+    by a bulk_insert that ignored the bucket index), two file groups for one bucket, or a bucket number the
+    configured count cannot produce (the table was written with more buckets). Hudi 0.14 keeps no bucket
+    count in hoodie.properties, so a count larger than the table's is only caught when the property is
+    there (writer/config.py)."""
+    for partition in view.partition_paths:
+        owners: dict[int, str] = {}
+        for fid in _live_file_ids(view, partition):
+            b = bucket_of_file_id(fid)
+            if b is None:
+                raise UnsupportedTableError(
+                    f"hoodie.index.type=BUCKET cannot write this table: file group {fid!r} of partition "
+                    f"{partition!r} is not a bucket file group (its file id does not start with an 8-digit "
+                    "bucket number), so the table was written with another index; keep writing it with that "
+                    "index, or rewrite it into a new table with hoodie.index.type=BUCKET")
+            if b >= num_buckets:
+                raise InvalidConfigError(
+                    f"{NUM_BUCKETS_KEY}={num_buckets} does not match the table: file group {fid!r} of "
+                    f"partition {partition!r} is named as bucket {b}, which {num_buckets} buckets cannot "
+                    f"produce; set {NUM_BUCKETS_KEY} to the count the table was written with (if the table "
+                    "was written with another index, keep writing it with that index)")
+            if b in owners:
+                raise UnsupportedTableError(
+                    f"hoodie.index.type=BUCKET cannot write this table: partition {partition!r} has two file "
+                    f"groups for bucket {b} ({owners[b]!r} and {fid!r}); it was not written with one bucket "
+                    "count and hash field consistently")
+            owners[b] = fid
+
+
 def existing_buckets(view: FileSystemView, partitions: Sequence[str]) -> dict[tuple[str, int], str]:
-    """(partition, bucket) -> file id of the live file group that owns it."""
+    """(partition, bucket) -> file id of the live file group that owns it (after `check_layout`)."""
     out: dict[tuple[str, int], str] = {}
     for p in partitions:
-        for group in view.live_groups(p):
-            b = bucket_of_file_id(group.file_id)
-            if b is not None and view._latest_slice(group, None) is not None:
-                out[(p, b)] = group.file_id
+        for fid in _live_file_ids(view, p):
+            b = bucket_of_file_id(fid)
+            if b is not None:
+                out[(p, b)] = fid
     return out

@@ -3,11 +3,14 @@
 `keygen.KeyGenerator` expresses keys as Spark columns; the direct parquet input
 (writer/direct_input.py) never hands rows to Spark, so its executors compute the
 same strings with Arrow. The index matches stored `_hoodie_record_key` values
-byte for byte, so both must agree exactly. They do for the column types whose
-text form Arrow's cast renders as Spark's `cast(... as string)` does: strings,
-integers, booleans, dates, and timestamps (epoch microseconds, as Hudi renders
-them). Floating-point, decimal and TIMESTAMP_NTZ columns (whose Spark form
-depends on the session time zone), nested field paths and URL-encoded
+byte for byte, so both must agree exactly, and with Hudi (`java_text`). They do
+for strings, integers, booleans (Arrow's cast), timestamps (epoch microseconds),
+dates (`yyyy-MM-dd` from Arrow's cast within years 0-9999, Java's
+`LocalDate.toString` outside) and decimals (Arrow's decimal-to-string cast
+follows the same rule as Java's `BigDecimal.toString`: scientific below an
+adjusted exponent of -6, e.g. `1E-18`, `1.00E-8`; tests/unit/test_keys_text.py
+checks it against `java_text.java_decimal`). Float/double (whose Java form
+depends on the JVM), TIMESTAMP_NTZ, nested field paths and URL-encoded
 partition paths are not supported here: `supports` says no and the write takes
 Spark's row path.
 """
@@ -21,6 +24,7 @@ from pyspark.sql.types import (
     ByteType,
     DataType,
     DateType,
+    DecimalType,
     IntegerType,
     LongType,
     ShortType,
@@ -29,9 +33,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pyhudi.keygen.java_text import java_local_date, plain_date_days
 from pyhudi.keygen.keygen import DEFAULT_PARTITION, EMPTY_KEY, NULL_KEY, KeyGenerator
 
-_TEXT_TYPES = (StringType, ByteType, ShortType, IntegerType, LongType, BooleanType, DateType, TimestampType)
+_TEXT_TYPES = (StringType, ByteType, ShortType, IntegerType, LongType, BooleanType, DateType, TimestampType,
+               DecimalType)
 
 
 def supports(keygen: KeyGenerator, schema: StructType) -> bool:
@@ -40,14 +46,31 @@ def supports(keygen: KeyGenerator, schema: StructType) -> bool:
         return False
     fields = list(keygen.record_key_fields) + (list(keygen.partition_fields) if keygen.is_partitioned else [])
     names = set(schema.fieldNames())
-    return all(name in names and isinstance(schema[name].dataType, _TEXT_TYPES) for name in fields)
+    return all(name in names and _supported(schema[name].dataType) for name in fields)
+
+
+def _supported(dtype: DataType) -> bool:
+    return isinstance(dtype, _TEXT_TYPES) and not (isinstance(dtype, DecimalType) and dtype.scale < 0)
 
 
 def _as_text(column: pa.ChunkedArray | pa.Array, dtype: DataType) -> pa.ChunkedArray | pa.Array:
     if isinstance(dtype, TimestampType):
         micros = pc.cast(pc.cast(column, pa.timestamp("us", tz="UTC")), pa.int64())
         return pc.cast(micros, pa.string())
+    if isinstance(dtype, DateType):
+        return _date_text(column)
     return pc.cast(column, pa.string())
+
+
+def _date_text(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """`LocalDate.toString`: Arrow's `yyyy-MM-dd` within years 0-9999; outside, where Java adds a sign
+    (`+10000-01-01`, `-0001-01-01`), day by day in Python (such dates are rare)."""
+    days = pc.cast(column, pa.int32())
+    lo, hi = plain_date_days()
+    bounds = pc.min_max(days).as_py()
+    if bounds["min"] is None or (bounds["min"] >= lo and bounds["max"] <= hi):
+        return pc.cast(column, pa.string())
+    return pa.array([None if d is None else java_local_date(d) for d in days.to_pylist()], pa.string())
 
 
 def _missing(value: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:

@@ -10,9 +10,12 @@ byte-identical to Hudi's key generators, because the index matches stored
 * Partition path: value(s) joined by `/`, `field=value` when hive-style,
   URL-encoded when asked, `__HIVE_DEFAULT_PARTITION__` for null or empty.
 
-Values are rendered as Hudi renders Avro values: dates as `yyyy-MM-dd`,
-timestamps as epoch microseconds (Hudi's default without
-`consistent.logical.timestamp`), other scalars via their string cast.
+Values are rendered as Hudi 0.14's Avro key path prints them (the choice and
+every type's form are in `java_text`): decimals as Java's `BigDecimal.toString`
+(`1E-18`), dates as `LocalDate.toString`, timestamps (with or without time zone)
+as epoch microseconds (Hudi's default without `consistent.logical.timestamp`),
+float/double and other scalars via Spark's string cast, which calls Java's
+`toString` for them; binary and nested values are refused.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     DataType,
+    DecimalType,
     MapType,
     StructType,
     TimestampNTZType,
@@ -56,14 +60,49 @@ def _check_text_type(name: str, dtype: DataType) -> None:
             f"field {name!r} of type {dtype.simpleString()} cannot be part of a record key or partition path; "
             "use a scalar column"
         )
+    if isinstance(dtype, DecimalType) and dtype.scale < 0:
+        raise InvalidRecordError(
+            f"field {name!r} of type {dtype.simpleString()} (negative scale) cannot be part of a record key or "
+            "partition path: Hudi prints it as BigDecimal.toString (e.g. 1E+3), which pyhudi does not "
+            "reproduce; cast it to a decimal with a scale >= 0")
 
 
 def _as_text(name: str, dtype: DataType) -> Column:
     col = F.col(name)
-    if isinstance(dtype, (TimestampType, TimestampNTZType)):
-        return F.unix_micros(col.cast("timestamp")).cast("string")
+    if isinstance(dtype, TimestampType):
+        return F.unix_micros(col).cast("string")
+    if isinstance(dtype, TimestampNTZType):
+        return _ntz_micros(col).cast("string")
     _check_text_type(name, dtype)
+    if isinstance(dtype, DecimalType):
+        return _java_decimal(col, dtype.scale)
     return col.cast("string")
+
+
+def _ntz_micros(col: Column) -> Column:
+    """Microseconds of a TIMESTAMP_NTZ since 1970-01-01 00:00 (the Avro local-timestamp-micros long Hudi
+    prints), from its wall-clock fields: `cast(... as timestamp)` would shift it by the session time zone."""
+    days = F.unix_date(col.cast("date")).cast("long")
+    clock = F.hour(col).cast("long") * 3600 + F.minute(col).cast("long") * 60
+    micros = (F.date_part(F.lit("SECOND"), col) * 1000000).cast("long")
+    return (days * 86400 + clock) * 1000000 + micros
+
+
+def _java_decimal(col: Column, scale: int) -> Column:
+    """Java's `BigDecimal.toString` at the column's scale (java_text.java_decimal). Spark's cast prints the
+    plain form with exactly `scale` fraction digits, which is Java's form unless the adjusted exponent
+    (digits of the unscaled value - 1 - scale) is below -6; then Java switches to `d.dddE-n`."""
+    plain = col.cast("string")
+    if scale <= 6:  # adjusted >= -scale >= -6: always plain
+        return plain
+    stripped = F.regexp_replace(F.regexp_replace(plain, r"[-.]", ""), r"^0+", "")
+    digits = F.when(stripped == "", F.lit("0")).otherwise(stripped)
+    adjusted = F.length(digits) - 1 - scale
+    sign = F.when(plain.startswith("-"), F.lit("-")).otherwise(F.lit(""))
+    mantissa = F.when(F.length(digits) > 1, F.concat(digits.substr(1, 1), F.lit("."), digits.substr(2, 64))) \
+        .otherwise(digits)
+    scientific = F.concat(sign, mantissa, F.lit("E"), adjusted.cast("string"))
+    return F.when(adjusted >= -6, plain).otherwise(scientific)
 
 
 @dataclass(frozen=True)
