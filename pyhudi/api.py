@@ -6,6 +6,7 @@ and Hudi's own option keys.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 from collections.abc import Mapping, Sequence
@@ -30,10 +31,14 @@ _MODES = ("append", "overwrite", "error", "errorifexists", "ignore")
 def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, mode: str = "append") -> str | None:
     """Write `df` into the Hudi table at `path` and return the instant time of the commit.
 
-    mode: "append" (default) writes with the configured operation, creating the table if needed;
-    "overwrite" replaces the table's contents (an insert_overwrite_table replacecommit, so time travel
-    and concurrent readers keep working; if the table's keys or type change, the old table is deleted);
+    mode (Spark's SaveMode, as Hudi 0.14's HoodieSparkSqlWriter handles it):
+    "append" (default) writes with the configured operation, creating the table if needed;
+    "overwrite" makes the table hold exactly what the operation writes into an empty table (Hudi deletes the
+    table first; pyhudi writes one insert_overwrite_table replacecommit instead, combining in-batch
+    duplicates as the requested operation would, so time travel and concurrent readers keep working; if the
+    table's keys or type change, the old table is deleted);
     "error"/"errorifexists" fail if the table exists; "ignore" does nothing if it exists.
+    delete takes "append" only (any other mode is refused before anything changes), as in Hudi.
     """
     return _write(df, path, options, mode)
 
@@ -48,10 +53,12 @@ def _write(df: DataFrame, path: str, options: Mapping[str, Any] | None, mode: st
     opts = Options.parse(options)
     storage = Storage(path)
     existing = _existing_config(storage)
-    if existing is not None and mode_norm in ("error", "errorifexists"):
-        raise HudiError(f"table already exists at {path}; use mode='append' or mode='overwrite'")
     if existing is not None and mode_norm == "ignore":
         return None
+    requested = WriteOperation(opts.get(K.OPERATION))
+    _check_mode(mode, mode_norm, requested)
+    if existing is not None and mode_norm in ("error", "errorifexists"):
+        raise HudiError(f"table already exists at {path}; use mode='append' or mode='overwrite'")
     replace_all = False
     operation: WriteOperation | None = None
     if mode_norm == "overwrite" and existing is not None:
@@ -65,15 +72,39 @@ def _write(df: DataFrame, path: str, options: Mapping[str, Any] | None, mode: st
             existing = None
     table = resolve_table_config(opts, existing)
     config = build_write_config(opts, table, operation, streaming=streaming)
+    if replace_all:
+        # Hudi runs the requested operation on an emptied table: an upsert combines in-batch duplicates
+        # by precombine (hoodie.combine.before.upsert), an insert/bulk_insert only if combine.before.insert.
+        config = dataclasses.replace(config, combine_before_write=_combines(opts, requested))
     result = WriteClient(df.sparkSession, storage, config).write(df, replace_all=replace_all)
     return result.instant
 
 
-def _service_config(path: str, options: Mapping[str, Any] | None) -> tuple[Storage, WriteConfig]:
+def _check_mode(mode: str, mode_norm: str, operation: WriteOperation) -> None:
+    """Hudi's handleSaveModes: deletes only make sense against the existing table, so Append is the only
+    save mode for them (Hudi would delete the table for Overwrite and then fail; we refuse first)."""
+    if operation in (WriteOperation.DELETE, WriteOperation.DELETE_PARTITION) and mode_norm != "append":
+        raise InvalidConfigError(
+            f"mode={mode!r} cannot be used with {K.OPERATION.key}={operation.value}: append is the only save "
+            "mode for delete operations (as in Hudi); use mode='append'")
+
+
+def _combines(opts: Options, operation: WriteOperation) -> bool:
+    """Whether `operation` combines duplicate keys of one batch (Hudi's combine.before.* per operation)."""
+    key = K.COMBINE_BEFORE_UPSERT if operation is WriteOperation.UPSERT else K.COMBINE_BEFORE_INSERT
+    return bool(opts.get(key))
+
+
+def _service_config(path: str, options: Mapping[str, Any] | None,
+                    upgrade: bool = False) -> tuple[Storage, WriteConfig]:
     """Table services never look up keys, so they are configured as an insert (no index requirements)."""
+    from pyhudi.model.upgrade import upgrade_for_write
+
     storage = Storage(path)
-    table = load_table_config(storage)
-    return storage, build_write_config(Options.parse(options), table, WriteOperation.INSERT)
+    config = build_write_config(Options.parse(options), load_table_config(storage), WriteOperation.INSERT)
+    if upgrade:  # a service that writes data upgrades a version-4/5 table first, as Hudi's do
+        upgrade_for_write(storage, config)
+    return storage, config
 
 
 def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,
@@ -87,7 +118,7 @@ def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
     from pyhudi.services import compaction
     from pyhudi.writer.client import parquet_settings
 
-    storage, config = _service_config(path, options)
+    storage, config = _service_config(path, options, upgrade=True)
     table = config.table
     if instant is not None:
         todo = [instant]
@@ -106,23 +137,25 @@ def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
     """Cluster the table: returns the clustering instants completed.
 
     With `instant`, execute that pending clustering. Otherwise schedule a plan if none is pending (and
-    some small files qualify), then execute every pending clustering, oldest first. A clustering that
+    some small files qualify), then execute every pending clustering no other process is executing (live
+    heartbeat), oldest first. A clustering that
     would overwrite a concurrent write is rolled back and raises CommitConflictError.
     """
     from pyhudi.services import clustering
     from pyhudi.writer.client import parquet_settings
 
-    storage, config = _service_config(path, options)
+    storage, config = _service_config(path, options, upgrade=True)
     table = config.table
     if instant is not None:
         todo = [instant]
     else:
         if not clustering.pending_clusterings(storage):
             clustering.schedule(storage, table, config.clustering, config.sizing.max_file_size, config.lock)
-        todo = clustering.pending_clusterings(storage)
+        todo = [i for i in clustering.pending_clusterings(storage) if not clustering.being_executed(
+            storage, i, config.heartbeat_interval_ms, config.heartbeat_tolerable_misses)]  # never run one twice
     for inst in todo:
         clustering.execute(spark, storage, table, inst, config.clustering, parquet_settings(config),
-                           config.event_time_field, config.lock)
+                           config.event_time_field, config.lock, config.heartbeat_interval_ms)
     return todo
 
 
@@ -135,7 +168,7 @@ def clean(spark: SparkSession | None, path: str, options: Mapping[str, Any] | No
     """
     from pyhudi.services import clean as cleaner
 
-    storage, config = _service_config(path, options)
+    storage, config = _service_config(path, options, upgrade=not dry_run)
     table = config.table
     if dry_run:
         return cleaner.dry_run(storage, table, config.clean)

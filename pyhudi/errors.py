@@ -61,3 +61,7 @@ class CorruptFileError(HudiError):
 
 class JavaNotFoundError(HudiError):
     """No usable Java runtime for Spark was found."""
+
+
+class HollowCommitError(TimelineError):
+    """An incremental read would skip a write that is still in flight (a "hollow commit")."""

@@ -16,9 +16,11 @@ cleaner's retention (hoodie.keep.min.commits > hoodie.cleaner.commits.retained).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
 
-from pyhudi.errors import InstantNotFoundError
+from pyhudi.errors import InstantNotFoundError, InvalidConfigError
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant
@@ -26,6 +28,57 @@ from pyhudi.timeline.timeline import ActiveTimeline
 
 #: (instant, metadata) of completed writes that are only in the archived timeline.
 ArchivedWrites = Sequence[tuple[Instant, CommitMetadata]]
+
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{3})?")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DIGITS17 = re.compile(r"\d{17}")
+_DIGITS14 = re.compile(r"\d{14}")
+_QUERY_FORMATS = "yyyyMMddHHmmssSSS, yyyyMMddHHmmss, 'yyyy-MM-dd HH:mm:ss[.SSS]' or yyyy-MM-dd"
+
+
+def format_query_instant(text: str) -> str:
+    """`as.of.instant` as the inclusive 17-digit bound Hudi 0.14 compares instants with
+    (`HoodieSqlCommonUtils.formatQueryInstant`), so a time travel returns the rows Hudi returns.
+
+    * `yyyy-MM-dd HH:mm:ss.SSS`: that millisecond; `yyyy-MM-dd HH:mm:ss`: the END of that second (Hudi
+      appends its DEFAULT_MILLIS_EXT "999"), so commits made during that second are included;
+    * `yyyyMMddHHmmssSSS`: as given;
+    * `yyyyMMddHHmmss`: Hudi keeps the 14 digits and compares strings, so every 17-digit instant of that
+      second sorts after it: the bound is the last millisecond BEFORE that second;
+    * `yyyy-MM-dd`: the first millisecond of that day.
+
+    Anything else (including an empty value) is refused, as Hudi refuses it.
+    """
+    raw = str(text)
+    parsed = _parse_query_instant(raw)
+    if parsed is None:
+        raise InvalidConfigError(
+            f"as.of.instant={text!r} is not a supported instant; use {_QUERY_FORMATS} "
+            "(e.g. 20240418173213674 or '2024-04-18 17:32:13')")
+    return parsed
+
+
+def _parse_query_instant(raw: str) -> str | None:
+    try:
+        if _DATE_TIME.fullmatch(raw):
+            with_millis = raw if len(raw) == 23 else raw + ".999"
+            return _stamp(datetime.strptime(with_millis, "%Y-%m-%d %H:%M:%S.%f"))
+        if _DATE.fullmatch(raw):
+            return _stamp(datetime.strptime(raw, "%Y-%m-%d"))
+        if _DIGITS17.fullmatch(raw):
+            datetime.strptime(raw[:14], "%Y%m%d%H%M%S")
+            return raw
+        if _DIGITS14.fullmatch(raw):
+            if set(raw) == {"0"}:
+                return "0" * 17  # Hudi's "before everything" sentinel
+            return _stamp(datetime.strptime(raw, "%Y%m%d%H%M%S") - timedelta(milliseconds=1))
+    except ValueError:
+        return None
+    return None
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
 
 
 def _writes(timeline: ActiveTimeline, archived: ArchivedWrites,
