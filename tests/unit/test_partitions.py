@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from pyspark.sql.types import BooleanType, DoubleType, IntegerType, StringType, StructField, StructType
 
 from pyhudi.errors import InvalidConfigError
 from pyhudi.model.table_config import NONPARTITIONED_KEYGEN, TableConfig, load_table_config
 from pyhudi.storage import Storage
 from pyhudi.view.partitions import (
     DEFAULT_PARTITION,
-    Condition,
     PartitionFilter,
     list_partitions,
     partition_depth,
@@ -99,6 +99,9 @@ def test_default_partition_is_listed(tmp_path):
     assert list_partitions(Storage(str(tmp_path)), cfg) == sorted(["1", DEFAULT_PARTITION])
     f = PartitionFilter.from_tuples([("a", "=", 1)])
     assert list_partitions(Storage(str(tmp_path)), cfg, f) == ["1"]
+    # the column's type is unknown here: a string literal may equal '' (kept in the default partition)
+    f = PartitionFilter.from_tuples([("a", "=", "")])
+    assert list_partitions(Storage(str(tmp_path)), cfg, f) == sorted(["1", DEFAULT_PARTITION])
 
 
 def test_nonpartitioned_keygen_means_single_root_partition(tmp_path):
@@ -126,14 +129,25 @@ def test_partition_depth(path, depth):
     assert partition_depth(path) == depth
 
 
-@pytest.mark.parametrize("op, value, text, expected", [
-    ("=", 10, "10", True), ("=", "10", "10.0", True), ("!=", 10, "11", True), ("<", 9, "10", False),
-    ("<=", 10, "10", True), (">", "b", "c", True), (">=", "c", "b", False), ("in", [1, 2], "2", True),
-    ("not in", [1, 2], "3", True), ("in", 5, "5", True), ("=", True, "true", True), ("=", None, "x", False),
-    ("!=", None, "x", True), ("=", "x", None, False),
+_STR, _INT, _DBL, _BOOL = StringType(), IntegerType(), DoubleType(), BooleanType()
+
+
+@pytest.mark.parametrize("dtype, op, value, text, expected", [
+    (_INT, "=", 10, "10", True), (_DBL, "=", 10, "10.0", True), (_INT, "!=", 10, "11", True),
+    (_INT, "<", 9, "10", False), (_INT, "<=", 10, "10", True), (_STR, ">", "b", "c", True),
+    (_STR, ">=", "c", "b", False), (_INT, "in", [1, 2], "2", True), (_INT, "not in", [1, 2], "3", True),
+    (_INT, "in", 5, "5", True), (_BOOL, "=", True, "true", True), (_STR, "=", None, "x", False),
+    # Spark: `col != NULL` is null, never true (the untyped comparison kept this partition)
+    (_STR, "!=", None, "x", False), (_STR, "=", "x", None, False),
+    # finding 12: a string column compares as text, an integer column as numbers
+    (_STR, "<", "9", "10", True), (_STR, "<", "9", "100", True), (_STR, ">", "10", "9", True),
+    (_INT, "<", 9, "10", False), (_INT, "=", "10", "10", True), (_INT, "=", "010", "10", True),
 ])
-def test_condition_semantics(op, value, text, expected):
-    assert Condition("c", op, value).matches(text) is expected
+def test_condition_semantics(dtype, op, value, text, expected):
+    f = PartitionFilter.from_tuples([("c", op, value)])
+    assert f is not None
+    bound = f.bind(StructType([StructField("c", dtype)]), ["c"])
+    assert bound.accepts("c", text) is expected
 
 
 @pytest.mark.parametrize("bad", [[("a", "=")], [("a", "like", "x%")], [("a", "=", 1, 2)]])
