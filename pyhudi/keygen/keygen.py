@@ -9,6 +9,10 @@ byte-identical to Hudi's key generators, because the index matches stored
   parts missing is an error.
 * Partition path: value(s) joined by `/`, `field=value` when hive-style,
   URL-encoded when asked, `__HIVE_DEFAULT_PARTITION__` for null or empty.
+* TimestampBasedKeyGenerator: the simple record key; the one partition field
+  interpreted as a time and printed with a Joda pattern (`timestamp_keygen`).
+* CustomKeyGenerator (`f1:SIMPLE,f2:TIMESTAMP`): simple or complex record key by
+  the number of key fields; each partition field SIMPLE or TIMESTAMP, joined by `/`.
 
 Values are rendered as Hudi 0.14's Avro key path prints them (the choice and
 every type's form are in `java_text`): decimals as Java's `BigDecimal.toString`
@@ -35,8 +39,16 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pyhudi.errors import InvalidRecordError
-from pyhudi.model.table_config import COMPLEX_KEYGEN, NONPARTITIONED_KEYGEN, TableConfig
+from pyhudi.errors import InvalidConfigError, InvalidRecordError
+from pyhudi.keygen import timestamp_keygen as TS
+from pyhudi.keygen.path_escape import escape_path_name_column
+from pyhudi.model.table_config import (
+    COMPLEX_KEYGEN,
+    CUSTOM_KEYGENS,
+    NONPARTITIONED_KEYGEN,
+    TIMESTAMP_KEYGENS,
+    TableConfig,
+)
 
 NULL_KEY = "__null__"
 EMPTY_KEY = "__empty__"
@@ -112,11 +124,19 @@ class KeyGenerator:
     keygen_class: str
     hive_style: bool
     urlencode: bool
+    # Per partition field: SIMPLE or TIMESTAMP (only TIMESTAMP keygens and CustomKeyGenerator have any).
+    partition_types: tuple[str, ...] = ()
+    timestamp: TS.TimestampSettings | None = None
 
     @classmethod
     def for_table(cls, config: TableConfig) -> KeyGenerator:
+        types, settings = _partition_types(config)
         return cls(config.record_key_fields, config.partition_fields, config.keygen_class,
-                   config.hive_style_partitioning, config.urlencode_partitions)
+                   config.hive_style_partitioning, config.urlencode_partitions, types, settings)
+
+    @property
+    def uses_timestamps(self) -> bool:
+        return "TIMESTAMP" in self.partition_types
 
     @property
     def is_partitioned(self) -> bool:
@@ -147,9 +167,14 @@ class KeyGenerator:
         """Fail before anything is written when a key or partition column cannot be rendered as text."""
         names = list(self.record_key_fields) + (list(self.partition_fields) if need_partition and
                                                   self.is_partitioned else [])
-        for name in names:
+        timestamp_fields = {f for f, t in zip(self.partition_fields, self.partition_types) if t == "TIMESTAMP"}
+        for i, name in enumerate(names):
             dtype = field_type(schema, name)
-            if dtype is not None:
+            if dtype is None:
+                continue
+            if i >= len(self.record_key_fields) and name in timestamp_fields and self.timestamp is not None:
+                TS.check_field_type(self.timestamp, name, dtype)
+            else:
                 _check_text_type(name, dtype)
 
     def record_key(self, schema: StructType) -> Column:
@@ -177,13 +202,61 @@ class KeyGenerator:
     def partition_path(self, schema: StructType) -> Column:
         if not self.is_partitioned:
             return F.lit("")
+        types = self.partition_types or ("SIMPLE",) * len(self.partition_fields)
+        default_zone = TS.jvm_default_zone() if self.uses_timestamps else "UTC"
         pieces = []
-        for name in self.partition_fields:
-            value = _as_text(name, field_type(schema, name))  # type: ignore[arg-type]
+        for name, kind in zip(self.partition_fields, types):
+            dtype = field_type(schema, name)
+            if kind == "TIMESTAMP" and self.timestamp is not None:
+                fmt = TS.PartitionFormatter(self.timestamp, name, self.hive_style, self.urlencode, default_zone)
+                pieces.append(TS.spark_partition_column(fmt, dtype))  # type: ignore[arg-type]
+                continue
+            value = _as_text(name, dtype)  # type: ignore[arg-type]
             value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(value)
             if self.urlencode:
-                value = F.url_encode(value)
+                value = escape_path_name_column(value)
             if self.hive_style:
                 value = F.concat(F.lit(f"{name}="), value)
             pieces.append(value)
         return pieces[0] if len(pieces) == 1 else F.concat_ws("/", *pieces)
+
+
+PARTITION_SPEC_KEY = "hoodie.datasource.write.partitionpath.field"
+
+
+def _partition_types(config: TableConfig) -> tuple[tuple[str, ...], TS.TimestampSettings | None]:
+    """The partition field kinds and timestamp settings of a TimestampBased or Custom key generator,
+    refusing what Hudi's constructors refuse (several fields for TimestampBased, untyped Custom fields)."""
+    if config.keygen_class in TIMESTAMP_KEYGENS:
+        if len(config.record_key_fields) > 1 or len(config.partition_fields) != 1:
+            raise InvalidConfigError(
+                f"{config.keygen_class} takes exactly one record key field and one partition field (got "
+                f"{','.join(config.record_key_fields)!r} / {','.join(config.partition_fields)!r}); use "
+                "CustomKeyGenerator (field:TIMESTAMP) for more")
+        return ("TIMESTAMP",), TS.settings_from(config.keygen_options)
+    if config.keygen_class not in CUSTOM_KEYGENS or not config.partition_fields:
+        return (), None
+    types = custom_partition_types(config.keygen_options.get(PARTITION_SPEC_KEY), config.partition_fields)
+    settings = TS.settings_from(config.keygen_options) if "TIMESTAMP" in types else None
+    return types, settings
+
+
+def custom_partition_types(spec: str | None, names: tuple[str, ...]) -> tuple[str, ...]:
+    """`f1:simple,f2:TIMESTAMP` -> ("SIMPLE", "TIMESTAMP") for the fields `names`."""
+    if not spec:
+        raise InvalidConfigError(
+            f"CustomKeyGenerator needs {PARTITION_SPEC_KEY} with a type per field, e.g. "
+            f"{','.join(n + ':SIMPLE' for n in names)} (Hudi does not store the types in table version 6); "
+            "pass it on every write")
+    types = []
+    for part in (p.strip() for p in spec.split(",")):
+        pieces = part.split(":")
+        if len(pieces) != 2 or pieces[1].strip().upper() not in ("SIMPLE", "TIMESTAMP"):
+            raise InvalidConfigError(
+                f"{PARTITION_SPEC_KEY}={spec!r}: {part!r} is not field:SIMPLE or field:TIMESTAMP, which "
+                "CustomKeyGenerator needs for every field (e.g. city:simple,ts:timestamp)")
+        types.append(pieces[1].strip().upper())
+    if len(types) != len(names):
+        raise InvalidConfigError(f"{PARTITION_SPEC_KEY}={spec!r} does not name the table's partition fields "
+                                 f"{','.join(names)}")
+    return tuple(types)
