@@ -1,7 +1,8 @@
 """BLOOM index: prune candidate files by footer key ranges and bloom filters, then confirm.
 
 1. Executors read each candidate file's footer min/max record key.
-2. Spark joins incoming keys with the ranges of their partition.
+2. Spark joins incoming keys with the ranges of their partition, comparing keys as Hudi does
+   (Java's String.compareTo, UTF-16 code units; `key_order`).
 3. Per file, an executor tests the candidate keys against the file's bloom
    filter and confirms survivors against the file's actual key column
    (bloom filters have false positives; a wrong tag would corrupt data).
@@ -18,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, read_footer_filter
+from pyhudi.index.key_order import spark_sort_key
 from pyhudi.index.simple import LOC_FILE_ID, LOC_INSTANT, PARTITION, RECORD_KEY, with_empty_location
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import BaseFile
@@ -82,10 +84,14 @@ def tag(spark: SparkSession, storage: Storage, keyed: DataFrame, base_files: Seq
         ranges = files.mapInArrow(lambda it: _ranges(base_uri, it), RANGES_SCHEMA)
     else:
         ranges = files.withColumn("b_min", F.lit(None).cast("string")).withColumn("b_max", F.lit(None).cast("string"))
-    keys = keyed.select(RECORD_KEY, PARTITION).distinct()
+    # Ranges compare in Hudi's order (Java's String.compareTo, see key_order): footers written by Hudi
+    # hold its min/max, and Spark's own string order would prune files that do hold the key.
+    keys = keyed.select(RECORD_KEY, PARTITION).distinct().withColumn("k_sort", spark_sort_key(F.col(RECORD_KEY)))
+    ranges = ranges.withColumn("b_min_sort", spark_sort_key(F.col("b_min"))) \
+        .withColumn("b_max_sort", spark_sort_key(F.col("b_max")))
     in_range = (keys[PARTITION] == ranges["b_part"]) & (
-        ranges["b_min"].isNull() | (keys[RECORD_KEY] >= ranges["b_min"])) & (
-        ranges["b_max"].isNull() | (keys[RECORD_KEY] <= ranges["b_max"]))
+        ranges["b_min"].isNull() | (keys["k_sort"] >= ranges["b_min_sort"])) & (
+        ranges["b_max"].isNull() | (keys["k_sort"] <= ranges["b_max_sort"]))
     candidates = keys.join(F.broadcast(ranges), in_range, "inner")
     found = candidates.groupBy("b_path").applyInArrow(lambda t: _check_file(base_uri, t), FOUND_SCHEMA)
     cond = (keyed[RECORD_KEY] == found["f_key"]) & (keyed[PARTITION] == found["f_part"])

@@ -27,6 +27,7 @@ from pyhudi.index.bloom_filter import (
     filter_shape,
     read_footer_filter,
 )
+from pyhudi.index.key_order import java_min_max
 from pyhudi.storage import Storage
 
 RECORD_KEY = "_hoodie_record_key"
@@ -57,9 +58,9 @@ def footer_metadata(table: pa.Table, avro_schema_with_meta: str, settings: Parqu
                 bloom = new_bloom(settings)
                 bloom.add_keys(keys)
             meta.update(bloom.footer_metadata())
-            bounds = pc.min_max(keys)
-            meta[MIN_KEY_FOOTER] = bounds["min"].as_py()
-            meta[MAX_KEY_FOOTER] = bounds["max"].as_py()
+            bounds = java_min_max(keys)  # Hudi's order (String.compareTo), not UTF-8 byte order
+            if bounds is not None:
+                meta[MIN_KEY_FOOTER], meta[MAX_KEY_FOOTER] = bounds
     return meta
 
 

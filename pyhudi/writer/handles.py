@@ -68,6 +68,9 @@ class HandleContext:
     parquet: ParquetSettings
     buckets: tuple[Bucket, ...]
     salts: tuple[int, ...]
+    # Every record needs a non-null precombine value (writer/prepare.ordering_required); the one-task
+    # write checks it in its task, the distributed write in its count job.
+    require_ordering: bool = False
 
 
 def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -343,7 +346,10 @@ def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> tuple[pa.
     if not bucket.base_file:
         raise RuntimeError(f"update bucket {bucket.number} for file group {bucket.file_id} has no base file")
     old = read_parquet(storage, bucket.base_file)
-    return conform_table(old, ctx.file_schema), old.schema.metadata
+    # A column the writer schema dropped (allow.auto.evolution.column.drop) is left behind, as Hudi's
+    # merge handle rewrites old records into the writer schema.
+    kept = old.select([c for c in old.column_names if c in ctx.file_schema.names])
+    return conform_table(kept, ctx.file_schema), old.schema.metadata
 
 
 def _carry_over(old: pa.Table, new_name: str) -> pa.Table:

@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import AtomicType, StructField, StructType
 
+from pyhudi.config import keys as K
 from pyhudi.errors import InvalidRecordError
 from pyhudi.io import schema as S
 from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator, field_type
@@ -78,6 +79,40 @@ def _check_precombine(config: WriteConfig, schema: StructType) -> None:
             "add it or fix hoodie.datasource.write.precombine.field")
 
 
+_COMBINING_INSERTS = (WriteOperation.INSERT, WriteOperation.BULK_INSERT, WriteOperation.INSERT_OVERWRITE,
+                      WriteOperation.INSERT_OVERWRITE_TABLE)
+
+
+def ordering_required(config: WriteConfig) -> bool:
+    """Whether every record of this write needs a non-null precombine (ordering) value.
+
+    Hudi 0.14's datasource writer reads each record's ordering value when it combines records: always for
+    an upsert, for inserts only with hoodie.combine.before.insert; its payload (BaseAvroPayload) then
+    refuses a null one ("Ordering value is null for record"). A null would otherwise decide which record
+    wins arbitrarily, or overwrite a stored record's real value. Deletes carry keys only.
+    """
+    if not config.precombine_field:
+        return False
+    op = config.operation
+    return op is WriteOperation.UPSERT or (op in _COMBINING_INSERTS and config.combine_before_write)
+
+
+def null_ordering_flag(config: WriteConfig) -> Column:
+    """Spark column: the record's precombine value is null (False when the write needs none)."""
+    if not ordering_required(config):
+        return F.lit(False)
+    return F.col(str(config.precombine_field)).isNull()
+
+
+def null_ordering_error(config: WriteConfig, count: int) -> InvalidRecordError:
+    field = config.precombine_field
+    return InvalidRecordError(
+        f"{count} record(s) have a null precombine value (field {field!r}, hoodie.datasource.write.precombine"
+        f".field); {config.operation.value} orders records by it, so Hudi refuses a null one (\"Ordering value "
+        "is null for record\"). Fill the field (for example with coalesce) or filter those records before "
+        "writing. Nothing was written.")
+
+
 def _conformed(df: DataFrame, target: StructType) -> list[Column]:
     """Select the target schema from the batch: casts for widened atomic types, nulls for missing columns."""
     if [(f.name, f.dataType) for f in df.schema.fields] == [(f.name, f.dataType) for f in target.fields]:
@@ -95,6 +130,16 @@ def _conformed(df: DataFrame, target: StructType) -> list[Column]:
     return cols
 
 
+def writer_schema(config: WriteConfig, table_avro: dict[str, Any] | None, incoming_avro: dict[str, Any]) -> dict[str, Any]:
+    """The schema the batch is written with (Hudi's deduceWriterSchema and its three options); raises
+    SchemaMismatchError before anything is written when the batch cannot be written into the table."""
+    if table_avro is None:
+        return incoming_avro
+    return S.evolve(table_avro, incoming_avro, reconcile=config.reconcile_schema,
+                    set_null_for_missing=bool(config.options.get(K.SET_NULL_FOR_MISSING_COLUMNS)),
+                    allow_column_drop=bool(config.options.get(K.SCHEMA_ALLOW_COLUMN_DROP)))
+
+
 def prepare_batch(df: DataFrame, config: WriteConfig, table_avro: dict[str, Any] | None) -> PreparedBatch:
     keygen = KeyGenerator.for_table(config.table)
     incoming = _incoming_struct(df)
@@ -108,8 +153,7 @@ def prepare_batch(df: DataFrame, config: WriteConfig, table_avro: dict[str, Any]
         target = StructType([])
     else:
         incoming_avro = S.spark_to_avro(incoming, config.table.name)
-        target_avro = S.evolve(table_avro, incoming_avro, reconcile=config.reconcile_schema) \
-            if table_avro is not None else incoming_avro
+        target_avro = writer_schema(config, table_avro, incoming_avro)
         target = S.avro_to_spark(target_avro)
 
     def columns() -> list[Column]:

@@ -56,6 +56,7 @@ from pyhudi.writer.small_files import small_file_candidates
 OUTPUT_SCHEMA = "kind string, payload string"
 _OUT = pa.schema([("kind", pa.string()), ("payload", pa.string())])
 ERR_BAD_KEYS = "bad_keys"
+ERR_NULL_ORDERING = "null_ordering"
 ERR_CLUSTERING = "updates_under_clustering"
 
 
@@ -126,7 +127,7 @@ def _task_token(bucket_number: int) -> str:
 def write_batch(ctx: HandleContext, layout: TableLayout, storage: Storage, records: pa.Table,
                 token_for: Callable[[int], str]) -> list[WriteStat | dict[str, object]]:
     """Tag, profile, plan and write `records`; returns write stats, or a single error dict."""
-    refusal = bad_keys_refusal(records)
+    refusal = bad_keys_refusal(records) or null_ordering_refusal(ctx, records)
     if refusal is not None:
         return [refusal]
     records = records.drop_columns([BAD_KEY])
@@ -151,6 +152,18 @@ def write_batch(ctx: HandleContext, layout: TableLayout, storage: Storage, recor
     records = records.append_column(IS_UPDATE, pa.array(located))
     return _run_buckets(ctx, storage, plan, records, _route(plan, records, file_ids), token_for,
                         layout.handle_threads)
+
+
+def null_ordering_refusal(ctx: HandleContext, records: pa.Table) -> dict[str, object] | None:
+    """The error a task reports, before it writes anything, when records the write must order by their
+    precombine value have none (Hudi refuses them; see writer/prepare.ordering_required)."""
+    if not ctx.require_ordering or not ctx.precombine_field:
+        return None
+    parts = ctx.precombine_field.split(".")
+    values = records.column(parts[0])
+    for part in parts[1:]:
+        values = pc.struct_field(values, part)  # a null parent struct makes the child null
+    return {"error": ERR_NULL_ORDERING, "count": values.null_count} if values.null_count else None
 
 
 def bad_keys_refusal(records: pa.Table) -> dict[str, object] | None:

@@ -67,7 +67,7 @@ def test_updates_under_pending_clustering_are_reported_before_writing(table):
     storage, layout = table
     layout = st.TableLayout(**{**layout.__dict__, "pending_clustering": {("p0", "f2-0"): "009"}})
     recs = pa.table({RECORD_KEY_COL: ["d"], PARTITION_COL: ["p0"], DELETE_FLAG: [False], st.BAD_KEY: [False]})
-    ctx = SimpleNamespace(operation=WriteOperation.UPSERT)
+    ctx = SimpleNamespace(operation=WriteOperation.UPSERT, require_ordering=False, precombine_field=None)
     out = st.write_batch(ctx, layout, storage, recs, lambda n: "0-0-0")  # type: ignore[arg-type]
     assert out == [{"error": st.ERR_CLUSTERING, "count": 1, "partition": "p0", "file_id": "f2-0",
                     "clustering": "009"}]

@@ -1,0 +1,69 @@
+"""Record keys in Hudi's order: Java's `String.compareTo`, which compares UTF-16 code units.
+
+Hudi writes a base file's `hoodie_min_record_key`/`hoodie_max_record_key` footer entries with
+`String.compareTo` and its BLOOM index prunes candidate files with the same comparison. That is not the
+order of code points (nor of UTF-8 bytes, which Arrow and Spark compare): a character outside the Basic
+Multilingual Plane is a surrogate pair whose first unit is 0xD800-0xDBFF, so in Java it sorts *before*
+U+E000..U+FFFF (private use, CJK compatibility, full-width forms such as U+FF21), while by code point it
+sorts after them. A file whose range was computed in one order and pruned in the other drops keys that
+are in the file, and an upsert of such a key becomes a duplicate insert.
+
+Every other pair of characters compares the same in both orders, and a code unit sequence is a prefix of
+another exactly when the strings are, so it suffices to fix that one case:
+
+* in UTF-8, U+E000..U+FFFF are exactly the characters whose lead byte is 0xEE or 0xEF (continuation bytes
+  are 0x80-0xBF; supplementary characters lead with 0xF0-0xF4). Rewriting those two lead bytes to 0xF5 and
+  0xF6, which never occur in UTF-8, moves them after the supplementary characters and keeps their own
+  order: byte order of the rewritten strings is Java's order (`utf16_sort_keys`).
+* Spark compares binary values as unsigned bytes, and big-endian UTF-16 bytes compare as Java compares
+  code units, so `encode(key, 'UTF-16BE')` is a Spark column in Java's order (`spark_sort_key`).
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+# Lead bytes of U+E000..U+FFFF in UTF-8, and the never-used bytes they are moved to.
+_BMP_HIGH_LEADS = (b"\xee", b"\xef")
+_MOVED_LEADS = (b"\xf5", b"\xf6")
+_RESTORE = bytes.maketrans(b"".join(_MOVED_LEADS), b"".join(_BMP_HIGH_LEADS))
+
+Keys: TypeAlias = pa.Array | pa.ChunkedArray
+
+
+def java_sort_key(key: str) -> bytes:
+    """The bytes whose order is `String.compareTo`'s order (one key, for Python's `sorted`)."""
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def utf16_sort_keys(keys: Keys) -> Keys:
+    """Binary sort keys (UTF-8 with two lead bytes moved) whose byte order is Java's string order."""
+    binary = keys.cast(pa.large_binary() if pa.types.is_large_string(keys.type) else pa.binary())
+    for lead, moved in zip(_BMP_HIGH_LEADS, _MOVED_LEADS):
+        binary = pc.replace_substring(binary, lead, moved)
+    return binary
+
+
+def java_min_max(keys: Keys) -> tuple[str, str] | None:
+    """Smallest and greatest non-null key as Java's `String.compareTo` orders them (None if all null)."""
+    if len(keys) == 0 or keys.null_count == len(keys):
+        return None
+    if pc.all(pc.string_is_ascii(keys), skip_nulls=True).as_py():
+        bounds = pc.min_max(keys)  # ASCII: every order agrees, and no rewrite is needed
+        return bounds["min"].as_py(), bounds["max"].as_py()
+    bounds = pc.min_max(utf16_sort_keys(keys))
+    return _restore(bounds["min"].as_py()), _restore(bounds["max"].as_py())
+
+
+def _restore(sort_key: bytes) -> str:
+    return sort_key.translate(_RESTORE).decode("utf-8")
+
+
+def spark_sort_key(key: Column) -> Column:
+    """A Spark binary column that compares as Java compares the string column `key`."""
+    return F.encode(key, "UTF-16BE")
