@@ -8,14 +8,14 @@ pyhudi receives these dataclasses, never raw option strings.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyhudi.config import keys as K
 from pyhudi.config.registry import Options
 from pyhudi.errors import InvalidConfigError
-from pyhudi.model.table_config import COW, TableConfig, infer_keygen
+from pyhudi.model.metadata_table import note_enable_requested
+from pyhudi.model.table_config import COW, CUSTOM_KEYGENS, TIMESTAMP_KEYGENS, TableConfig, infer_keygen
 from pyhudi.transaction.lock import LockSettings
 from pyhudi.writer.operation import WriteOperation
 
@@ -152,12 +152,16 @@ def _keygen_from_options(o: Options) -> str | None:
 
 def resolve_table_config(o: Options, existing: TableConfig | None) -> TableConfig:
     """The table identity this write uses: the existing table's, checked against explicit options."""
+    if o.get(K.METADATA_ENABLE):
+        note_enable_requested()  # once per process: pyhudi removes, never maintains, the metadata table
     keygen = _keygen_from_options(o)
     if existing is not None:
         for prop, attr, table_key in _IDENTITY_CHECKS:
             if not o.is_set(prop) and not (prop is K.KEYGENERATOR_CLASS and keygen):
                 continue
             wanted: Any = keygen if prop is K.KEYGENERATOR_CLASS else o.get(prop)
+            if prop is K.PARTITIONPATH_FIELDS:
+                wanted = _partition_names(o, keygen or existing.keygen_class)
             have = getattr(existing, attr)
             if prop is K.PARTITIONPATH_FIELDS and not existing.is_partitioned and not wanted:
                 continue
@@ -165,21 +169,20 @@ def resolve_table_config(o: Options, existing: TableConfig | None) -> TableConfi
                 raise InvalidConfigError(
                     f"{prop.key}={_show(wanted)} conflicts with the table's {table_key}={_show(have)}; "
                     "drop the option or write to a new table")
-        return existing
+        _check_stored_names(o, existing)
+        _refuse_dropped_partition_columns(existing)
+        return _with_keygen_options(o, existing)
     name = o.get(K.TABLE_NAME)
     if not name:
         raise InvalidConfigError("hoodie.table.name is required to create a table; add it to the options")
     record_keys = o.get(K.RECORDKEY_FIELDS)
-    partitions = o.get(K.PARTITIONPATH_FIELDS)
+    partitions = _partition_names(o, keygen)
     if o.get(K.DROP_PARTITION_COLUMNS):
         raise InvalidConfigError("hoodie.datasource.write.drop.partition.columns=true is not supported by pyhudi")
     if o.get(K.TABLE_VERSION) != 6:
         raise InvalidConfigError(f"hoodie.write.table.version={o.get(K.TABLE_VERSION)} is not supported; "
                                  "pyhudi writes table version 6")
-    if o.get(K.METADATA_ENABLE):
-        warnings.warn("hoodie.metadata.enable=true is ignored: pyhudi writes tables without a metadata table",
-                      UserWarning, stacklevel=3)
-    return TableConfig(
+    created = TableConfig(
         name=str(name),
         table_type=o.get(K.TABLE_TYPE) or COW,
         record_key_fields=tuple(record_keys),
@@ -189,10 +192,73 @@ def resolve_table_config(o: Options, existing: TableConfig | None) -> TableConfi
         hive_style_partitioning=o.get(K.HIVE_STYLE_PARTITIONING),
         urlencode_partitions=o.get(K.PARTITIONPATH_URLENCODE),
         populate_meta_fields=o.get(K.POPULATE_META_FIELDS),
-        database=o.get(K.DATABASE_NAME),
+        # Hudi's datasource writer stores hoodie.database.name= (empty) when no database is given.
+        database=str(o.get(K.DATABASE_NAME) or "") if o.is_set(K.DATABASE_NAME) else "",
         payload_class=o.get(K.PAYLOAD_CLASS) if o.is_set(K.PAYLOAD_CLASS) else None,
         timeline_timezone=o.get(K.TIMELINE_TIMEZONE),
     )
+    return _with_keygen_options(o, created)
+
+
+def _partition_names(o: Options, keygen: str | None) -> tuple[str, ...]:
+    """The partition field names: for a CustomKeyGenerator without the `:SIMPLE`/`:TIMESTAMP` types, which
+    Hudi 0.14 leaves out of hoodie.table.partition.fields (SparkKeyGenUtils.getPartitionColumns)."""
+    fields = tuple(o.get(K.PARTITIONPATH_FIELDS))
+    if keygen in CUSTOM_KEYGENS:
+        return tuple(f.split(":")[0].strip() for f in fields)
+    return fields
+
+
+def _with_keygen_options(o: Options, table: TableConfig) -> TableConfig:
+    """The table identity plus this write's TimestampBased/Custom key generator settings (options over any
+    hoodie.keygen.timebased.* keys stored in hoodie.properties), checked before anything is written."""
+    if table.keygen_class not in TIMESTAMP_KEYGENS | CUSTOM_KEYGENS:
+        return table
+    from pyhudi.keygen.keygen import PARTITION_SPEC_KEY, KeyGenerator
+
+    merged = dict(table.keygen_options)
+    merged.update({prop.key: str(o.get(prop)) for prop in K.TIMEBASED_KEYS if o.is_set(prop)})
+    if table.keygen_class in CUSTOM_KEYGENS and o.is_set(K.PARTITIONPATH_FIELDS):
+        merged[PARTITION_SPEC_KEY] = ",".join(o.get(K.PARTITIONPATH_FIELDS))
+    resolved = table.evolve(keygen_options=merged)
+    KeyGenerator.for_table(resolved)  # refuses missing/invalid settings and unsupported patterns now
+    return resolved
+
+
+# Options Hudi's validateTableConfig compares with hoodie.properties as strings, through Spark's resolver
+# (case-insensitive unless spark.sql.caseSensitive): only when the option is given and the table has the key.
+_STORED_NAME_CHECKS = (
+    (K.TABLE_NAME, "hoodie.table.name"),
+    (K.DATABASE_NAME, "hoodie.database.name"),
+    (K.DROP_PARTITION_COLUMNS, "hoodie.datasource.write.drop.partition.columns"),
+)
+
+
+def _check_stored_names(o: Options, existing: TableConfig) -> None:
+    """A write naming another table or database than the table's (or another drop.partition.columns) is
+    refused, as Hudi's validateTableConfig and handleSaveModes refuse it: a writer pointed at the wrong
+    path must not silently write into someone else's table. An absent option is not checked, and neither
+    is a key the table's hoodie.properties lacks; an empty stored database name is a value (Hudi 0.14)."""
+    for prop, table_key in _STORED_NAME_CHECKS:
+        have = existing.raw.get(table_key)
+        if not o.is_set(prop) or have is None:
+            continue
+        value = o.get(prop)
+        wanted = str(value).lower() if isinstance(value, bool) else str(value if value is not None else "")
+        if wanted.lower() != have.lower():
+            raise InvalidConfigError(
+                f"{prop.key}={wanted!r} conflicts with the table's {table_key}={have!r} in hoodie.properties; "
+                f"use {have!r} (or drop the option) to write to this table, or write to another path")
+
+
+def _refuse_dropped_partition_columns(existing: TableConfig) -> None:
+    """Hudi leaves the partition columns out of such a table's data files; pyhudi writes them, which would
+    mix two file layouts in one table, so it refuses instead of writing."""
+    if existing.drop_partition_columns:
+        raise InvalidConfigError(
+            "the table was created with hoodie.datasource.write.drop.partition.columns=true (partition columns "
+            "left out of its data files), which pyhudi does not support writing; write it with Apache Hudi, "
+            "or copy it into a table created without that option")
 
 
 def _show(value: Any) -> str:
@@ -224,6 +290,8 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
     index = IndexConfig.from_options(o)
     if index.type == "GLOBAL_BLOOM":
         index = IndexConfig(**{**index.__dict__, "type": "GLOBAL_SIMPLE"})
+    if index.type == "BUCKET":
+        check_bucket_num(index.bucket_num, table)
     payload = table.payload_class if table.payload_class and not o.is_set(K.PAYLOAD_CLASS) else o.get(K.PAYLOAD_CLASS)
     if index.type in ("SIMPLE", "BLOOM", "GLOBAL_SIMPLE") and not table.populate_meta_fields \
             and op.needs_tagging:
@@ -249,6 +317,17 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         single_task_max_index_files=o.get(K.SINGLE_TASK_MAX_INDEX_FILES),
         direct_parquet_input=o.get(K.DIRECT_PARQUET_INPUT),
     )
+
+
+def check_bucket_num(num_buckets: int, table: TableConfig) -> None:
+    """A BUCKET write must hash into the table's bucket count, else keys land in other buckets than their
+    records (duplicates). Hudi 0.14 does not record the count in hoodie.properties, but a table whose
+    properties carry it is checked here; the file ids are checked against it in index/bucket.check_layout."""
+    stored = table.raw.get("hoodie.bucket.index.num.buckets", "").strip()
+    if stored and stored != str(num_buckets):
+        raise InvalidConfigError(
+            f"hoodie.bucket.index.num.buckets={num_buckets} conflicts with the table's "
+            f"hoodie.bucket.index.num.buckets={stored}; use {stored} (the bucket count cannot change)")
 
 
 def lock_settings(o: Options) -> LockSettings:
