@@ -497,25 +497,46 @@ def _unwrap_ordering(wrapped: Any) -> Any:
     return value["value"]
 
 
-def decode_delete_block(block: LogBlock) -> list[tuple[str | None, str | None, Any]]:
-    """``(record_key, partition_path, ordering_value)`` for each deleted key."""
+def delete_records(block: LogBlock) -> list[tuple[str | None, str | None, str | None, Any]]:
+    """``(record_key, partition_path, wrapper, raw_value)`` of each deleted key, for every block version.
+
+    ``wrapper`` is the short Avro wrapper name (``IntWrapper``...) and ``raw_value`` its value as stored;
+    readers need the wrapper class (Java compares ordering values of the same class only). Versions 1 and
+    2 (Kryo ``HoodieKey[]`` / ``DeleteRecord[]``, still in tables of version 4/5 and in version-6 tables
+    upgraded from them) map each Java class to the wrapper v3 would use.
+    """
     if block.block_type != BlockType.DELETE_BLOCK:
         raise ValueError(f"expected a DELETE_BLOCK, got {block.block_type.name}")
     content = block.content
+    where = f"{block.source or 'log file'} (delete block at offset {block.offset})"
     if len(content) < 8:
-        raise CorruptFileError("delete block content is too short")
+        raise CorruptFileError(f"{where}: delete block content is too short")
     version, length = struct.unpack_from(">ii", content, 0)
-    if version < 3:
-        raise CorruptFileError(f"delete block version {version} uses Java serialization; not supported")
     if length < 0 or 8 + length > len(content):
-        raise CorruptFileError(f"delete block datum length {length} overruns the content")
-    rec: Any = fastavro.schemaless_reader(
-        io.BytesIO(content[8 : 8 + length]), _DELETE_PARSED, None, return_record_name=True
-    )
-    return [
-        (item["recordKey"], item["partitionPath"], _unwrap_ordering(item["orderingVal"]))
-        for item in rec["deleteRecordList"]
-    ]
+        raise CorruptFileError(f"{where}: delete block datum length {length} overruns the content")
+    data = content[8 : 8 + length]
+    if version in (1, 2):
+        from pyhudi.io.kryo_delete import decode_kryo_deletes
+
+        return decode_kryo_deletes(version, data, where)
+    if version != CONTENT_VERSION:
+        raise CorruptFileError(f"{where}: unknown delete block version {version}")
+    rec: Any = fastavro.schemaless_reader(io.BytesIO(data), _DELETE_PARSED, None, return_record_name=True)
+    out: list[tuple[str | None, str | None, str | None, Any]] = []
+    for item in rec["deleteRecordList"]:
+        wrapped = item["orderingVal"]
+        if wrapped is None:
+            out.append((item["recordKey"], item["partitionPath"], None, None))
+        else:
+            name, value = wrapped
+            out.append((item["recordKey"], item["partitionPath"], str(name).rsplit(".", 1)[-1], value["value"]))
+    return out
+
+
+def decode_delete_block(block: LogBlock) -> list[tuple[str | None, str | None, Any]]:
+    """``(record_key, partition_path, ordering_value)`` for each deleted key."""
+    return [(k, p, _unwrap_ordering((w, {"value": v}) if w is not None else None))
+            for k, p, w, v in delete_records(block)]
 
 
 # ---- Command block (type 0) --------------------------------------------------------------------

@@ -117,6 +117,8 @@ class LogBlock:
     format_version: int = LOG_FORMAT_VERSION
     content_offset: int = 0
     content_length: int = 0
+    source: str = ""
+    """The log file the block came from, when the reader knows it (for error messages)."""
 
     @property
     def instant_time(self) -> str | None:
