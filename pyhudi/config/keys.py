@@ -15,8 +15,9 @@ GB = 1024 * MB
 # --------------------------------------------------------------------------- table
 TABLE_NAME = declare("hoodie.table.name", "str", None, "Table name; required to create a table.", Group.TABLE,
                      aliases=("hoodie.datasource.write.table.name",))
-DATABASE_NAME = declare("hoodie.database.name", "str", "default",
-                        "Database name; part of hoodie.table.checksum.", Group.TABLE)
+DATABASE_NAME = declare("hoodie.database.name", "str", None,
+                        "Database name; part of hoodie.table.checksum. Unset: stored empty, as Hudi's datasource "
+                        "writer does; on an existing table it must match the stored name.", Group.TABLE)
 TABLE_TYPE = declare("hoodie.datasource.write.table.type", "enum", "COPY_ON_WRITE",
                      "COPY_ON_WRITE or MERGE_ON_READ.", Group.TABLE, aliases=("hoodie.table.type",),
                      choices=("COPY_ON_WRITE", "MERGE_ON_READ"),
@@ -36,11 +37,14 @@ PARTITIONPATH_URLENCODE = declare("hoodie.datasource.write.partitionpath.urlenco
                                   "URL-encode partition values in directory names.", Group.TABLE)
 KEYGENERATOR_CLASS = declare(
     "hoodie.datasource.write.keygenerator.class", "enum", None,
-    "Key generator: SimpleKeyGenerator, ComplexKeyGenerator or NonpartitionedKeyGenerator "
+    "Key generator: SimpleKeyGenerator, ComplexKeyGenerator, NonpartitionedKeyGenerator, "
+    "TimestampBasedKeyGenerator or CustomKeyGenerator (or their Avro variants) "
     "(inferred from the key and partition fields when unset).",
     Group.TABLE, aliases=("hoodie.table.keygenerator.class",),
     choices=("org.apache.hudi.keygen.SimpleKeyGenerator", "org.apache.hudi.keygen.ComplexKeyGenerator",
-             "org.apache.hudi.keygen.NonpartitionedKeyGenerator"),
+             "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+             "org.apache.hudi.keygen.TimestampBasedKeyGenerator", "org.apache.hudi.keygen.CustomKeyGenerator",
+             "org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator", "org.apache.hudi.keygen.CustomAvroKeyGenerator"),
     choice_aliases={
         "SIMPLEKEYGENERATOR": "org.apache.hudi.keygen.SimpleKeyGenerator",
         "COMPLEXKEYGENERATOR": "org.apache.hudi.keygen.ComplexKeyGenerator",
@@ -48,11 +52,13 @@ KEYGENERATOR_CLASS = declare(
         "SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
         "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
         "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        "TIMESTAMP": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+        "CUSTOM": "org.apache.hudi.keygen.CustomKeyGenerator",
     },
 )
 KEYGENERATOR_TYPE = declare("hoodie.datasource.write.keygenerator.type", "enum", None,
-                            "Short form of the key generator: SIMPLE, COMPLEX or NON_PARTITION.", Group.TABLE,
-                            choices=("SIMPLE", "COMPLEX", "NON_PARTITION"))
+                            "Short form of the key generator: SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP or CUSTOM.",
+                            Group.TABLE, choices=("SIMPLE", "COMPLEX", "NON_PARTITION", "TIMESTAMP", "CUSTOM"))
 POPULATE_META_FIELDS = declare("hoodie.populate.meta.fields", "bool", True,
                                "Fill the five _hoodie_* columns (needed by the SIMPLE/BLOOM index).", Group.TABLE)
 BASE_FILE_FORMAT = declare("hoodie.table.base.file.format", "enum", "PARQUET",
@@ -64,11 +70,51 @@ DROP_PARTITION_COLUMNS = declare("hoodie.datasource.write.drop.partition.columns
                                  "Drop partition columns from data files; true is not supported.", Group.TABLE)
 TABLE_VERSION = declare("hoodie.write.table.version", "int", 6,
                         "Table version to write; only 6 is supported.", Group.TABLE)
+AUTO_UPGRADE = declare("hoodie.write.auto.upgrade", "bool", True,
+                       "Upgrade a table of version 4 or 5 to 6 on the first write (Hudi 1.x key); false refuses "
+                       "to write such a table instead.", Group.TABLE)
+SKIP_DEFAULT_PARTITION_VALIDATION = declare(
+    "hoodie.skip.default.partition.validation", "bool", False,
+    "Upgrading a version-4 table: do not refuse a partition named `default` (Hudi 0.12+ writes "
+    "__HIVE_DEFAULT_PARTITION__).", Group.TABLE)
 ARCHIVELOG_FOLDER = declare("hoodie.archivelog.folder", "str", "archived",
                             "Archived timeline folder under .hoodie/.", Group.TABLE)
 METADATA_ENABLE = declare("hoodie.metadata.enable", "bool", False,
                           "Metadata table. pyhudi does not build it (Hudi's Spark default is true); true is "
                           "accepted with a warning and ignored.", Group.TABLE)
+
+# Timestamp-based key generator (Hudi's TimestampKeyGeneratorConfig; the old hoodie.deltastreamer.keygen.*
+# names are aliases). A TimestampBasedKeyGenerator table keeps them in hoodie.properties (as Hudi's writer
+# does, PERSISTED_CONFIG_LIST) and later writes default to them; a CustomKeyGenerator's are not stored.
+_TB = "hoodie.keygen.timebased."
+_TB_OLD = "hoodie.deltastreamer.keygen.timebased."
+TIMEBASED_TIMESTAMP_TYPE = declare(
+    _TB + "timestamp.type", "str", None, "TimestampBasedKeyGenerator: UNIX_TIMESTAMP, DATE_STRING, MIXED, "
+    "EPOCHMILLISECONDS, EPOCHMICROSECONDS or SCALAR.", Group.TABLE, aliases=(_TB_OLD + "timestamp.type",))
+TIMEBASED_SCALAR_UNIT = declare(
+    _TB + "timestamp.scalar.time.unit", "str", None, "Unit of SCALAR values (a java TimeUnit name; default "
+    "SECONDS).", Group.TABLE, aliases=(_TB_OLD + "timestamp.scalar.time.unit",))
+TIMEBASED_INPUT_DATEFORMAT = declare(
+    _TB + "input.dateformat", "str", None, "Joda pattern(s) of DATE_STRING/MIXED input, split by the list "
+    "delimiter.", Group.TABLE, aliases=(_TB_OLD + "input.dateformat",))
+TIMEBASED_INPUT_DATEFORMAT_DELIMITER = declare(
+    _TB + "input.dateformat.list.delimiter.regex", "str", None, "Regex separating input date formats "
+    "(default ,).", Group.TABLE, aliases=(_TB_OLD + "input.dateformat.list.delimiter.regex",))
+TIMEBASED_INPUT_TIMEZONE = declare(
+    _TB + "input.timezone", "str", None, "Zone of input strings without an offset (unset: the offset in the "
+    "text, else the JVM default zone).", Group.TABLE, aliases=(_TB_OLD + "input.timezone",))
+TIMEBASED_OUTPUT_DATEFORMAT = declare(
+    _TB + "output.dateformat", "str", None, "Joda pattern of the partition path, e.g. yyyy/MM/dd.", Group.TABLE,
+    aliases=(_TB_OLD + "output.dateformat",))
+TIMEBASED_OUTPUT_TIMEZONE = declare(
+    _TB + "output.timezone", "str", None, "Zone the partition path is printed in (unset: the parsed zone for "
+    "strings, the JVM default zone for numbers).", Group.TABLE, aliases=(_TB_OLD + "output.timezone",))
+TIMEBASED_TIMEZONE = declare(
+    _TB + "timezone", "str", None, "Deprecated: input and output zone at once; overrides the two when set.",
+    Group.TABLE, aliases=(_TB_OLD + "timezone",))
+TIMEBASED_KEYS = (TIMEBASED_TIMESTAMP_TYPE, TIMEBASED_SCALAR_UNIT, TIMEBASED_INPUT_DATEFORMAT,
+                  TIMEBASED_INPUT_DATEFORMAT_DELIMITER, TIMEBASED_INPUT_TIMEZONE, TIMEBASED_OUTPUT_DATEFORMAT,
+                  TIMEBASED_OUTPUT_TIMEZONE, TIMEBASED_TIMEZONE)
 
 # --------------------------------------------------------------------------- write
 OPERATION = declare(
@@ -391,10 +437,33 @@ ERROR_TABLE_VALIDATE_RECORD_CREATION = declare(
 QUERY_TYPE = declare("hoodie.datasource.query.type", "enum", "snapshot", "snapshot, read_optimized or "
                      "incremental.", Group.READ, choices=("snapshot", "read_optimized", "incremental"))
 AS_OF_INSTANT = declare("as.of.instant", "str", None,
-                        "Time travel: read the table as of this instant (yyyyMMddHHmmss[SSS] or ISO date-time).",
+                        "Time travel: read the table as of this instant: yyyyMMddHHmmssSSS, yyyyMMddHHmmss (before that "
+                        "second), 'yyyy-MM-dd HH:mm:ss[.SSS]' (without .SSS: the end of that second) or yyyy-MM-dd.",
                         Group.READ, aliases=("hoodie.datasource.read.as.of.instant",))
 BEGIN_INSTANT = declare("hoodie.datasource.read.begin.instanttime", "str", None,
                         "Incremental: exclusive start instant.", Group.READ)
 END_INSTANT = declare("hoodie.datasource.read.end.instanttime", "str", None,
                       "Incremental: inclusive end instant (default latest).", Group.READ)
+INCR_HOLLOW_COMMIT = declare(
+    "hoodie.read.timeline.holes.resolution.policy", "enum", "FAIL",
+    "Incremental: what to do when a write earlier than a completed one is still in flight (a hollow commit). "
+    "FAIL raises; BLOCK reads only up to (before) the earliest pending write; USE_TRANSITION_TIME selects "
+    "commits by completion time (the completed instant file's modification time), so begin/end instants are "
+    "completion times.", Group.READ, choices=("FAIL", "BLOCK", "USE_TRANSITION_TIME"),
+    aliases=("hoodie.datasource.read.handle.hollow.commit",))
+INCR_FALLBACK_FULL_TABLE_SCAN = declare(
+    "hoodie.datasource.read.incr.fallback.fulltablescan.enable", "bool", False,
+    "Incremental: when the files of the range were cleaned or archived, read the latest snapshot filtered by "
+    "commit time instead of failing.", Group.READ)
 READ_PATHS = declare("hoodie.datasource.read.paths", "str", None, "Not supported; read a base path.", Group.READ)
+
+# --------------------------------------------------------------------------- schema evolution (writer schema)
+SET_NULL_FOR_MISSING_COLUMNS = declare(
+    "hoodie.write.set.null.for.missing.columns", "bool", False,
+    "A batch may lack table columns (also nested fields): they stay in the table schema and are written as "
+    "nulls (Hudi 0.14's deduceWriterSchema). Off: such a batch is refused.", Group.WRITE)
+SCHEMA_ALLOW_COLUMN_DROP = declare(
+    "hoodie.datasource.write.schema.allow.auto.evolution.column.drop", "bool", False,
+    "Table columns missing from a batch are dropped from the table schema (rows read without them); wins "
+    "over hoodie.write.set.null.for.missing.columns, ignored with hoodie.datasource.write.reconcile.schema.",
+    Group.WRITE)

@@ -11,7 +11,8 @@ follows the same rule as Java's `BigDecimal.toString`: scientific below an
 adjusted exponent of -6, e.g. `1E-18`, `1.00E-8`; tests/unit/test_keys_text.py
 checks it against `java_text.java_decimal`). Float/double (whose Java form
 depends on the JVM), TIMESTAMP_NTZ, nested field paths and URL-encoded
-partition paths are not supported here: `supports` says no and the write takes
+partition paths are not supported here, nor TIMESTAMP partition fields
+(TimestampBased/CustomKeyGenerator): `supports` says no and the write takes
 Spark's row path.
 """
 
@@ -44,6 +45,8 @@ def supports(keygen: KeyGenerator, schema: StructType) -> bool:
     """Whether every key and partition field is a top-level column whose text form Arrow matches."""
     if keygen.urlencode and keygen.is_partitioned:
         return False
+    if keygen.uses_timestamps:
+        return False  # Joda-pattern partition paths: computed in Python on the Spark path (timestamp_keygen)
     fields = list(keygen.record_key_fields) + (list(keygen.partition_fields) if keygen.is_partitioned else [])
     names = set(schema.fieldNames())
     return all(name in names and _supported(schema[name].dataType) for name in fields)

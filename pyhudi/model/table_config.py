@@ -1,8 +1,8 @@
 """`hoodie.properties`: the table's identity, parsed into a typed value.
 
-Only table version 6 with timeline layout 1 is accepted, because that is the
-format every piece of pyhudi writes; anything else is refused up front with a
-message rather than misread later.
+Table versions 4-6 with timeline layout 1 are read (versions 4 and 5 are upgraded
+to 6, the format every piece of pyhudi writes, by the first write: model/upgrade.py);
+anything else is refused up front with a message rather than misread later.
 """
 
 from __future__ import annotations
@@ -20,6 +20,12 @@ MOR = "MERGE_ON_READ"
 SIMPLE_KEYGEN = "org.apache.hudi.keygen.SimpleKeyGenerator"
 COMPLEX_KEYGEN = "org.apache.hudi.keygen.ComplexKeyGenerator"
 NONPARTITIONED_KEYGEN = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+TIMESTAMP_KEYGENS = frozenset({"org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+                               "org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator"})
+CUSTOM_KEYGENS = frozenset({"org.apache.hudi.keygen.CustomKeyGenerator",
+                            "org.apache.hudi.keygen.CustomAvroKeyGenerator"})
+# Key-generator settings that are options, not table identity (hoodie.keygen.timebased.*, old names too).
+KEYGEN_OPTION_PREFIXES = ("hoodie.keygen.timebased.", "hoodie.deltastreamer.keygen.timebased.")
 OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 # Hudi's record merger strategy id written beside the payload class on MOR tables.
@@ -54,6 +60,9 @@ class TableConfig:
     layout_version: int = 1
     base_file_format: str = "PARQUET"
     raw: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # Timestamp/custom key generator settings of this write (keygen/timestamp_keygen.py), and for a
+    # CustomKeyGenerator the typed partition spec (`f1:SIMPLE,f2:TIMESTAMP`) under the partitionpath key.
+    keygen_options: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def is_mor(self) -> bool:
@@ -94,8 +103,22 @@ class TableConfig:
             props["hoodie.compaction.record.merger.strategy"] = DEFAULT_MERGER_STRATEGY
         if self.timeline_timezone:
             props["hoodie.table.timeline.timezone"] = self.timeline_timezone
+        props.update(self._persisted_keygen_options())
         props["hoodie.table.checksum"] = str(table_checksum(self.database, self.name))
         return props
+
+    def _persisted_keygen_options(self) -> dict[str, str]:
+        """Hudi's writer stores a TimestampBased(Avro)KeyGenerator table's timebased options in
+        hoodie.properties (HoodieTableConfig.PERSISTED_CONFIG_LIST, current key names) and later writes
+        default to them; CustomKeyGenerator tables store none."""
+        if self.keygen_class not in TIMESTAMP_KEYGENS:
+            return {}
+        new, old = KEYGEN_OPTION_PREFIXES
+        out: dict[str, str] = {}
+        for key, value in sorted(self.keygen_options.items(), key=lambda kv: kv[0].startswith(new)):
+            if key.startswith(KEYGEN_OPTION_PREFIXES):
+                out[new + key.split(".timebased.", 1)[1]] = value  # the current name wins over the old one
+        return out
 
     @classmethod
     def from_properties(cls, props: dict[str, str], where: str = "") -> TableConfig:
@@ -107,15 +130,10 @@ class TableConfig:
 
         try:
             version = int(props.get("hoodie.table.version", "0"))
-            layout = int(props.get("hoodie.timeline.layout.version", "1" if version == 6 else "0"))
+            layout = int(props.get("hoodie.timeline.layout.version", "1" if version in READABLE_VERSIONS else "0"))
         except ValueError as exc:
             raise CorruptFileError(f"{where}: hoodie.table.version is not a number") from exc
-        if version != 6 or layout != 1:
-            raise UnsupportedTableError(
-                f"{where} is a Hudi table of version {version} (timeline layout {layout}); pyhudi supports "
-                "table version 6 with timeline layout 1 (Hudi 0.14/0.15, or Hudi 1.x with "
-                "hoodie.write.table.version=6)"
-            )
+        _check_version(version, layout, where)
         if "hoodie.table.name" not in props or "hoodie.table.type" not in props:
             raise CorruptFileError(f"{where}: hoodie.properties lacks hoodie.table.name or hoodie.table.type")
         table_type = props["hoodie.table.type"].strip().upper()
@@ -143,10 +161,33 @@ class TableConfig:
             layout_version=layout,
             base_file_format=props.get("hoodie.table.base.file.format", "PARQUET").upper(),
             raw=dict(props),
+            keygen_options={k: v for k, v in props.items() if k.startswith(KEYGEN_OPTION_PREFIXES)},
         )
 
     def evolve(self, **changes: object) -> TableConfig:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+READABLE_VERSIONS = (4, 5, 6)
+"""Versions 4 (Hudi 0.11) and 5 (0.12/0.13) are read as they are and upgraded to 6 by the first write
+(pyhudi/model/upgrade.py), as Hudi 0.14/0.15 do."""
+
+
+def _check_version(version: int, layout: int, where: str) -> None:
+    """Refuse what pyhudi cannot read, saying what to do about it."""
+    if version in READABLE_VERSIONS and layout == 1:
+        return
+    if version > 6:
+        fix = ("it was written by Hudi 1.x (table versions 7-9); downgrade it to version 6 with Hudi 1.x's "
+               "`hudi-cli table downgrade`, or write it with hoodie.write.table.version=6 from the start")
+    elif version < 4:
+        fix = "upgrade it to version 6 by one write with Hudi 0.14/0.15 first"
+    else:
+        fix = "upgrade it with Hudi 0.14/0.15 first"
+    raise UnsupportedTableError(
+        f"{where} is a Hudi table of version {version} (timeline layout {layout}); pyhudi reads table versions "
+        f"4-6 with timeline layout 1 and writes version 6 (Hudi 0.14/0.15): {fix}"
+    )
 
 
 def _infer_keygen(record_keys: tuple[str, ...], partitions: tuple[str, ...]) -> str:

@@ -1,0 +1,312 @@
+"""Partition paths of Hudi's TimestampBasedKeyGenerator (and the TIMESTAMP parts of CustomKeyGenerator).
+
+Hudi 0.14's `TimestampBasedAvroKeyGenerator.getPartitionPath` takes the partition field's Avro value and:
+
+* a number (int/long, float/double truncated, decimal via `BigDecimal.longValue`, a date as its epoch
+  day, a timestamp as its Avro long of epoch microseconds) is a count of the configured unit
+  (UNIX_TIMESTAMP: seconds, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR: `timestamp.scalar.time.unit`),
+  converted to milliseconds with `TimeUnit.convert` (truncating, saturating);
+* a string (DATE_STRING / MIXED) is parsed with the input format list (Joda patterns split by the
+  delimiter regex), in the input zone, or else the offset in the text, or else the JVM default zone;
+* null becomes 1 of the unit (numbers) or the instant 1 ms after the epoch printed with the first input
+  format (strings) - never `__HIVE_DEFAULT_PARTITION__`;
+
+then prints the instant with the output format (Joda) in the output zone (for a parsed string without an
+output zone: the zone the parse produced; for a number: the JVM default zone), escapes it with Hive's
+`escapePathName` when URL-encoding is on, and prefixes `field=` when hive-style.
+
+pyhudi computes this in Python (`partition_text`) and, on the Spark path, in a pandas UDF over the value's
+exact text (`spark_partition_column`): correctness over speed, and partition values repeat, so each
+batch formats each distinct value once. The Arrow direct-input path declines these key generators.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from pyhudi.errors import InvalidConfigError, InvalidRecordError
+from pyhudi.keygen.java_date_format import (
+    UTC,
+    DateParseError,
+    JavaZone,
+    check_printable,
+    compile_pattern,
+    format_instant,
+    java_zone,
+    parse_first,
+)
+from pyhudi.keygen.path_escape import escape_path_name
+
+PREFIX = "hoodie.keygen.timebased."
+OLD_PREFIX = "hoodie.deltastreamer.keygen.timebased."
+TIMESTAMP_TYPES = ("UNIX_TIMESTAMP", "DATE_STRING", "MIXED", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "SCALAR")
+_UNIT_MS = {"NANOSECONDS": -1_000_000, "MICROSECONDS": -1000, "MILLISECONDS": 1, "SECONDS": 1000,
+            "MINUTES": 60_000, "HOURS": 3_600_000, "DAYS": 86_400_000}  # negative: divide
+_LONG_MIN, _LONG_MAX = -(2 ** 63), 2 ** 63 - 1
+_NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType, DateType,
+            TimestampType, TimestampNTZType)
+
+
+@dataclass(frozen=True)
+class TimestampSettings:
+    """The `hoodie.keygen.timebased.*` options of one table, validated."""
+
+    timestamp_type: str
+    output_format: str
+    input_formats: tuple[str, ...] = ()
+    input_format_raw: str = ""
+    input_zone: str | None = None
+    output_zone: str | None = None
+    scalar_unit: str = "SECONDS"
+    delimiter: str = ","
+
+    @property
+    def unit_ms(self) -> int | None:
+        """Milliseconds per unit (negative: units per millisecond); None for string types."""
+        unit = {"UNIX_TIMESTAMP": "SECONDS", "EPOCHMILLISECONDS": "MILLISECONDS",
+                "EPOCHMICROSECONDS": "MICROSECONDS", "SCALAR": self.scalar_unit}.get(self.timestamp_type)
+        return None if unit is None else _UNIT_MS[unit]
+
+    @property
+    def parses_strings(self) -> bool:
+        return self.timestamp_type in ("DATE_STRING", "MIXED")
+
+    def zones(self) -> tuple[JavaZone | None, JavaZone | None]:
+        return (java_zone(self.input_zone) if self.input_zone else None,
+                java_zone(self.output_zone) if self.output_zone else None)
+
+
+def lookup(values: Mapping[str, str], name: str) -> str | None:
+    """A timebased option by its current or its old (`hoodie.deltastreamer.keygen.timebased.*`) key."""
+    for key in (PREFIX + name, OLD_PREFIX + name):
+        if key in values and values[key] is not None:
+            return str(values[key])
+    return None
+
+
+def settings_from(values: Mapping[str, str], where: str = "the write options") -> TimestampSettings:
+    """Hudi's HoodieDateTimeParser/TimestampBasedAvroKeyGenerator option reading, refusing what it would
+    refuse (missing type or output format; DATE_STRING/MIXED without input format; unknown unit)."""
+    ts_type = (lookup(values, "timestamp.type") or "").strip()
+    if ts_type not in TIMESTAMP_TYPES:
+        raise InvalidConfigError(
+            f"{PREFIX}timestamp.type={ts_type or '(unset)'} in {where}: TimestampBasedKeyGenerator needs one of "
+            f"{', '.join(TIMESTAMP_TYPES)} (Hudi requires it too; a CustomKeyGenerator table does not store it)")
+    output = lookup(values, "output.dateformat")
+    if output is None:
+        raise InvalidConfigError(f"{PREFIX}output.dateformat is required by TimestampBasedKeyGenerator "
+                                 f"({where}); set it, e.g. yyyy/MM/dd")
+    unit = (lookup(values, "timestamp.scalar.time.unit") or "SECONDS").strip().upper()
+    if unit not in _UNIT_MS:
+        raise InvalidConfigError(f"{PREFIX}timestamp.scalar.time.unit={unit!r} is not a TimeUnit; use one of "
+                                 f"{', '.join(_UNIT_MS)}")
+    raw_inputs = lookup(values, "input.dateformat") or ""
+    formats: tuple[str, ...] = ()
+    if ts_type in ("DATE_STRING", "MIXED"):
+        if not raw_inputs:
+            raise InvalidConfigError(f"{PREFIX}input.dateformat is required when {PREFIX}timestamp.type={ts_type}; "
+                                     "set the Joda pattern(s) of the input strings")
+        formats = tuple(f.strip() for f in _java_split(raw_inputs, _delimiter(values)))
+        for pattern in formats:
+            compile_pattern(pattern, for_parsing=True)
+    if "timezone" in {k[len(p):] for p in (PREFIX, OLD_PREFIX) for k in values if k.startswith(p)}:
+        both = lookup(values, "timezone") or ""
+        in_zone, out_zone = both, both
+    else:
+        in_zone, out_zone = lookup(values, "input.timezone") or "", lookup(values, "output.timezone") or ""
+    settings = TimestampSettings(ts_type, output, formats, raw_inputs, in_zone.strip() or None,
+                                 out_zone.strip() or None, unit, _delimiter(values))
+    compile_pattern(output)
+    check_printable(output, settings.zones()[1])
+    return settings
+
+
+def _delimiter(values: Mapping[str, str]) -> str:
+    text = (lookup(values, "input.dateformat.list.delimiter.regex") or "").strip()
+    return text or ","
+
+
+def _java_split(text: str, regex: str) -> list[str]:
+    """`String.split(regex)`: trailing empty strings dropped."""
+    try:
+        parts = re.split(regex, text)
+    except re.error as exc:
+        raise InvalidConfigError(f"{PREFIX}input.dateformat.list.delimiter.regex={regex!r} is not a valid "
+                                 f"regular expression: {exc}") from exc
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def check_field_type(settings: TimestampSettings, name: str, dtype: DataType) -> None:
+    """Refuse a column type Hudi's generator fails on for every row, before anything is written."""
+    if isinstance(dtype, StringType):
+        if not settings.parses_strings:
+            raise InvalidRecordError(
+                f"partition field {name!r} is a string but {PREFIX}timestamp.type={settings.timestamp_type} "
+                "expects a number; use DATE_STRING (with input.dateformat) or a numeric column")
+        return
+    if isinstance(dtype, BooleanType) or not isinstance(dtype, _NUMERIC):
+        raise InvalidRecordError(f"partition field {name!r} of type {dtype.simpleString()} cannot be used by "
+                                 "TimestampBasedKeyGenerator; use a number, date, timestamp or string column")
+    if settings.parses_strings:
+        raise InvalidRecordError(
+            f"partition field {name!r} is {dtype.simpleString()} but {PREFIX}timestamp.type="
+            f"{settings.timestamp_type} parses strings (Hudi fails: no time unit); use UNIX_TIMESTAMP, "
+            "EPOCHMILLISECONDS, EPOCHMICROSECONDS or SCALAR")
+
+
+# --------------------------------------------------------------------------- values -> partition text
+
+def _to_millis(value: int, unit_ms: int) -> int:
+    """`TimeUnit.MILLISECONDS.convert(value, unit)`: truncating division, saturating multiplication."""
+    if unit_ms < 0:
+        quotient = abs(value) // -unit_ms
+        return quotient if value >= 0 else -quotient
+    return max(_LONG_MIN, min(_LONG_MAX, value * unit_ms))
+
+
+def java_long(text: str, kind: str) -> int:
+    """The Java `long` Hudi takes from a value given as its exact text: `(long) d` for doubles, wrapping
+    `BigDecimal.longValue()` for decimals, the number itself otherwise."""
+    if kind == "double":
+        d = float(text)
+        if d != d:
+            return 0
+        if d in (float("inf"), float("-inf")):
+            return _LONG_MAX if d > 0 else _LONG_MIN
+        return max(_LONG_MIN, min(_LONG_MAX, int(d)))
+    if kind == "decimal":
+        try:
+            whole = int(Decimal(text))  # truncates toward zero, like longValue
+        except InvalidOperation as exc:
+            raise InvalidRecordError(f"partition value {text!r} is not a decimal") from exc
+        return (whole + 2 ** 63) % 2 ** 64 - 2 ** 63
+    return int(text)
+
+
+@dataclass(frozen=True)
+class PartitionFormatter:
+    """One partition field's formatting: the settings plus what the writer adds (zone, encoding, prefix)."""
+
+    settings: TimestampSettings
+    field: str
+    hive_style: bool = False
+    urlencode: bool = False
+    default_zone: str = "UTC"
+
+    def text(self, value: str | None, kind: str) -> str:
+        """The partition path piece for one value given as its exact text (`kind`: string, long, double,
+        decimal); None is a null value."""
+        s = self.settings
+        in_zone, out_zone = s.zones()
+        default = java_zone(self.default_zone)
+        if s.parses_strings:
+            if value is None:
+                value = format_instant(self._first_format(), 1, in_zone or out_zone or UTC)
+            try:
+                parsed = parse_first(s.input_formats, value, in_zone, default)
+            except DateParseError as exc:
+                raise InvalidRecordError(
+                    f"Unable to parse input partition field {self.field!r}: {value!r} ({exc}); Hudi's "
+                    "TimestampBasedKeyGenerator fails the write too. Fix the value or "
+                    f"{PREFIX}input.dateformat") from exc
+            instant, zone = parsed.instant_ms, out_zone or parsed.zone
+        else:
+            number = 1 if value is None else java_long(value, kind)
+            instant, zone = _to_millis(number, s.unit_ms or 1), out_zone or default
+        path = format_instant(s.output_format, instant, zone)
+        if self.urlencode:
+            path = escape_path_name(path)
+        return f"{self.field}={path}" if self.hive_style else path
+
+    def _first_format(self) -> str:
+        """Hudi prints the null default with the first input format, split but not trimmed."""
+        parts = _java_split(self.settings.input_format_raw, self.settings.delimiter)
+        return parts[0] if parts else self.settings.input_formats[0]
+
+    def batch(self) -> Callable[[Any, str], Any]:
+        """A function over a pandas Series of texts, formatting each distinct value once."""
+        def run(series: Any, kind: str) -> Any:
+            cache: dict[Any, str] = {}
+
+            def one(v: Any) -> str:
+                key = None if v is None or v != v else str(v)
+                if key not in cache:
+                    cache[key] = self.text(key, kind)
+                return cache[key]
+            return series.map(one)
+        return run
+
+
+# --------------------------------------------------------------------------- Spark
+
+def value_text(col: Column, dtype: DataType) -> tuple[Column, str]:
+    """The value's exact text for the Python formatter, and its kind (string, long, double, decimal)."""
+    if isinstance(dtype, StringType):
+        return col, "string"
+    if isinstance(dtype, (FloatType, DoubleType)):
+        return col.cast("double").cast("string"), "double"  # float widened first: exact
+    if isinstance(dtype, DecimalType):
+        return col.cast("string"), "decimal"
+    if isinstance(dtype, DateType):
+        return F.unix_date(col).cast("string"), "long"
+    if isinstance(dtype, TimestampType):
+        return F.unix_micros(col).cast("string"), "long"
+    if isinstance(dtype, TimestampNTZType):
+        from pyhudi.keygen.keygen import _ntz_micros  # the Avro local-timestamp-micros long
+
+        return _ntz_micros(col).cast("string"), "long"
+    return col.cast("long").cast("string"), "long"
+
+
+def spark_partition_column(formatter: PartitionFormatter, dtype: DataType) -> Column:
+    """The partition path piece as a Spark column: a pandas UDF over the value's exact text."""
+    import pandas as pd
+    from pyspark.sql.functions import pandas_udf
+
+    text, kind = value_text(F.col(formatter.field), dtype)
+    run = formatter.batch()
+
+    def timestamp_partition(values: Any) -> Any:
+        return run(values, kind)
+
+    # Series -> Series: a scalar pandas UDF (the hints are set here, where pandas is imported).
+    timestamp_partition.__annotations__ = {"values": pd.Series, "return": pd.Series}
+    return pandas_udf(timestamp_partition, "string")(text)  # type: ignore[call-overload,no-any-return]
+
+
+def jvm_default_zone() -> str:
+    """The JVM default time zone id of the active Spark driver (where Hudi would print numeric values
+    without an output zone), or UTC without a session."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return "UTC"
+    try:
+        return str(spark.sparkContext._jvm.java.util.TimeZone.getDefault().getID())  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - Spark Connect has no JVM gateway: Hudi's default is moot there
+        return "UTC"
