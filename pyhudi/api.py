@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pyhudi.config import keys as K
 from pyhudi.config.registry import Options
-from pyhudi.errors import HudiError, InvalidConfigError, TableNotFoundError
+from pyhudi.errors import HudiError, InvalidConfigError, TableNotFoundError, from_worker
 from pyhudi.model.table_config import load_table_config
 from pyhudi.reader.reader import read as _read
 from pyhudi.storage import Storage
@@ -76,7 +76,13 @@ def _write(df: DataFrame, path: str, options: Mapping[str, Any] | None, mode: st
         # Hudi runs the requested operation on an emptied table: an upsert combines in-batch duplicates
         # by precombine (hoodie.combine.before.upsert), an insert/bulk_insert only if combine.before.insert.
         config = dataclasses.replace(config, combine_before_write=_combines(opts, requested))
-    result = WriteClient(df.sparkSession, storage, config).write(df, replace_all=replace_all)
+    try:
+        result = WriteClient(df.sparkSession, storage, config).write(df, replace_all=replace_all)
+    except Exception as exc:
+        raised = from_worker(exc)  # a HudiError raised in a Spark task arrives as a PythonException
+        if raised is None:
+            raise
+        raise raised from exc
     return result.instant
 
 

@@ -6,6 +6,8 @@ people reading them are running pipelines, not reading our source.
 
 from __future__ import annotations
 
+import re
+
 
 class HudiError(Exception):
     """Root of all pyhudi errors."""
@@ -65,3 +67,22 @@ class JavaNotFoundError(HudiError):
 
 class HollowCommitError(TimelineError):
     """An incremental read would skip a write that is still in flight (a "hollow commit")."""
+
+
+_WORKER_ERROR = re.compile(r"pyhudi\.errors\.(\w+): (.*)")
+
+
+def from_worker(exc: BaseException) -> HudiError | None:
+    """The HudiError a Spark task raised, which reaches the driver only as text inside PySpark's
+    PythonException (or a Py4J error): the same class again, with the task's message, so a caller can
+    catch it as it would on the driver. None when the failure was not a HudiError."""
+    if isinstance(exc, HudiError):
+        return None
+    found = _WORKER_ERROR.findall(str(exc))
+    if not found:
+        return None
+    name, message = found[-1]
+    cls = globals().get(name)
+    if not (isinstance(cls, type) and issubclass(cls, HudiError)):
+        return None
+    return cls(f"{message} (raised in a Spark task)")

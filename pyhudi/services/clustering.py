@@ -37,6 +37,7 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
 from pyhudi.transaction.conflicts import check_clustering
+from pyhudi.transaction.heartbeat import Heartbeat, is_expired, last_beat_ms, owner_is_gone
 from pyhudi.transaction.lock import LockSettings, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.writer.config import ClusteringConfig
@@ -51,6 +52,7 @@ from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.prepare import table_schema
 
 log = logging.getLogger(__name__)
+DEFAULT_HEARTBEAT_MS = 60000  # hoodie.client.heartbeat.interval_in_ms
 GROUPS_SCHEMA = "group_index int, partition string, slices string"
 
 
@@ -104,6 +106,21 @@ def pending_clusterings(storage: Storage) -> list[str]:
 
     timeline = ActiveTimeline.load(storage)
     return [i.timestamp for i in timeline.actions(Action.REPLACE_COMMIT).pending() if is_clustering(timeline, i)]
+
+
+def owner_gone(storage: Storage, instant: str, interval_ms: int, tolerable_misses: int) -> bool:
+    """Whether nobody executes the pending clustering `instant` any more: its heartbeat expired or names a
+    dead process; without a heartbeat, once the plan's newest instant file is older than the expiry window
+    (a plan just scheduled gets its heartbeat when its execution starts)."""
+    names = [f"{META_DIR}/{instant}.replacecommit.{state}" for state in ("requested", "inflight")]
+    created = max((m for m in (storage.mtime_ms(n) for n in names) if m is not None), default=None)
+    return owner_is_gone(storage, instant, interval_ms, tolerable_misses, created)
+
+
+def being_executed(storage: Storage, instant: str, interval_ms: int, tolerable_misses: int) -> bool:
+    """Whether some process is executing the pending clustering now (its heartbeat is live)."""
+    return last_beat_ms(storage, instant) is not None and not is_expired(storage, instant, interval_ms,
+                                                                          tolerable_misses)
 
 
 def read_plan(timeline: ActiveTimeline, instant: str) -> dict[str, Any]:
@@ -220,11 +237,25 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
 
 # --------------------------------------------------------------------------- execution (driver)
 def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg: ClusteringConfig,
-            parquet: ParquetSettings, event_time_field: str | None, lock: LockSettings | None = None) -> CommitMetadata:
+            parquet: ParquetSettings, event_time_field: str | None, lock: LockSettings | None = None,
+            heartbeat_ms: int = DEFAULT_HEARTBEAT_MS) -> CommitMetadata:
+    """Execute a pending clustering, beating its heartbeat meanwhile, so other processes can tell this
+    live execution from one whose process died (which the next writer resumes, see `owner_gone`)."""
     timeline = ActiveTimeline.load(storage)
     current = timeline.find(instant)
     if current is None or current.action is not Action.REPLACE_COMMIT or current.is_completed:
         raise TimelineError(f"{instant} is not a pending clustering on {storage.base_uri}")
+    beat = Heartbeat(storage, instant, heartbeat_ms).start()
+    try:
+        return _execute(spark, storage, table, timeline, current, cfg, parquet, event_time_field, lock)
+    finally:
+        beat.stop()
+
+
+def _execute(spark: Any, storage: Storage, table: TableConfig, timeline: ActiveTimeline, current: Instant,
+             cfg: ClusteringConfig, parquet: ParquetSettings, event_time_field: str | None,
+             lock: LockSettings | None) -> CommitMetadata:
+    instant = current.timestamp
     plan = read_plan(timeline, instant)
     if current.state is State.INFLIGHT:
         undo_marked_files(storage, instant)  # an earlier attempt died part-way

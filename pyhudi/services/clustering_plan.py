@@ -10,8 +10,10 @@ without a base file counts as a max-size file), packed into groups of at most
 A pending write's log files join committed slices before that write completes. Should it
 fail, its rollback deletes them, and a plan naming them could never execute (its file groups
 would stay blocked for writers); so groups a pending write has log files in (found through its
-markers) wait for the next plan. (A pending write's base files are new, uncommitted versions
-that no plan names.)
+markers, with the pending writes read after the files were listed) wait for the next plan. (A
+pending write's base files are new, uncommitted versions that no plan names.) Should a write's log
+file still slip into a plan, the write fails its commit check (a clustering planned after it started
+takes its group) and the clustering its own (the group's files changed), so neither drops the other.
 
 One deliberate improvement over Hudi: a group of a single slice that would be
 rewritten unchanged (no log files to merge, no sort order to apply) is skipped,
@@ -28,6 +30,7 @@ from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_log_file
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action
+from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
 from pyhudi.writer.binpack import pack_sequential
 from pyhudi.writer.config import ClusteringConfig
@@ -101,11 +104,19 @@ def select_partitions(partitions: list[str], cfg: ClusteringConfig) -> tuple[lis
     return kept, skipped
 
 
-def groups_with_pending_logs(view: FileSystemView) -> dict[tuple[str, str], str]:
-    """(partition, fileId) -> pending write instant that has (or may have) written a log file in that group."""
+def groups_with_pending_logs(view: FileSystemView, partitions: list[str]) -> dict[tuple[str, str], str]:
+    """(partition, fileId) -> pending write instant that has (or may have) written a log file in that group.
+
+    The view's timeline was loaded before its files were listed, so a write that started in between
+    (instant, marker, log file, in that order) would be missing from it while its log file is listed:
+    the partitions are listed first and the pending writes taken from a timeline loaded afterwards.
+    """
+    for p in partitions:
+        view.file_groups(p)
+    timeline = ActiveTimeline.load(view.storage)
     clustering = set(view.pending_clustering_file_ids().values())
     out: dict[tuple[str, str], str] = {}
-    for inst in view.timeline.pending().actions(Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT):
+    for inst in timeline.pending().actions(Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT):
         if inst.timestamp in clustering:
             continue
         for rel in list_marked_files(view.storage, inst.timestamp):
@@ -122,7 +133,7 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) 
     draft.partitions_considered = partitions
     compacting = view.pending_compaction_file_ids()
     clustering = view.pending_clustering_file_ids()
-    writing = groups_with_pending_logs(view)
+    writing = groups_with_pending_logs(view, partitions)
     sort_or_merge_changes = bool(cfg.sort_columns)
     for p in partitions:
         eligible: list[FileSlice] = []

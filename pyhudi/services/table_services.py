@@ -64,7 +64,37 @@ def _clustering_execute(spark: Any, storage: Storage, cfg: WriteConfig, instant:
     from pyhudi.writer.client import parquet_settings
 
     return clustering.execute(spark, storage, cfg.table, instant, cfg.clustering, parquet_settings(cfg),
-                              cfg.event_time_field, cfg.lock)
+                              cfg.event_time_field, cfg.lock, cfg.heartbeat_interval_ms)
+
+
+def resume_orphaned_clusterings(spark: Any, storage: Storage, cfg: WriteConfig) -> list[str]:
+    """Before a write plans anything: execute pending clusterings whose owner is gone (its process died
+    mid-execution, see `clustering.owner_gone`), when this writer runs clustering itself (async or
+    inline). Otherwise such a plan would hold its file groups for good: under the default reject
+    strategy every update to them fails, and a failing write never reaches its post-commit trigger.
+    Runs in the writer's thread, so the write that follows sees the clustered groups. A plan that
+    fails again is left pending (logged); the write then reports it with the command that runs it."""
+    from pyhudi.services import clustering
+
+    cc = cfg.clustering
+    if not (cc.async_enabled or cc.inline):
+        return []
+    done = []
+    uri = storage.base_uri
+    for instant in clustering.pending_clusterings(storage):
+        if background.busy(uri, CLUSTERING.kind) or background.ATTEMPTS.state(uri, instant) != "ready":
+            continue  # this process runs it, or retries it on its own schedule
+        if not clustering.owner_gone(storage, instant, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses):
+            continue
+        log.warning("resuming clustering %s of %s: its executor is gone (heartbeat expired)", instant,
+                    storage.base_uri)
+        try:
+            CLUSTERING.execute(spark, storage, cfg, instant)
+            done.append(instant)
+        except Exception as exc:  # the write goes on; the plan stays pending or was rolled back
+            log.warning("resuming clustering %s of %s failed: %s: %s", instant, storage.base_uri,
+                        type(exc).__name__, exc)
+    return done
 
 
 CLUSTERING = _Service("clustering", _clustering_pending, _clustering_schedule, _clustering_execute)
@@ -140,7 +170,8 @@ def run_async(spark: Any, storage: Storage, cfg: WriteConfig, service: _Service,
     uri = storage.base_uri
     if background.busy(uri, service.kind):
         return None
-    states = {i: background.ATTEMPTS.state(uri, i) for i in service.pending(storage)}
+    pending = [i for i in service.pending(storage) if not _executing_elsewhere(storage, cfg, service, i)]
+    states = {i: background.ATTEMPTS.state(uri, i) for i in pending}
     instant = next((i for i, state in states.items() if state == "ready"), None)
     if instant is None:
         if "waiting" in states.values() or not schedule:
@@ -166,6 +197,14 @@ def run_async(spark: Any, storage: Storage, cfg: WriteConfig, service: _Service,
         return result
 
     return background.submit(uri, service.kind, job, cfg.services.scheduler_pool)
+
+
+def _executing_elsewhere(storage: Storage, cfg: WriteConfig, service: _Service, instant: str) -> bool:
+    """A clustering with a live heartbeat is being executed by another process: never run it twice."""
+    from pyhudi.services import clustering
+
+    return service.kind == CLUSTERING.kind and clustering.being_executed(
+        storage, instant, cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)
 
 
 def clean_and_archive(storage: Storage, cfg: WriteConfig, after: str) -> None:

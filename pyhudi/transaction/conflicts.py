@@ -1,16 +1,22 @@
 """Commit-time conflict detection: no acknowledged write is ever silently lost.
 
-Checked under the table lock, just before an instant completes:
+Checked under the table lock, just before an instant completes, in every concurrency mode
+(single writer included: two processes writing one table by mistake must not lose a write):
 
 * A data write W fails (and is rolled back) if, since it started, a file group it touched was
   replaced (clustering, insert overwrite), compacted past the slice W wrote to, or is planned
-  for a compaction that will not include W's files; and, under optimistic concurrency control,
-  if another completed write touched one of its file groups.
+  for a compaction that will not include W's files; if another write that completed meanwhile
+  touched one of its file groups (Hudi's SimpleConcurrentFileWritesConflictResolutionStrategy:
+  overlapping file groups), unless W's new version was built on that write's version; or if a
+  clustering planned after W started (pending replacecommit with a later instant time, as Hudi's
+  getCandidateInstants counts them) takes one of its file groups, since that plan cannot hold
+  W's data.
 * A clustering fails (and is rolled back) if any input file group no longer has exactly the
   slice it planned to rewrite: someone wrote to it meanwhile, and replacing it would drop that write.
 
 "Since it started" means completed instants that were not completed when the write loaded its
-timeline, so the rule follows completion order, not instant times.
+timeline, or whose instant time is after W's own (so the rule holds whichever clock or
+completion order the other writer had).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from pyhudi.model.write_stat import WriteStat
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant
 from pyhudi.timeline.timeline import ActiveTimeline
-from pyhudi.view.builder import build_view, pending_compactions
+from pyhudi.view.builder import build_view, pending_clustering, pending_compactions
 
 
 @dataclass
@@ -38,6 +44,10 @@ class Footprint:
     @property
     def groups(self) -> set[tuple[str, str]]:
         return set(self.merged) | set(self.appended)
+
+    def base(self, group: tuple[str, str]) -> str:
+        """The instant of the version this write built on in `group` ("" for a new group)."""
+        return self.appended.get(group, self.merged.get(group, ""))
 
 
 def footprint(stats: Iterable[WriteStat]) -> Footprint:
@@ -58,32 +68,40 @@ def _conflict(own: str, groups: set[tuple[str, str]], other: Instant, why: str) 
         f"{own} was rolled back and nothing of it is visible; retry the write")
 
 
-def check_write(timeline: ActiveTimeline, own: str, known_completed: frozenset[str], fp: Footprint,
-                occ: bool) -> None:
+def _candidates(timeline: ActiveTimeline, own: str, known_completed: frozenset[str]) -> list[Instant]:
+    """Completed writes W must be checked against: unknown to W when it started, or started after W."""
+    return [i for i in timeline.completed().actions(*WRITE_ACTIONS)
+            if i.timestamp != own and (i.timestamp not in known_completed or i.timestamp > own)]
+
+
+def check_write(timeline: ActiveTimeline, own: str, known_completed: frozenset[str], fp: Footprint) -> None:
     touched = fp.groups
     if not touched:
         return
-    for inst in timeline.completed().actions(*WRITE_ACTIONS):
-        if inst.timestamp in known_completed or inst.timestamp == own:
-            continue
+    for inst in _candidates(timeline, own, known_completed):
         meta = timeline.commit_metadata(inst)
         if inst.action is Action.REPLACE_COMMIT:
             replaced = {(p, f) for p, ids in (meta.partition_to_replace_file_ids or {}).items() for f in ids}
             if replaced & touched:
                 raise _conflict(own, replaced & touched, inst, "it replaced")
-        written = meta.file_ids_written()
+        # Groups W built on a version older than `inst`: W's new version would hide what `inst` wrote.
+        stale = {g for g in meta.file_ids_written() & touched if fp.base(g) < inst.timestamp}
+        if not stale:
+            continue
         if timeline.is_compaction_commit(inst):
-            hit = {g for g in written & touched if fp.appended.get(g, fp.merged.get(g, "")) < inst.timestamp}
-            if hit:
-                raise _conflict(own, hit, inst, "it compacted")
-        elif occ and inst.action in WRITE_ACTIONS and written & touched:
-            raise _conflict(own, written & touched, inst, "it also wrote")
+            raise _conflict(own, stale, inst, "it compacted")
+        raise _conflict(own, stale, inst, "it also wrote")
     for pc in pending_compactions(timeline):
         key = (pc.partition, pc.file_id)
         base = fp.appended.get(key, fp.merged.get(key))
         if base is not None and base < pc.instant:
             pending = Instant(pc.instant, Action.COMPACTION)
             raise _conflict(own, {key}, pending, "it plans to compact, without this write's files,")
+    planned = {g: ts for g, ts in pending_clustering(timeline).items() if ts > own and g in touched}
+    if planned:
+        first = min(planned.values())
+        raise _conflict(own, {g for g, ts in planned.items() if ts == first}, Instant(first, Action.REPLACE_COMMIT),
+                        "it was planned while this write was in flight and cannot hold its data; it clusters")
 
 
 def check_clustering(storage: Storage, table: TableConfig, timeline: ActiveTimeline, instant: str,

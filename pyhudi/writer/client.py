@@ -41,6 +41,7 @@ from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.instant_time import new_instant_time
 from pyhudi.model.table_config import load_table_config, save_table_config
+from pyhudi.model.upgrade import upgrade_for_write
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.services.rollback import rollback_failed_writes, rollback_pending_write
 from pyhudi.spark_env import ensure_worker_python
@@ -57,7 +58,7 @@ from pyhudi.writer.bulk_insert import layout, run_bulk_task, run_direct_bulk_tas
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.direct_input import DirectInput
 from pyhudi.writer.handles import HandleContext, run_bucket_task
-from pyhudi.writer.markers import delete_markers, list_marked_files
+from pyhudi.writer.markers import delete_markers, list_marked_files, unreported_files
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import (
     BucketPlan,
@@ -67,7 +68,16 @@ from pyhudi.writer.partitioner import (
     plan_bucket_index,
     plan_buckets,
 )
-from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG, PreparedBatch, prepare_batch, table_schema
+from pyhudi.writer.prepare import (
+    BAD_KEY,
+    DELETE_FLAG,
+    PreparedBatch,
+    null_ordering_error,
+    null_ordering_flag,
+    ordering_required,
+    prepare_batch,
+    table_schema,
+)
 from pyhudi.writer.profile import WorkloadProfile
 from pyhudi.writer.record_size import average_record_size
 from pyhudi.writer.routing import make_router, partition_salts
@@ -98,7 +108,10 @@ class WriteClient:
     # ------------------------------------------------------------------ entry point
     def write(self, df: DataFrame, replace_all: bool = False) -> WriteResult:
         cfg = self.config
+        upgrade_for_write(self.storage, cfg)  # a version-4/5 table becomes version 6 first, as in Hudi 0.14
         timeline = self._timeline()
+        if timeline is not None and self._resume_orphaned_clusterings(timeline):
+            timeline = timeline.reload()
         # Completed instants this write knows about; anything completing later is checked for conflicts.
         self._known_completed = frozenset(i.timestamp for i in timeline.completed()) if timeline else frozenset()
         table_avro = table_schema(timeline, cfg.table) if timeline is not None else None
@@ -160,6 +173,14 @@ class WriteClient:
             if level is not None:
                 tagged.unpersist()
 
+    def _resume_orphaned_clusterings(self, timeline: ActiveTimeline) -> bool:
+        """Run pending clusterings whose executor died (services/table_services.py) before planning."""
+        if not timeline.actions(Action.REPLACE_COMMIT).pending():
+            return False
+        from pyhudi.services.table_services import resume_orphaned_clusterings
+
+        return bool(resume_orphaned_clusterings(self.spark, self.storage, self.config))
+
     def _inline_services(self) -> None:
         """Table services the writer runs after its commit: clustering, compaction, the cleaner, then
         archival (as Hudi orders them)."""
@@ -209,14 +230,19 @@ class WriteClient:
             save_table_config(self.storage, self.config.table)
 
     def _partition_counts(self, keyed: DataFrame) -> dict[str, tuple[int, int]]:
-        """One aggregation: rows and deletes per partition; fails on null/empty keys."""
+        """One aggregation: rows and deletes per partition; fails on null/empty keys and on null precombine
+        values where the write orders records by them (before anything is written)."""
         rows = (keyed.groupBy(PARTITION_COL)
                 .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col(DELETE_FLAG).cast("long")).alias("d"),
-                     F.sum(F.col(BAD_KEY).cast("long")).alias("bad"))
+                     F.sum(F.col(BAD_KEY).cast("long")).alias("bad"),
+                     F.sum(null_ordering_flag(self.config).cast("long")).alias("null_ordering"))
                 .collect())
         bad = sum(int(r["bad"] or 0) for r in rows)
         if bad:
             raise self._bad_keys(bad)
+        null_ordering = sum(int(r["null_ordering"] or 0) for r in rows)
+        if null_ordering:
+            raise null_ordering_error(self.config, null_ordering)
         return {str(r[PARTITION_COL]): (int(r["n"]), int(r["d"] or 0)) for r in rows}
 
     # ------------------------------------------------------------------ the instant
@@ -250,7 +276,8 @@ class WriteClient:
         """bulk_insert without Spark-side dedup or sorting can have its tasks read input files directly."""
         cfg = self.config
         return (cfg.operation is WriteOperation.BULK_INSERT and not replace_all and cfg.direct_parquet_input
-                and cfg.bulk_insert_sort_mode == "NONE" and not cfg.combine_before_write)
+                and cfg.bulk_insert_sort_mode == "NONE" and not cfg.combine_before_write
+                and cfg.index.type != "BUCKET")  # BUCKET: rows must be shuffled into their buckets
 
     def _write_bulk_direct(self, batch: PreparedBatch, direct: DirectInput) -> WriteResult:
         """bulk_insert over parquet input files: one job whose tasks read their share of the files
@@ -307,11 +334,15 @@ class WriteClient:
         return self._run_instant(timeline, action, b"", inflight, batch, run, None)
 
     def _recovered_timeline(self) -> ActiveTimeline:
-        """The timeline after rolling back earlier failed writes."""
+        """The timeline after rolling back earlier failed writes.
+
+        In every mode (EAGER included) only pending writes whose owner is gone are rolled back (see
+        transaction/heartbeat.py): a second process writing the same table has a live heartbeat, and
+        deleting its files would lose a write it is about to acknowledge."""
         cfg = self.config
         timeline = ActiveTimeline.load(self.storage)
-        lazy = (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses) if cfg.failed_writes_lazy else None
-        if rollback_failed_writes(self.storage, timeline, lazy):
+        liveness = (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)
+        if rollback_failed_writes(self.storage, timeline, liveness):
             timeline = timeline.reload()
         return timeline
 
@@ -361,8 +392,7 @@ class WriteClient:
             self._rollback_own(instant, action)
             raise
         finally:
-            if heartbeat is not None:
-                heartbeat.stop()
+            heartbeat.stop()
         delete_markers(self.storage, instant)
         log.info("completed %s %s: %d files written", action.value, instant, len(stats))
         return WriteResult(instant, stats, cfg.operation)
@@ -380,9 +410,11 @@ class WriteClient:
     def _task_error(self, error: dict[str, object]) -> HudiError:
         if error.get("error") == single_task.ERR_BAD_KEYS:
             return self._bad_keys(int(str(error["count"])))
+        if error.get("error") == single_task.ERR_NULL_ORDERING:
+            return null_ordering_error(self.config, int(str(error["count"])))
         if error.get("error") == single_task.ERR_CLUSTERING:
             return _updates_under_clustering(int(str(error["count"])), str(error["partition"]),
-                                             str(error["file_id"]), str(error["clustering"]))
+                                             str(error["file_id"]), str(error["clustering"]), self.storage.base_uri)
         return HudiError(f"the write task refused the batch: {error}")
 
     def _bad_keys(self, count: int) -> InvalidRecordError:
@@ -402,7 +434,7 @@ class WriteClient:
         with table_lock(self.storage, cfg.lock):
             timeline = ActiveTimeline.load(self.storage)
             try:
-                check_write(timeline, instant, self._known_completed, footprint(stats), cfg.occ)
+                check_write(timeline, instant, self._known_completed, footprint(stats))
             except CommitConflictError:
                 rollback_pending_write(self.storage, timeline, Instant(instant, action, State.INFLIGHT))
                 raise
@@ -445,26 +477,25 @@ class WriteClient:
         hit = profile.updates_in(pending)
         if hit:
             p, fid = hit[0]
-            raise _updates_under_clustering(len(hit), p, fid, pending[(p, fid)])
+            raise _updates_under_clustering(len(hit), p, fid, pending[(p, fid)], self.storage.base_uri)
 
     def _start_instant(self, timeline: ActiveTimeline, action: Action,
-                       content: bytes) -> tuple[Instant, Heartbeat | None]:
+                       content: bytes) -> tuple[Instant, Heartbeat]:
         """Take a fresh instant time; if another writer took the same one first, take the next.
 
-        Under LAZY failed-write handling the heartbeat starts before the instant exists and always
-        carries the instant's own time, so no other writer ever sees this live write without one.
+        In every mode the heartbeat starts before the instant exists and always carries the instant's
+        own time, so no other writer ever sees this live write without one (and rolls it back). It is
+        one small file write per interval.
         """
         cfg = self.config
         after = timeline.last().timestamp if timeline.last() else None  # type: ignore[union-attr]
         for _ in range(20):
             instant = new_instant_time(after=after, local=cfg.table.local_timezone)
-            beat = Heartbeat(self.storage, instant, cfg.heartbeat_interval_ms).start() \
-                if cfg.failed_writes_lazy else None
+            beat = Heartbeat(self.storage, instant, cfg.heartbeat_interval_ms).start()
             try:
                 return timeline.create_requested(Instant(instant, action, State.REQUESTED), content), beat
             except TimelineError:
-                if beat is not None:
-                    beat.stop()
+                beat.stop()
                 after = instant
         raise TimelineError("could not take a new instant time after 20 attempts; is the clock or the "
                             "storage misbehaving?")
@@ -518,8 +549,10 @@ class WriteClient:
     def _run_bulk(self, keyed: DataFrame, batch: PreparedBatch, instant: str) -> list[WriteStat]:
         cfg = self.config
         ctx = self._handle_context(batch, instant, None, [])
+        bucket = (tuple(cfg.index.bucket_hash_fields or cfg.table.record_key_fields), cfg.index.bucket_num) \
+            if cfg.index.type == "BUCKET" else None
         laid_out = layout(keyed.drop(BAD_KEY, LOC_FILE_ID, LOC_INSTANT), cfg.bulk_insert_sort_mode, cfg.parallelism, cfg.precombine_field,
-                          cfg.combine_before_write)
+                          cfg.combine_before_write, bucket)
         rows = laid_out.mapInArrow(lambda it: run_bulk_task(ctx, it), "stat string").collect()
         return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
 
@@ -536,15 +569,15 @@ class WriteClient:
             parquet=parquet_settings(cfg), buckets=tuple(plan.buckets) if plan else (), salts=tuple(salts),
             # bulk_insert deduplicates in Spark (layout) when asked; handles must not redo it per file.
             combine=(cfg.combine_before_write and plan is not None) if combine is None else combine,
+            require_ordering=ordering_required(cfg),
         )
 
     def _reconcile_markers(self, instant: str, stats: list[WriteStat]) -> None:
         """Delete data files that markers name but no write stat does (failed or speculative attempts)."""
-        written = {s.path for s in stats if s.path}
-        for rel in list_marked_files(self.storage, instant):
-            if rel not in written and self.storage.exists(rel):
-                log.info("deleting %s: written by a failed or duplicate task attempt", rel)
-                self.storage.delete(rel)
+        written: set[str | None] = {s.path for s in stats if s.path}
+        for rel in unreported_files(self.storage, instant, written):
+            log.info("deleting %s: written by a failed or duplicate task attempt", rel)
+            self.storage.delete(rel)
 
     def _replaced_file_ids(self, view: FileSystemView, profile: WorkloadProfile,
                            replace_all: bool) -> dict[str, list[str]]:
@@ -568,12 +601,15 @@ class _Rejected(Exception):
         self.error = error
 
 
-def _updates_under_clustering(count: int, partition: str, file_id: str, clustering: str
+def _updates_under_clustering(count: int, partition: str, file_id: str, clustering: str, table: str
                               ) -> ClusteringUpdateConflictError:
     return ClusteringUpdateConflictError(
         f"{count} file group(s) receiving updates are under pending clustering (e.g. {file_id} in "
         f"{partition or 'the table root'}, clustering {clustering}); nothing was written. Retry after the "
-        "clustering completes, or set hoodie.clustering.updates.strategy="
+        f"clustering completes: if no process is executing it, run `pyhudi clustering {table} run --instant "
+        f"{clustering}` or `pyhudi.cluster(spark, {table!r}, instant={clustering!r})` (a writer with "
+        "hoodie.clustering.async.enabled or hoodie.clustering.inline resumes it itself once its heartbeat "
+        "expires), or set hoodie.clustering.updates.strategy="
         "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy")
 
 

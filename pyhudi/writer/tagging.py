@@ -43,6 +43,8 @@ def tag_and_profile(spark: SparkSession, storage: Storage, cfg: WriteConfig, key
     """Tag records and profile them; with `level`, tagged records are persisted before the profile job
     so the index lookup runs once (the write reuses them), as Hudi persists its tagged records."""
     committed = view is not None and bool(view.committed_instants)
+    if cfg.index.type == "BUCKET" and view is not None and not cfg.operation.is_overwrite:
+        _check_bucket_table(cfg, keyed, view, counts)
     if cfg.index.type == "BUCKET" and cfg.operation is not WriteOperation.BULK_INSERT:
         return _tag_bucket(spark, cfg, keyed, counts, view if committed else None, level)
     if cfg.operation is WriteOperation.BULK_INSERT or not (cfg.operation.needs_tagging and committed):
@@ -60,6 +62,17 @@ def tag_and_profile(spark: SparkSession, storage: Storage, cfg: WriteConfig, key
     for r in rows:
         profile.count(str(r[PARTITION_COL]), r[LOC_FILE_ID], str(r[LOC_INSTANT]), int(r["n"]))
     return tagged, profile
+
+
+def _check_bucket_table(cfg: WriteConfig, keyed: DataFrame, view: FileSystemView,
+                        counts: dict[str, tuple[int, int]]) -> None:
+    """Refuse a BUCKET write the table's file groups cannot serve, before anything is written."""
+    from pyhudi.writer.bulk_insert import check_new_buckets
+
+    bucket_index.check_layout(view, cfg.index.bucket_num)
+    if cfg.operation is WriteOperation.BULK_INSERT:
+        fields = tuple(cfg.index.bucket_hash_fields or cfg.table.record_key_fields)
+        check_new_buckets(keyed, view, (fields, cfg.index.bucket_num), list(counts))
 
 
 def _tag(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFrame,

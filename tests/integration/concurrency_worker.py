@@ -78,8 +78,16 @@ def occ_rows(cfg: dict[str, Any], writer: int, r: int, mode: str) -> list[tuple[
     `overlap`: both writers update the same `shared` keys (so the same file groups) plus their own
     random keys, and insert fresh keys into both partitions. `disjoint`: each writer only touches its
     own partition p{writer}: updates of its keys, inserts of fresh keys. Fresh keys never repeat
-    between writers or rounds."""
+    between writers or rounds. `one_group`: updates only, of `own` keys of partition p0 that no other
+    writer or round updates (so both writers append to the same file slice, and every round's outcome
+    stays visible in the final table)."""
     initial, new, seed = int(cfg["initial"]), int(cfg["new"]), int(cfg["seed"])
+    if mode == "one_group":
+        n = int(cfg["own"])
+        first = ((r - 1) * 2 + writer) * n
+        keys = [i for i in range(initial) if i % 2 == 0][first:first + n]
+        assert len(keys) == n, f"initial={initial} too small for {r} one_group rounds of {n} keys"
+        return [(i, f"w{writer}r{r}-{i}", "p0", r) for i in keys]
     fresh_lo = initial + (r * 2 + writer) * new
     fresh = list(range(fresh_lo, fresh_lo + new))
     own = random.Random(seed * 7919 + r * 2 + writer)
@@ -174,6 +182,34 @@ def hold_slot(spark: Any, table: str, running: str, signal: str, release: list[A
     spark.range(0, 1, 1, 1).mapInArrow(hold, "id long").collect()
 
 
+class GateLock:
+    """A lock provider (`hoodie.write.lock.provider=concurrency_worker.GateLock`) that holds a process at
+    the door of its next critical section (a commit) when `<table dir>/../gate_lock.json` lists a gate for
+    it: `[{"pid": P, "signal": path, "wait_for": [...]}]`. The gate writes `signal` (once) and waits for
+    `wait_for`, then the file-system lock is taken as usual. A user-side component, like the input gates."""
+
+    def __init__(self, storage: Any, settings: Any) -> None:
+        from pyhudi.transaction.lock import FileSystemLockProvider
+
+        self.inner = FileSystemLockProvider(storage, settings)
+        self.gates = os.path.join(os.path.dirname(storage.full_path("").rstrip("/")), "gate_lock.json")
+
+    def acquire(self, timeout_s: float) -> None:
+        gates: list[dict[str, Any]] = []
+        if os.path.exists(self.gates):
+            with open(self.gates) as f:
+                gates = json.load(f)
+        for gate in gates:
+            if gate["pid"] == os.getpid() and not os.path.exists(gate["signal"]):
+                touch(gate["signal"])
+                wait_for(gate.get("wait_for", []))
+                break
+        self.inner.acquire(timeout_s)
+
+    def release(self) -> None:
+        self.inner.release()
+
+
 def gated(df: Any, gate: dict[str, Any] | None) -> Any:
     if not gate:
         return df
@@ -237,13 +273,16 @@ def run_cluster(spark: Any, spec: dict[str, Any]) -> None:
 
 
 def inflight_commits(table: str) -> set[str]:
-    """Commit instants with an `.inflight` file and no completed file (timeline layout 1)."""
+    """Commit and delta commit instants with an inflight file and no completed file (timeline layout 1:
+    `<ts>.inflight` / `<ts>.commit`, `<ts>.deltacommit.inflight` / `<ts>.deltacommit`)."""
     try:
         names = set(os.listdir(os.path.join(table, ".hoodie")))
     except FileNotFoundError:
         return set()
-    return {n.split(".")[0] for n in names if n.count(".") == 1 and n.endswith(".inflight")
-            and f"{n.split('.')[0]}.commit" not in names}
+    commits = {n.split(".")[0] for n in names if n.count(".") == 1 and n.endswith(".inflight")
+               and f"{n.split('.')[0]}.commit" not in names}
+    return commits | {n.split(".")[0] for n in names if n.endswith(".deltacommit.inflight")
+                      and f"{n.split('.')[0]}.deltacommit" not in names}
 
 
 def occ_gate(table: str, leader: bool, known: set[str], me_loaded: str, other_loaded: str, other_done: str):  # type: ignore[no-untyped-def]

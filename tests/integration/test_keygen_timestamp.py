@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pyhudi
-from pyhudi.errors import InvalidConfigError
+from pyhudi.errors import HudiError, InvalidConfigError, InvalidRecordError
 from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.model.properties import parse_properties
 from tests.helpers import hudi_rs
@@ -124,14 +124,14 @@ def test_unparseable_date_string_fails_before_any_commit(spark, tmp_path):
     opts = _ts_opts(**{TB + "timestamp.type": "DATE_STRING", TB + "input.dateformat": "yyyy-MM-dd"})
     df = spark.createDataFrame([(1, "2020-04-01", 1), (2, "01/04/2020", 1)], "id long, createTime string, v int")
     path = tmp_path / "t"
-    with pytest.raises(Exception, match="01/04/2020"):
+    with pytest.raises(InvalidRecordError, match="01/04/2020"):  # raised in a task, re-raised as itself
         pyhudi.write(df, str(path), opts)
     assert not list((path / ".hoodie").glob("*.commit")) if (path / ".hoodie").exists() else True
 
 
 def test_string_column_with_numeric_type_is_refused(spark, tmp_path):
     df = spark.createDataFrame([(1, "2020-04-01", 1)], "id long, createTime string, v int")
-    with pytest.raises(Exception, match="expects a number"):
+    with pytest.raises(HudiError, match="expects a number"):
         pyhudi.write(df, str(tmp_path / "t"), _ts_opts())
 
 
