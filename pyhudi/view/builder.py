@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 
-from pyhudi.errors import HudiError
+from pyhudi.errors import HudiError, InstantNotFoundError
 from pyhudi.model import avro_models as am
 from pyhudi.model.table_config import TableConfig
 from pyhudi.storage import Storage
-from pyhudi.timeline.instant import Action
+from pyhudi.timeline.instant import Action, Instant
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSystemView, PendingCompaction
 from pyhudi.view.partitions import PartitionFilter
@@ -20,11 +20,30 @@ from pyhudi.view.partitions import PartitionFilter
 log = logging.getLogger(__name__)
 
 
+AUX_DIR = ".hoodie/.aux"
+
+
+def compaction_plan_bytes(timeline: ActiveTimeline, inst: Instant) -> bytes:
+    """The plan in `.hoodie/<ts>.compaction.requested`, where Hudi 0.14 reads it; tables of version 4/5
+    (Hudi 0.11-0.13) also kept a copy in `.hoodie/.aux`, which those versions read first, so an empty
+    timeline copy falls back to it."""
+    try:
+        data = timeline.requested_details(inst)
+    except InstantNotFoundError:
+        data = b""
+    if data or inst.action is not Action.COMPACTION:
+        return data
+    try:
+        return timeline.storage.read_bytes(f"{AUX_DIR}/{inst.timestamp}.{Action.COMPACTION.value}.requested")
+    except FileNotFoundError:
+        return data
+
+
 def pending_compactions(timeline: ActiveTimeline) -> list[PendingCompaction]:
     out: list[PendingCompaction] = []
     for inst in timeline.actions(Action.COMPACTION, Action.LOG_COMPACTION).pending():
         try:
-            plan = am.read_instant_avro(timeline.requested_details(inst))
+            plan = am.read_instant_avro(compaction_plan_bytes(timeline, inst))
         except HudiError as exc:
             log.warning("cannot read compaction plan %s: %s", inst, exc)
             continue
