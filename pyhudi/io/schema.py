@@ -418,29 +418,43 @@ def _convert(t: AvroType, spark: bool) -> tuple[Any, bool]:
 
 # ----------------------------------------------------------------------------- evolution
 
-def evolve(table: dict | None, incoming: dict, *, reconcile: bool = False) -> dict:
+def evolve(table: dict | None, incoming: dict, *, reconcile: bool = False, set_null_for_missing: bool = False,
+           allow_column_drop: bool = False) -> dict:
     """The schema a batch is written with, given the table's latest schema (None for a new table).
 
-    Follows Hudi's default `deduceWriterSchema` (canonicalize the batch against the table, then
-    `checkValidEvolution`). Columns keep the table's order. A column in both gets the wider type
-    (int -> long -> float -> double; required may become optional); types with no promotion either
-    way are an error. New columns must be nullable and are appended (also inside structs). A table
-    column missing from the batch is an error unless `reconcile`: then it is kept, made nullable, and
-    the writer pads it with nulls. Meta fields are ignored. The result is canonical and keeps the
-    table's record names.
+    Follows Hudi 0.14's `HoodieSchemaUtils.deduceWriterSchema`: the batch's schema is first canonicalized
+    against the table (`reconcileSchemaRequirements`: nullability loosened, a narrower batch type promoted
+    to the table's), then checked (`checkValidEvolution`). Columns keep the table's order. A column in both
+    gets the wider type (int -> long -> float -> double; a decimal accepts a batch decimal with no more
+    integer or fraction digits); anything else is an error. New columns must be nullable and are appended
+    (also inside structs). A table column missing from the batch (also a nested field):
+
+    * default: an error (Hudi's `MissingSchemaFieldException`);
+    * `reconcile` (`hoodie.datasource.write.reconcile.schema`) or `set_null_for_missing`
+      (`hoodie.write.set.null.for.missing.columns`): kept, made nullable, and the writer pads nulls;
+    * `allow_column_drop` (`hoodie.datasource.write.schema.allow.auto.evolution.column.drop`, without
+      `reconcile`): dropped from the writer schema, as Hudi takes the batch's schema then (it wins over
+      `set_null_for_missing`, as in Hudi, where that option only applies on the default path).
+
+    Meta fields are ignored. The result is canonical and keeps the table's record names.
     """
     inc = canonicalize(without_meta_fields(incoming))
     if table is None:
         return inc
     tab = canonicalize(without_meta_fields(table))
+    if reconcile or (set_null_for_missing and not allow_column_drop):
+        on_missing = "keep"
+    else:
+        on_missing = "drop" if allow_column_drop else "error"
     missing: list[str] = []
-    merged = _merge_record(tab, inc, "", reconcile, missing)
-    if missing:
+    merged = _merge_record(tab, inc, "", on_missing, missing)
+    if missing and on_missing == "error":
         raise SchemaMismatchError(
             f"Column(s) {', '.join(repr(c) for c in missing)} exist in the table schema but are missing "
             "from the incoming batch. Add them to the DataFrame (e.g. F.lit(None).cast(<type>)), or set "
-            "hoodie.datasource.write.reconcile.schema=true to keep the table schema and write nulls for "
-            "them.")
+            "hoodie.write.set.null.for.missing.columns=true (or hoodie.datasource.write.reconcile.schema=true) "
+            "to keep them and write nulls, or hoodie.datasource.write.schema.allow.auto.evolution.column.drop="
+            "true to drop them from the table schema.")
     return canonicalize(merged)
 
 
@@ -448,7 +462,7 @@ def _spark_name(t: AvroType) -> str:
     return str(_convert(t, True)[0].simpleString())
 
 
-def _merge_record(tab: dict, inc: dict, prefix: str, reconcile: bool, missing: list[str]) -> dict:
+def _merge_record(tab: dict, inc: dict, prefix: str, on_missing: str, missing: list[str]) -> dict:
     inc_fields = {f["name"]: f for f in inc["fields"]}
     by_lower = {f["name"].lower(): f["name"] for f in tab["fields"]}
     fields = []
@@ -457,12 +471,12 @@ def _merge_record(tab: dict, inc: dict, prefix: str, reconcile: bool, missing: l
         tbase, tnull = _unwrap(tf["type"], column)
         f_in = inc_fields.pop(tf["name"], None)
         if f_in is None:
-            if not reconcile:
-                missing.append(column)
-            fields.append(_field(tf["name"], tbase, True, tf.get("doc")))
+            missing.append(column)
+            if on_missing != "drop":
+                fields.append(_field(tf["name"], tbase, True, tf.get("doc")))
             continue
         ibase, inull = _unwrap(f_in["type"], column)
-        base = _merge_type(tbase, ibase, column, reconcile, missing)
+        base = _merge_type(tbase, ibase, column, on_missing, missing)
         fields.append(_field(tf["name"], base, tnull or inull, f_in.get("doc", tf.get("doc"))))
     for name, f in inc_fields.items():  # new columns, in batch order
         column = prefix + name
@@ -480,15 +494,15 @@ def _merge_record(tab: dict, inc: dict, prefix: str, reconcile: bool, missing: l
     return {"type": "record", "name": tab["name"], "namespace": tab["namespace"], "fields": fields}
 
 
-def _merge_type(tb: AvroType, ib: AvroType, column: str, reconcile: bool, missing: list[str]) -> AvroType:
+def _merge_type(tb: AvroType, ib: AvroType, column: str, on_missing: str, missing: list[str]) -> AvroType:
     tk, ik = _kind(tb), _kind(ib)
     if tk == ik == "record":
-        return _merge_record(tb, ib, column + ".", reconcile, missing)
+        return _merge_record(tb, ib, column + ".", on_missing, missing)
     if tk == ik and tk in ("array", "map"):
         key, label = ("items", "element") if tk == "array" else ("values", "value")
         sub = f"{column}.{label}"
         (tsub, tn), (isub, inn) = _unwrap(tb[key], sub), _unwrap(ib[key], sub)
-        return {"type": tk, key: _wrap(_merge_type(tsub, isub, sub, reconcile, missing), tn or inn)}
+        return {"type": tk, key: _wrap(_merge_type(tsub, isub, sub, on_missing, missing), tn or inn)}
     tkey, ikey = _type_key(tb), _type_key(ib)
     if tkey == ikey:
         return tb
@@ -497,11 +511,25 @@ def _merge_type(tb: AvroType, ib: AvroType, column: str, reconcile: bool, missin
             return tb
         if ikey[0] in _PROMOTIONS.get(tkey[0], ()):
             return ib
+    if tkey[0] == ikey[0] == "decimal" and _decimal_holds(tkey[1:], ikey[1:]):
+        return tb
     tname, iname = _spark_name(tb), _spark_name(ib)
     raise SchemaMismatchError(
         f"Column '{column}' is {tname} in the table but {iname} in the incoming batch, and neither type "
-        f"can be widened to the other (allowed: int -> bigint -> float -> double). Cast the column to "
-        f"{tname} before writing, or overwrite the table to change the column's type.")
+        f"can be widened to the other (allowed: int -> bigint -> float -> double, and a batch decimal with no "
+        f"more integer or fraction digits than the table's). Cast the column to {tname} before writing, or "
+        f"overwrite the table to change the column's type.")
+
+
+def _decimal_holds(table: tuple, batch: tuple) -> bool:
+    """Hudi's `isTypeUpdateAllow(batch decimal, table decimal)`: every batch value fits the table's type
+    (no fewer integer digits, no fewer fraction digits), so canonicalization promotes the batch's type.
+
+    A batch decimal wider than the table's is refused: Hudi 0.14 only accepts it when both happen to need
+    the same fixed size (Avro compares fixed sizes, not precisions) and then changes the table's type, which
+    pyhudi does not do."""
+    (tp, ts), (ip, is_) = table, batch
+    return tp - ts >= ip - is_ and ts >= is_
 
 
 def _type_key(t: AvroType) -> tuple:

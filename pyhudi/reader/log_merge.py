@@ -39,23 +39,20 @@ position) - one lexsort over (key, tier, ordering rank, position) in numpy.
 
 from __future__ import annotations
 
-import io
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-import fastavro
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.errors import CorruptFileError, InvalidConfigError, UnsupportedTableError
+from pyhudi.errors import InvalidConfigError, UnsupportedTableError
 from pyhudi.io.base_file import read_parquet
 from pyhudi.io.log_blocks import (
-    DELETE_RECORD_LIST_SCHEMA,
     avro_block_to_arrow,
+    delete_records,
     parquet_block_to_arrow,
 )
 from pyhudi.io.log_format import (
@@ -73,7 +70,6 @@ RECORD_KEY = "_hoodie_record_key"
 FILE_NAME = "_hoodie_file_name"
 IS_DELETED = "_hoodie_is_deleted"
 _DATA_BLOCKS = (BlockType.AVRO_DATA_BLOCK, BlockType.PARQUET_DATA_BLOCK)
-_DELETE_PARSED = fastavro.parse_schema(DELETE_RECORD_LIST_SCHEMA)
 _NULL_KEY, _EMPTY_KEY = "__null__", "__empty__"
 
 
@@ -240,7 +236,7 @@ def _valid_blocks(storage: Storage, log_paths: list[str], spec: MergeSpec, stats
                     raise UnsupportedTableError(
                         f"log file {path} holds a {block.block_type.name} at offset {block.offset}; only Avro/parquet "
                         "data and delete blocks can be merged (HFile blocks belong to the metadata table)")
-                out.append(replace(block, content=read_block_content(fh, block)))
+                out.append(replace(block, content=read_block_content(fh, block), source=path))
     return out
 
 
@@ -315,29 +311,10 @@ def _ordering(table: pa.Table, field: str | None) -> pa.Array | None:
 # ----------------------------------------------------------------------------- delete blocks
 
 def _decode_deletes(block: LogBlock) -> list[tuple[str | None, str | None, Any]]:
-    """(record key, wrapper short name, raw wrapped value); the wrapper class matters for comparisons.
-
-    ``log_blocks.decode_delete_block`` unwraps values, which loses the
-    Int/Long distinction Java's ``isSameClass`` and ``IntWrapper(0)`` default
-    test depend on, so the datum is read here with record names kept.
-    """
-    content = block.content
-    if len(content) < 8:
-        raise CorruptFileError("delete block content is too short")
-    version, length = struct.unpack_from(">ii", content, 0)
-    if version < 3 or length < 0 or 8 + length > len(content):
-        raise CorruptFileError(f"unsupported or truncated delete block (version {version}, length {length})")
-    rec: Any = fastavro.schemaless_reader(io.BytesIO(content[8:8 + length]), _DELETE_PARSED, None,
-                                          return_record_name=True)
-    out: list[tuple[str | None, str | None, Any]] = []
-    for item in rec["deleteRecordList"]:
-        wrapped = item["orderingVal"]
-        if wrapped is None:
-            out.append((item["recordKey"], None, None))
-        else:
-            name, value = wrapped
-            out.append((item["recordKey"], str(name).rsplit(".", 1)[-1], value["value"]))
-    return out
+    """(record key, wrapper short name, raw wrapped value); the wrapper class matters for comparisons
+    (``log_blocks.decode_delete_block`` unwraps values, losing the Int/Long distinction Java's
+    ``isSameClass`` and ``IntWrapper(0)`` default test depend on). Every block version: v1/v2 are Kryo."""
+    return [(key, wrapper, value) for key, _, wrapper, value in delete_records(block)]
 
 
 def _delete_events(block: LogBlock, ord_type: pa.DataType | None) -> tuple[pa.Array, pa.Array | None, np.ndarray]:

@@ -19,8 +19,9 @@ from pyspark.sql.types import StructType
 from pyhudi.io import schema as S
 from pyhudi.model.table_config import TableConfig
 from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
-from pyhudi.reader.spark_files import read_parquet_files
+from pyhudi.reader.spark_files import read_base_files
 from pyhudi.storage import Storage
+from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
 
 SLICE_SCHEMA = "partition string, file_id string, base_path string, log_paths string"
@@ -58,11 +59,12 @@ def _merge_task(base_uri: str, spec: MergeSpec, batches: Iterator[pa.RecordBatch
 
 
 def read_mor(spark: SparkSession, storage: Storage, slices: list[FileSlice], schema: StructType,
-             spec: MergeSpec) -> DataFrame:
+             spec: MergeSpec, timeline: ActiveTimeline | None = None) -> DataFrame:
+    """`timeline` tells which base files Spark cannot read with the latest schema (spark_files)."""
     plan = split_slices(slices)
     parts: list[DataFrame] = []
     if plan.base_only:
-        parts.append(read_parquet_files(spark, [storage.uri(p) for p in plan.base_only], schema))
+        parts.append(read_base_files(spark, storage, plan.base_only, schema, spec.target_schema, timeline))
     if plan.merged:
         rows = [(s.partition, s.file_id, s.base_file.path if s.base_file else None,
                  json.dumps([lf.path for lf in s.log_files])) for s in plan.merged]

@@ -25,7 +25,7 @@ from pyhudi.model.instant_time import INIT_INSTANT, normalize_instant
 from pyhudi.model.table_config import TableConfig, load_table_config
 from pyhudi.reader import incremental
 from pyhudi.reader.mor import merge_spec, read_mor
-from pyhudi.reader.spark_files import read_parquet_files
+from pyhudi.reader.spark_files import read_base_files
 from pyhudi.reader.time_travel import check_readable, format_query_instant
 from pyhudi.spark_env import ensure_worker_python
 from pyhudi.storage import Storage
@@ -197,10 +197,11 @@ def _load(spark: SparkSession, storage: Storage, plan: ReadPlan, view: FileSyste
         event_field = config.precombine_field if (config.payload_class or "").endswith(
             "DefaultHoodieRecordPayload") else None
         spec = merge_spec(view, config, plan.avro, plan.as_of, event_field)
-        return read_mor(spark, storage, plan.slices, plan.schema, spec)
+        return read_mor(spark, storage, plan.slices, plan.schema, spec, view.timeline)
     if not plan.files:
         return spark.createDataFrame([], plan.schema)
-    return read_parquet_files(spark, [storage.uri(p) for p in plan.files], plan.schema)
+    target = S.avro_to_arrow(S.with_meta_fields(plan.avro)) if plan.avro is not None else None
+    return read_base_files(spark, storage, plan.files, plan.schema, target, view.timeline)
 
 
 def _filter_expr(conditions: Sequence[Condition]) -> Column:

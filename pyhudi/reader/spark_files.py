@@ -4,16 +4,35 @@ Spark lists each given path again; above
 `spark.sql.sources.parallelPartitionDiscovery.threshold` paths it launches a
 whole Spark job just for that. We raise the threshold for the duration of the
 call, because our paths come from a listing we already did.
+
+Schema evolution: a table's base files keep the schema of the commit that wrote
+them, and files are read with the table's latest schema. Spark's parquet reader
+pads columns a file lacks (also nested fields) and widens int -> long/double and
+float -> double itself, but refuses int -> float and long -> float/double, which
+Avro (and so Hudi's writer) allows. `read_base_files` sends only the files whose
+commit schema needs such a widening (or whose schema is unknown: the commit is
+archived) through executors that read them with pyarrow and conform them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
 from pyspark.sql.types import StructType
 
+from pyhudi.io import schema as S
+from pyhudi.io.base_file import read_parquet
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import WRITE_ACTIONS
+from pyhudi.timeline.timeline import ActiveTimeline
+
 _THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+# (file type, read type) pairs Spark's parquet reader widens itself (Spark 4's parquet type widening).
+_SPARK_WIDENS = {(T.IntegerType, T.LongType), (T.IntegerType, T.DoubleType), (T.FloatType, T.DoubleType)}
+_FLOATING = (T.FloatType, T.DoubleType)
 
 
 def read_parquet_files(spark: SparkSession, paths: Sequence[str], schema: StructType | str) -> DataFrame:
@@ -26,3 +45,89 @@ def read_parquet_files(spark: SparkSession, paths: Sequence[str], schema: Struct
             spark.conf.unset(_THRESHOLD)
         else:
             spark.conf.set(_THRESHOLD, previous)
+
+
+def read_base_files(spark: SparkSession, storage: Storage, paths: Sequence[str], schema: StructType,
+                    target: pa.Schema | None, timeline: ActiveTimeline | None) -> DataFrame:
+    """Base files (relative paths) read with the table schema `schema` (`target` is its Arrow form)."""
+    arrow = set(arrow_read_paths(paths, schema, timeline)) if target is not None else set()
+    parts = []
+    spark_paths = [p for p in paths if p not in arrow]
+    if spark_paths or not arrow:
+        parts.append(read_parquet_files(spark, [storage.uri(p) for p in spark_paths], schema))
+    if arrow:
+        assert target is not None
+        rows = spark.createDataFrame([(p,) for p in sorted(arrow)], "path string")
+        rows = rows.repartition(max(1, min(len(arrow), spark.sparkContext.defaultParallelism * 4)))
+        base_uri, target_json = storage.base_uri, _schema_bytes(target)
+        parts.append(rows.mapInArrow(lambda it: _read_task(base_uri, target_json, it), schema))
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p)
+    return out
+
+
+def arrow_read_paths(paths: Sequence[str], schema: StructType, timeline: ActiveTimeline | None) -> list[str]:
+    """The files Spark's reader cannot read with `schema`: written with a narrower type Spark does not widen,
+    or by a commit whose schema is unknown, when `schema` has a float/double column at all."""
+    if not paths or not _has_floating(schema):
+        return []
+    readable = _readable_instants(schema, timeline)
+    return [p for p in paths if not readable.get(_instant(p), False)]
+
+
+def _readable_instants(schema: StructType, timeline: ActiveTimeline | None) -> dict[str, bool]:
+    """Completed write instant -> whether Spark reads its files with `schema` (by the commit's schema)."""
+    out: dict[str, bool] = {}
+    if timeline is None:
+        return out
+    for inst in timeline.completed().actions(*WRITE_ACTIONS).instants:
+        text = timeline.commit_metadata(inst).schema
+        if text:
+            written = S.avro_to_spark(S.with_meta_fields(S.without_meta_fields(S.from_json(text))))
+            out[inst.timestamp] = spark_reads_as(written, schema)
+    return out
+
+
+def spark_reads_as(written: T.DataType, read: T.DataType) -> bool:
+    """Whether Spark's parquet reader returns data written as `written` with type `read`."""
+    if isinstance(written, T.StructType) and isinstance(read, T.StructType):
+        have = {f.name: f.dataType for f in written.fields}
+        return all(spark_reads_as(have[f.name], f.dataType) for f in read.fields if f.name in have)
+    if isinstance(written, T.ArrayType) and isinstance(read, T.ArrayType):
+        return spark_reads_as(written.elementType, read.elementType)
+    if isinstance(written, T.MapType) and isinstance(read, T.MapType):
+        return spark_reads_as(written.valueType, read.valueType)
+    return written == read or (type(written), type(read)) in _SPARK_WIDENS
+
+
+def _has_floating(dt: T.DataType) -> bool:
+    if isinstance(dt, T.StructType):
+        return any(_has_floating(f.dataType) for f in dt.fields)
+    if isinstance(dt, T.ArrayType):
+        return _has_floating(dt.elementType)
+    if isinstance(dt, T.MapType):
+        return _has_floating(dt.valueType)
+    return isinstance(dt, _FLOATING)
+
+
+def _instant(path: str) -> str:
+    """A base file's instant: `<fileId>_<writeToken>_<instant>.parquet`."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0].rsplit("_", 1)[-1]
+
+
+def _schema_bytes(schema: pa.Schema) -> bytes:
+    return bytes(schema.serialize())
+
+
+def _read_task(base_uri: str, target_bytes: bytes, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    target = pa.ipc.read_schema(pa.py_buffer(target_bytes))
+    storage = Storage(base_uri)
+    for batch in batches:
+        for path in batch.column("path").to_pylist():
+            raw = read_parquet(storage, path)
+            table = S.conform_table(raw.select([c for c in raw.column_names if c in target.names]), target)
+            yield from table.to_batches(max_chunksize=10000)
+
+
+__all__ = ["arrow_read_paths", "read_base_files", "read_parquet_files", "spark_reads_as"]
