@@ -25,7 +25,7 @@ from pyhudi.model.table_config import TableConfig
 from pyhudi.storage import FileInfo, Storage
 from pyhudi.timeline.instant import Action
 from pyhudi.timeline.timeline import ActiveTimeline
-from pyhudi.view.partitions import PartitionFilter, list_partitions
+from pyhudi.view.partitions import PartitionFilter, list_partition_files
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,13 @@ class FileSystemView:
     # -- listing -------------------------------------------------------------------------
     @cached_property
     def partition_paths(self) -> list[str]:
-        return list_partitions(self.storage, self.config, self.partition_filter)
+        """Partitions as Hudi finds them (directories with a partition metafile, at any depth),
+        discovered once per view; the walk's listings of them are kept for `_list`."""
+        found = list_partition_files(self.storage, self.config, self.partition_filter)
+        for partition, files in found.items():
+            if files is not None:
+                self._listing.setdefault(partition, files)
+        return sorted(found)
 
     def _list(self, partition: str) -> list[FileInfo]:
         if partition not in self._listing:

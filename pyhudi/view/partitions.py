@@ -1,27 +1,29 @@
-"""Partition paths: listing them, and pruning them before listing.
+"""Partition paths: finding them (partition_discovery.py) and pruning them by a filter.
 
-Filters on partition columns are applied level by level while walking the
-directory tree, so a query on `city = 'sf'` lists one directory, not all.
-A directory is pruned only when no value it can hold passes the filter as
-Spark evaluates it on the column's own type (partition_values.py); anything
-pyhudi cannot decide exactly keeps the directory, and the row filter applied
-after the read decides.
+A partition path is mapped back to one value per partition field (`field_texts`): hive-style
+paths split at `/<field>=`, a one-field path is the value itself at any depth (a value may hold
+`/`), other multi-field paths split at `/` only when the depth equals the number of fields.
+A partition is pruned only when no value it can hold passes the filter as Spark evaluates it on
+the column's own type (partition_values.py); a path, field or value pyhudi cannot map exactly is
+kept, and the row filter applied after the read decides. Directories are skipped before they
+are listed only where their level names their field exactly (`_walk_pruner`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.types import StructType
 
-from pyhudi.errors import InvalidConfigError
+from pyhudi.errors import HudiError, InvalidConfigError
 from pyhudi.io import schema as S
-from pyhudi.keygen.keygen import field_type
+from pyhudi.keygen.keygen import PARTITION_SPEC_KEY, custom_partition_types, field_type
 from pyhudi.keygen.path_escape import unescape_path_name
-from pyhudi.model.table_config import TableConfig
-from pyhudi.storage import Storage
+from pyhudi.model.table_config import CUSTOM_KEYGENS, TIMESTAMP_KEYGENS, TableConfig
+from pyhudi.storage import FileInfo, Storage
+from pyhudi.view.partition_discovery import discover_partitions
 from pyhudi.view.partition_values import (
     DEFAULT_PARTITION,
     UNKNOWN,
@@ -130,39 +132,170 @@ def partition_value(config: TableConfig, field: str, dir_name: str) -> str | Non
     text = dir_name
     if config.hive_style_partitioning and "=" in text:
         text = text.split("=", 1)[1]
+    return _decode(config, text)
+
+
+def _decode(config: TableConfig, text: str) -> str | None:
     if config.urlencode_partitions:
         text = unescape_path_name(text)
     return None if text == DEFAULT_PARTITION else text
 
 
+def field_texts(config: TableConfig, partition_path: str) -> list[str] | None:
+    """The raw (still escaped) text of each partition field in `partition_path`, or None when the
+    path cannot be split unambiguously. Hive-style paths split at the `/<field>=` boundaries (each
+    exactly once, in order); other paths of one field are the value itself at any depth; other
+    multi-field paths split at `/` only when the depth equals the number of fields."""
+    fields = config.partition_fields
+    if config.hive_style_partitioning:
+        return _split_hive(partition_path, fields)
+    if len(fields) == 1:
+        return [partition_path]
+    parts = partition_path.split("/")
+    return parts if len(parts) == len(fields) else None
+
+
+def _split_hive(path: str, fields: Sequence[str]) -> list[str] | None:
+    first = f"{fields[0]}="
+    if not path.startswith(first):
+        return None
+    rest, texts = path[len(first):], []
+    for name in fields[1:]:
+        marker = f"/{name}="
+        if rest.count(marker) != 1:
+            return None  # absent, or a value holds the marker too: ambiguous
+        head, rest = rest.split(marker, 1)
+        texts.append(head)
+    return [*texts, rest]
+
+
+def partition_field_values(config: TableConfig, partition_path: str) -> dict[str, str | None] | None:
+    """Field -> decoded value (None: default partition) of a partition path, None if ambiguous."""
+    texts = field_texts(config, partition_path)
+    if texts is None:
+        return None
+    return {f: _decode(config, t) for f, t in zip(config.partition_fields, texts)}
+
+
+def prunable_fields(config: TableConfig) -> frozenset[str]:
+    """Fields whose directory text is the column's own text: not those a timestamp key generator
+    formats (the path holds e.g. `2024/01/02`, the column an epoch or another format)."""
+    fields = config.partition_fields
+    if config.keygen_class in TIMESTAMP_KEYGENS:
+        return frozenset()
+    if config.keygen_class in CUSTOM_KEYGENS:
+        try:
+            types = custom_partition_types(config.keygen_options.get(PARTITION_SPEC_KEY), fields)
+        except HudiError:
+            return frozenset()
+        return frozenset(f for f, t in zip(fields, types) if t == "SIMPLE")
+    return frozenset(fields)
+
+
+def partition_accepted(pfilter: PartitionFilter, config: TableConfig, partition_path: str,
+                       prunable: frozenset[str]) -> bool:
+    """Whether a partition may hold a row passing `pfilter`; a path pyhudi cannot map to values
+    is kept (the row filter decides)."""
+    values = partition_field_values(config, partition_path)
+    if values is None:
+        return True
+    return all(pfilter.accepts(f, v) for f, v in values.items() if f in prunable)
+
+
 def list_partitions(storage: Storage, config: TableConfig, pfilter: PartitionFilter | None = None) -> list[str]:
     """Partition paths, pruned by `pfilter` (typed by `PartitionFilter.bind`; an unbound filter
     takes the types of the table's create schema, or prunes nothing without one)."""
+    return sorted(list_partition_files(storage, config, pfilter))
+
+
+def list_partition_files(storage: Storage, config: TableConfig, pfilter: PartitionFilter | None = None
+                         ) -> dict[str, list[FileInfo] | None]:
+    """Partition path -> the files directly in it as the walk listed them (partition_discovery.py),
+    pruned by `pfilter`; a non-partitioned table is `{"": None}` (not listed yet)."""
     if not config.is_partitioned:
-        return [""]
-    fields = config.partition_fields
+        return {"": None}
     if pfilter is not None and pfilter.kinds is None:
-        pfilter = pfilter.bind(_create_schema(config), fields)
-    level = [""]
-    for depth, field_name in enumerate(fields):
-        nxt = []
-        for parent in level:
-            for info in storage.list_dir(parent):
-                if not info.is_dir or info.name.startswith((".", "_")) and not info.name.startswith(DEFAULT_PARTITION):
-                    continue
-                if depth == 0 and info.name == ".hoodie":
-                    continue
-                if pfilter is not None and not _dir_accepted(pfilter, config, field_name, info.name):
-                    continue
-                nxt.append(info.path)
-        level = nxt
-    return sorted(level)
+        pfilter = pfilter.bind(_create_schema(config), config.partition_fields)
+    if pfilter is None:
+        return dict(discover_partitions(storage))
+    prunable = prunable_fields(config)
+    found = discover_partitions(storage, _walk_pruner(pfilter, config, prunable))
+    return {p: files for p, files in found.items() if partition_accepted(pfilter, config, p, prunable)}
 
 
-def _dir_accepted(pfilter: PartitionFilter, config: TableConfig, field_name: str, dir_name: str) -> bool:
-    if config.hive_style_partitioning and not dir_name.startswith(f"{field_name}="):
-        return True  # not a directory this field's values produce (e.g. a value with '/'): keep it
-    return pfilter.accepts(field_name, partition_value(config, field_name, dir_name))
+def _walk_pruner(pfilter: PartitionFilter, config: TableConfig, prunable: frozenset[str]
+                 ) -> Callable[[str], bool] | None:
+    """Pruning while walking, on the leading levels that name their field exactly: a field's text
+    holds no `/` when it is URL-encoded or its column is not text-like (numbers, dates, booleans,
+    timestamps as epoch micros), so level d is field d (`field=value` when hive-style) as long as
+    every field before it is such a field. A string value may hold `/` (directory `a` may hold the
+    value `a/b`), so from the first such field on only the partitions found are filtered."""
+    fields = config.partition_fields
+    kinds = pfilter.kinds or {}
+
+    def exact(name: str) -> bool:
+        kind = kinds.get(name)
+        return name in prunable and kind is not None and (config.urlencode_partitions or kind.name != "string")
+
+    aligned = 0
+    while aligned < len(fields) and exact(fields[aligned]):
+        aligned += 1
+    if aligned == 0:
+        return _prefix_pruner(pfilter, config, prunable)
+
+    def descend(path: str) -> bool:
+        for name, field_name in zip(path.split("/")[:aligned], fields):
+            if config.hive_style_partitioning and not name.startswith(f"{field_name}="):
+                return True  # not a directory this table's key generator makes: keep walking
+            if not pfilter.accepts(field_name, partition_value(config, field_name, name)):
+                return False
+        return True
+
+    return descend
+
+
+def _prefix_pruner(pfilter: PartitionFilter, config: TableConfig, prunable: frozenset[str]
+                   ) -> Callable[[str], bool] | None:
+    """Pruning while walking for a first field whose text may hold `/` (a string, not URL-encoded):
+    below a directory whose text so far is `x` (one field: the whole path; several: the first level
+    only), the first field's value is `x` or starts with `x/`. A subtree is skipped only when an `=`
+    or `in` on that field lists strings and none of them is `x` or starts with `x/`."""
+    first = config.partition_fields[0]
+    kind = (pfilter.kinds or {}).get(first)
+    if first not in prunable or kind is None or kind.name != "string":
+        return None
+    wanted = _listed_strings(pfilter, first)
+    if wanted is None:
+        return None
+    single = len(config.partition_fields) == 1
+    prefix = f"{first}=" if config.hive_style_partitioning else ""
+
+    def descend(path: str) -> bool:
+        text = path if single else path.split("/", 1)[0]
+        if not text.startswith(prefix):
+            return True  # not a directory this table's key generator makes: keep walking
+        value = text[len(prefix):]
+        if value == DEFAULT_PARTITION or (not single and "/" in path):
+            return True  # the default partition may hold '' (decided per partition); deeper: undecided
+        return any(w == value or w.startswith(value + "/") for w in wanted)
+
+    return descend
+
+
+def _listed_strings(pfilter: PartitionFilter, column: str) -> list[str] | None:
+    """The string literals of the most selective `=` / `in` condition on `column` (None literals match
+    nothing), or None when no such condition exists or one lists a non-string literal."""
+    best: list[str] | None = None
+    for c in pfilter.conditions:
+        if c.column != column or c.op not in ("=", "==", "in"):
+            continue
+        values = list(c.value) if c.op == "in" and isinstance(c.value, (list, tuple, set, frozenset)) else [c.value]
+        if not values or not all(v is None or isinstance(v, str) for v in values):
+            continue
+        strings = [v for v in values if isinstance(v, str)]
+        if best is None or len(strings) < len(best):
+            best = strings
+    return best
 
 
 def _create_schema(config: TableConfig) -> StructType:

@@ -256,8 +256,7 @@ def test_slash_values_pruning_no_worse_than_listing(spark, slash_table):
         assert _rows(pyhudi.read(spark, path, filters=flt).toArrow(), ["part"]) == expected, flt
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16: partition values with '/' are not listed at their depth")
 def test_slash_values_are_read(spark, slash_table):
-    """When issue 16 is fixed this passes: then re-check pruning, which walks one field per level."""
+    """Issue 16: partitions are found at any depth (directories holding .hoodie_partition_metadata)."""
     path, rows = slash_table
     assert _rows(pyhudi.read(spark, path).toArrow(), ["part"]) == set(rows)

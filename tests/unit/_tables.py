@@ -47,6 +47,8 @@ class Table:
     def _dir(self, partition: str) -> Path:
         d = self.root / partition if partition else self.root
         d.mkdir(parents=True, exist_ok=True)
+        if partition:  # a partition is a directory with this file, as Hudi and pyhudi discover them
+            (d / ".hoodie_partition_metadata").touch()
         return d
 
     def base(self, partition: str, fid: str, ts: str, token: str = "0-1-1", size: int = 10) -> str:

@@ -265,7 +265,9 @@ def test_bucket_boundaries() -> None:
 
 
 def _sparse(path: Path, size: int) -> None:
+    """A data file of `size` bytes in a partition directory (with its partition metafile)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    (path.parent / ".hoodie_partition_metadata").touch()
     with open(path, "wb") as f:
         f.truncate(size)
 

@@ -167,6 +167,7 @@ def test_plot_bins_the_files_instead_of_drawing_each(tmp_path: Path, capsys: pyt
     sizes = [(i * 7919) % (3 * MAX) + 1 for i in range(400)] + [50 * MAX]
     for i, size in enumerate(sizes):
         (t.root / "p=a").mkdir(exist_ok=True)
+        (t.root / "p=a" / ".hoodie_partition_metadata").touch()
         with open(t.root / "p=a" / f"f{i}_0-1-1_{T(1)}.parquet", "wb") as fh:
             fh.truncate(size)
     t.instant(T(1), "commit")

@@ -83,8 +83,17 @@ def test_pruning_string_values(samples):
     assert list_partitions(storage, cfg, f) == ["city=chennai"]
 
 
+def _partition_dir(path):
+    """A partition as Hudi writes it: a directory holding .hoodie_partition_metadata."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / ".hoodie_partition_metadata").write_text("commitTime=1\n")
+
+
 def test_listing_skips_hidden_and_meta_dirs(tmp_path):
-    for d in ["a=1", "a=2", ".hoodie", ".hoodie/archived", "_temporary", ".spark-staging"]:
+    for d in ["a=1", "a=2"]:
+        _partition_dir(tmp_path / d)
+    _partition_dir(tmp_path / ".hoodie" / "archived")  # never a partition, metafile or not
+    for d in ["_temporary", ".spark-staging"]:  # no partition metafile: not partitions
         (tmp_path / d).mkdir(parents=True)
     (tmp_path / "a=3").write_text("a file, not a partition")
     (tmp_path / ".DS_Store").write_text("x")
@@ -93,8 +102,8 @@ def test_listing_skips_hidden_and_meta_dirs(tmp_path):
 
 
 def test_default_partition_is_listed(tmp_path):
-    (tmp_path / "1").mkdir()
-    (tmp_path / DEFAULT_PARTITION).mkdir()
+    _partition_dir(tmp_path / "1")
+    _partition_dir(tmp_path / DEFAULT_PARTITION)
     cfg = TableConfig(name="t", partition_fields=("a",))
     assert list_partitions(Storage(str(tmp_path)), cfg) == sorted(["1", DEFAULT_PARTITION])
     f = PartitionFilter.from_tuples([("a", "=", 1)])
