@@ -38,7 +38,9 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, mo
     duplicates as the requested operation would, so time travel and concurrent readers keep working; if the
     table's keys or type change, the old table is deleted);
     "error"/"errorifexists" fail if the table exists; "ignore" does nothing if it exists.
-    delete takes "append" only (any other mode is refused before anything changes), as in Hudi.
+    delete and delete_partition take "append" only (any other mode is refused before anything changes), as
+    in Hudi. delete_partition deletes the partitions named by hoodie.datasource.write.partitions.to.delete
+    (`*` wildcards allowed), else those of `df`'s records, in one replacecommit.
     """
     return _write(df, path, options, mode)
 
@@ -57,6 +59,8 @@ def _write(df: DataFrame, path: str, options: Mapping[str, Any] | None, mode: st
         return None
     requested = WriteOperation(opts.get(K.OPERATION))
     _check_mode(mode, mode_norm, requested)
+    if existing is None and requested is WriteOperation.DELETE_PARTITION:
+        raise TableNotFoundError(f"delete_partition: no Hudi table at {path}; there is nothing to delete")
     if existing is not None and mode_norm in ("error", "errorifexists"):
         raise HudiError(f"table already exists at {path}; use mode='append' or mode='overwrite'")
     replace_all = False

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pyhudi.cli import (
     clustering_cmd,
     compaction_cmd,
+    delete_partition_cmd,
     files_cmd,
     maintenance_cmd,
     streamer_cmd,
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     maintenance_cmd.register(sub)
     streamer_cmd.register(sub)
     write_cmd.register(sub)
+    delete_partition_cmd.register(sub)
     _register_demo(sub)
     return parser
 

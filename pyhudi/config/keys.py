@@ -119,7 +119,8 @@ TIMEBASED_KEYS = (TIMEBASED_TIMESTAMP_TYPE, TIMEBASED_SCALAR_UNIT, TIMEBASED_INP
 # --------------------------------------------------------------------------- write
 OPERATION = declare(
     "hoodie.datasource.write.operation", "enum", "upsert", "Write operation.", Group.WRITE,
-    choices=("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table"),
+    choices=("upsert", "insert", "bulk_insert", "delete", "insert_overwrite", "insert_overwrite_table",
+             "delete_partition"),
 )
 PAYLOAD_CLASS = declare(
     "hoodie.datasource.write.payload.class", "enum", "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
@@ -467,3 +468,8 @@ SCHEMA_ALLOW_COLUMN_DROP = declare(
     "Table columns missing from a batch are dropped from the table schema (rows read without them); wins "
     "over hoodie.write.set.null.for.missing.columns, ignored with hoodie.datasource.write.reconcile.schema.",
     Group.WRITE)
+PARTITIONS_TO_DELETE = declare(
+    "hoodie.datasource.write.partitions.to.delete", "str", None,
+    "delete_partition: comma-separated partition paths to delete (Hudi 0.14: split on ',', no trimming); a "
+    "path with '*' matches existing partitions ('*' matches any characters, '/' included). Unset: the "
+    "partitions of the DataFrame's records.", Group.WRITE)

@@ -18,10 +18,12 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from pyhudi.config import keys as K
 from pyhudi.errors import (
@@ -36,7 +38,7 @@ from pyhudi.faults import fault_point
 from pyhudi.index import simple as simple_index
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.instant_time import new_instant_time
@@ -48,12 +50,12 @@ from pyhudi.spark_env import ensure_worker_python
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import ActiveTimeline
-from pyhudi.transaction.conflicts import check_write, footprint
+from pyhudi.transaction.conflicts import Footprint, check_write, footprint
 from pyhudi.transaction.heartbeat import Heartbeat
 from pyhudi.transaction.lock import table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSystemView
-from pyhudi.writer import direct_input, single_task
+from pyhudi.writer import delete_partition, direct_input, single_task
 from pyhudi.writer.bulk_insert import layout, run_bulk_task, run_direct_bulk_task
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.direct_input import DirectInput
@@ -110,6 +112,8 @@ class WriteClient:
         cfg = self.config
         upgrade_for_write(self.storage, cfg)  # a version-4/5 table becomes version 6 first, as in Hudi 0.14
         timeline = self._timeline()
+        if cfg.operation is WriteOperation.DELETE_PARTITION:
+            return self._delete_partitions(df, timeline)
         if timeline is not None and self._resume_orphaned_clusterings(timeline):
             timeline = timeline.reload()
         # Completed instants this write knows about; anything completing later is checked for conflicts.
@@ -155,6 +159,49 @@ class WriteClient:
                 keyed.unpersist()
         self._inline_services()
         return result
+
+    def _delete_partitions(self, df: DataFrame, timeline: ActiveTimeline | None) -> WriteResult:
+        """delete_partition: a replacecommit of every live file group of the partitions, no data written
+        (Hudi's SparkDeletePartitionCommitActionExecutor). Refusals come before the instant exists."""
+        cfg = self.config
+        if timeline is None:
+            raise TableNotFoundError(f"delete_partition: no Hudi table at {self.storage.base_uri}; nothing to delete")
+        self._known_completed = frozenset(i.timestamp for i in timeline.completed())
+        requested = self._requested_partitions(df)
+        timeline, view = self._recovered_view()
+        partitions = delete_partition.resolve(requested, view.partition_paths)
+        named = requested if cfg.options.is_set(K.PARTITIONS_TO_DELETE) else None
+        delete_partition.refuse_empty(partitions, named, self.storage.base_uri)
+        delete_partition.check_no_pending_services(view, partitions)
+        replaced = delete_partition.replaced_file_ids(view, partitions)
+        if any(not ids for ids in replaced.values()):
+            log.warning("delete_partition: no file groups in %s (kept in the commit, as Hudi does)",
+                        sorted(p for p, ids in replaced.items() if not ids))
+        requested_bytes = am.write_instant_avro("HoodieRequestedReplaceMetadata",
+                                                am.empty_requested_replace_metadata())
+        inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
+        result = self._run_instant(timeline, Action.REPLACE_COMMIT, requested_bytes, inflight,
+                                   table_schema(timeline, cfg.table), lambda _instant: [], lambda: replaced)
+        self._inline_services()
+        return result
+
+    def _requested_partitions(self, df: DataFrame) -> list[str]:
+        """The option's entries, else the distinct partition paths of the DataFrame's records (one Spark
+        aggregation; a null or empty record key is refused, as Hudi's key generator refuses it)."""
+        cfg = self.config
+        if cfg.options.is_set(K.PARTITIONS_TO_DELETE):
+            return delete_partition.split_option(str(cfg.options.get(K.PARTITIONS_TO_DELETE)))
+        keygen = KeyGenerator.for_table(cfg.table)
+        incoming = StructType([f for f in df.schema.fields if not f.name.startswith("_hoodie_")])
+        keygen.check_columns(incoming, need_partition=True)
+        keygen.check_types(incoming, need_partition=True)
+        rows = (df.select(keygen.partition_path(incoming).alias(PARTITION_COL),
+                          keygen.bad_key(incoming).cast("long").alias(BAD_KEY))
+                .groupBy(PARTITION_COL).agg(F.sum(BAD_KEY).alias("bad")).collect())
+        bad = sum(int(r["bad"] or 0) for r in rows)
+        if bad:
+            raise self._bad_keys(bad)
+        return sorted(str(r[PARTITION_COL]) for r in rows)
 
     def _write_distributed(self, batch: PreparedBatch, keyed: DataFrame, counts: dict[str, tuple[int, int]],
                            timeline: ActiveTimeline | None, level: StorageLevel | None,
@@ -269,7 +316,7 @@ class WriteClient:
         def replaced() -> dict[str, list[str]]:
             return self._replaced_file_ids(view, profile, replace_all)
 
-        return self._run_instant(timeline, action, requested_bytes, profile.to_inflight_bytes(), batch, run,
+        return self._run_instant(timeline, action, requested_bytes, profile.to_inflight_bytes(), batch.avro_schema, run,
                                  replaced if op.is_overwrite else None)
 
     def _bulk_reads_files(self, replace_all: bool) -> bool:
@@ -292,7 +339,7 @@ class WriteClient:
             return self._run_bulk_direct(batch, direct, instant)
 
         inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
-        return self._run_instant(timeline, action, b"", inflight, batch, run, None)
+        return self._run_instant(timeline, action, b"", inflight, batch.avro_schema, run, None)
 
     def _run_bulk_direct(self, batch: PreparedBatch, direct: DirectInput, instant: str) -> list[WriteStat]:
         groups = direct.task_units(self.config.parallelism or None)
@@ -331,7 +378,7 @@ class WriteClient:
             return self._run_single_task(records, batch, layout, instant, direct)
 
         inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
-        return self._run_instant(timeline, action, b"", inflight, batch, run, None)
+        return self._run_instant(timeline, action, b"", inflight, batch.avro_schema, run, None)
 
     def _recovered_timeline(self) -> ActiveTimeline:
         """The timeline after rolling back earlier failed writes.
@@ -365,7 +412,7 @@ class WriteClient:
         return self._task_stats(rows)
 
     def _run_instant(self, timeline: ActiveTimeline, action: Action, requested_bytes: bytes, inflight_bytes: bytes,
-                     batch: PreparedBatch, run: Callable[[str], list[WriteStat]],
+                     schema: dict[str, Any] | None, run: Callable[[str], list[WriteStat]],
                      replaced: Callable[[], dict[str, list[str]]] | None) -> WriteResult:
         """One write instant: requested -> inflight -> `run` writes files -> reconcile markers -> complete;
         on failure the instant is rolled back (or, when nothing was written, withdrawn)."""
@@ -379,7 +426,8 @@ class WriteClient:
             meta = CommitMetadata(operation_type=cfg.operation.operation_type)
             for s in stats:
                 meta.add(s)
-            meta.extra_metadata = {"schema": S.to_json(batch.avro_schema), **cfg.extra_metadata}
+            schema_meta = {"schema": S.to_json(schema)} if schema is not None else {}
+            meta.extra_metadata = {**schema_meta, **cfg.extra_metadata}
             if replaced is not None:
                 meta.partition_to_replace_file_ids = replaced()
             self._complete(instant, action, meta, stats)
@@ -428,13 +476,23 @@ class WriteClient:
 
         clustering_service(self.spark, self.storage, self.config)
 
+    def _footprint(self, meta: CommitMetadata, stats: list[WriteStat]) -> Footprint:
+        """The file groups this write changed. delete_partition writes nothing but hides whole groups: a
+        write that completed into one of them meanwhile would vanish, so they count as changed from no base
+        (any concurrent write to them conflicts, as Hudi's conflict check counts replaced file ids)."""
+        fp = footprint(stats)
+        if self.config.operation is WriteOperation.DELETE_PARTITION:
+            for part, ids in (meta.partition_to_replace_file_ids or {}).items():
+                fp.merged.update({(part, fid): "" for fid in ids})
+        return fp
+
     def _complete(self, instant: str, action: Action, meta: CommitMetadata, stats: list[WriteStat]) -> None:
         """Check for conflicting commits and complete, atomically with respect to other committers."""
         cfg = self.config
         with table_lock(self.storage, cfg.lock):
             timeline = ActiveTimeline.load(self.storage)
             try:
-                check_write(timeline, instant, self._known_completed, footprint(stats))
+                check_write(timeline, instant, self._known_completed, self._footprint(meta, stats))
             except CommitConflictError:
                 rollback_pending_write(self.storage, timeline, Instant(instant, action, State.INFLIGHT))
                 raise
