@@ -201,7 +201,9 @@ DIRECT_PARQUET_INPUT = declare(
 
 # --------------------------------------------------------------------------- index
 INDEX_TYPE = declare("hoodie.index.type", "enum", "SIMPLE", "Index used to locate existing keys.", Group.INDEX,
-                     choices=("SIMPLE", "BLOOM", "GLOBAL_SIMPLE", "GLOBAL_BLOOM", "INMEMORY", "BUCKET"))
+                     choices=("SIMPLE", "BLOOM", "GLOBAL_SIMPLE", "GLOBAL_BLOOM", "INMEMORY", "BUCKET",
+                              # Hudi's, parsed only to be refused by name (model/table_features.py)
+                              "RECORD_INDEX", "HBASE", "FLINK_STATE"))
 BLOOM_NUM_ENTRIES = declare("hoodie.index.bloom.num_entries", "int", 60000,
                             "Entries per bloom filter row.", Group.INDEX, validator=positive)
 BLOOM_FPP = declare("hoodie.index.bloom.fpp", "float", 0.000000001, "Bloom filter false-positive rate.",

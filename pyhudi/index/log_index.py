@@ -32,7 +32,7 @@ def _log_keys(base_uri: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
     for batch in batches:
         for part, fid, inst, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
             keys: list[str] = []
-            for block in read_blocks(storage.read_bytes(path)):
+            for block in read_blocks(storage.read_bytes(path), where=path):
                 if not isinstance(block, LogBlock):
                     continue
                 btype = block.block_type

@@ -27,7 +27,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyhudi.errors import CorruptFileError, InvalidRecordError
+from pyhudi.errors import CorruptFileError, InvalidRecordError, UnsupportedTableError
 from pyhudi.io.log_format import (
     ROLLBACK_COMMAND,
     BlockType,
@@ -284,6 +284,14 @@ def _legacy_schema_and_offset(content: bytes) -> tuple[str, int]:
     return schema, 4 + n
 
 
+def _newer_content(block: LogBlock, kind: str, version: int) -> UnsupportedTableError:
+    """A content version above Hudi 0.14/0.15's: a newer writer's layout, refused with the file named."""
+    return UnsupportedTableError(
+        f"{block.source or 'log file'}: the {kind} block at offset {block.offset} has content version {version}; "
+        f"pyhudi reads versions up to {CONTENT_VERSION} (Hudi 0.14/0.15), so it refuses the file rather than "
+        "misread it; read the table with Apache Hudi")
+
+
 def decode_avro_data_block(block: LogBlock, reader_schema_json: str | None = None) -> list[dict[str, Any]]:
     """Records of an Avro data block as dicts, resolved to ``reader_schema_json`` if given.
 
@@ -302,7 +310,9 @@ def decode_avro_data_block(block: LogBlock, reader_schema_json: str | None = Non
         if len(content) < 4:
             raise CorruptFileError("Avro data block content is empty")
         version = _I32.unpack_from(content, 0)[0]
-        if not 1 <= version <= CONTENT_VERSION:
+        if version > CONTENT_VERSION:
+            raise _newer_content(block, "Avro data", version)
+        if version < 1:
             raise CorruptFileError(f"unsupported Avro data block content version {version}")
         offset = 4
     writer = fastavro.parse_schema(_parse_schema_json(writer_json))
@@ -519,6 +529,8 @@ def delete_records(block: LogBlock) -> list[tuple[str | None, str | None, str | 
         from pyhudi.io.kryo_delete import decode_kryo_deletes
 
         return decode_kryo_deletes(version, data, where)
+    if version > CONTENT_VERSION:
+        raise _newer_content(block, "delete", version)
     if version != CONTENT_VERSION:
         raise CorruptFileError(f"{where}: unknown delete block version {version}")
     rec: Any = fastavro.schemaless_reader(io.BytesIO(data), _DELETE_PARSED, None, return_record_name=True)

@@ -34,6 +34,13 @@ keeps such a block and reports the junk after it as a corrupt range. Pass
 So a writer that crashed mid-block leaves a torn tail that reads as one
 corrupt block; every complete block before it is still returned. Nothing here
 raises on bad bytes.
+
+What is refused instead of skipped: a block whose framing is intact (length
+and trailer agree) but whose format version or block type pyhudi does not know
+(a newer writer's block). Skipping it as corrupt would silently drop records,
+so ``UnsupportedTableError`` names the file (``where``), offset and value. Hudi
+0.14 also fails on an unknown type (``tryReadBlockType``'s check); it reads an
+unknown higher version as version 1, where pyhudi refuses (deliberately).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, BinaryIO, Protocol
 
+from pyhudi.errors import UnsupportedTableError
 from pyhudi.model.file_names import LogFileName as _LogFileName
 
 MAGIC = b"#HUDI#"
@@ -274,6 +282,7 @@ def iter_blocks(
     *,
     load_content: bool = True,
     require_following_magic: bool = False,
+    where: str = "",
 ) -> Iterator[LogBlock | CorruptBlock]:
     """Yield every block and every skipped range of a log file, in file order.
 
@@ -281,7 +290,8 @@ def iter_blocks(
     a pyarrow ``NativeFile``). With ``load_content=False`` block contents are
     not read, only located, which keeps memory flat for large parquet blocks.
     ``require_following_magic`` applies Hudi's extra "next 6 bytes must be a
-    magic or EOF" rule (see the module docstring).
+    magic or EOF" rule (see the module docstring). ``where`` names the file in
+    the error raised for a well-framed block of an unknown version or type.
     """
     src = _as_source(data)
     pos = 0
@@ -299,7 +309,7 @@ def iter_blocks(
             pos = nxt
             continue
         try:
-            block = _read_block(src, pos, load_content, require_following_magic)
+            block = _read_block(src, pos, load_content, require_following_magic, where or "log file")
         except _BadBlock as exc:
             nxt = src.find_magic(pos + len(MAGIC))
             yield CorruptBlock(pos, nxt - pos, str(exc))
@@ -314,9 +324,11 @@ def read_blocks(
     *,
     load_content: bool = True,
     require_following_magic: bool = False,
+    where: str = "",
 ) -> list[LogBlock | CorruptBlock]:
     """All blocks and corrupt ranges of a log file; see :func:`iter_blocks`."""
-    return list(iter_blocks(data, load_content=load_content, require_following_magic=require_following_magic))
+    return list(iter_blocks(data, load_content=load_content, require_following_magic=require_following_magic,
+                            where=where))
 
 
 def read_valid_blocks(data: bytes | bytearray | memoryview | BinaryIO | Any) -> list[LogBlock]:
@@ -331,7 +343,8 @@ def read_block_content(data: bytes | bytearray | memoryview | BinaryIO | Any, bl
     return _as_source(data).read_at(block.content_offset, block.content_length)
 
 
-def _read_block(src: _Source, start: int, load_content: bool, require_following_magic: bool) -> LogBlock:
+def _read_block(src: _Source, start: int, load_content: bool, require_following_magic: bool,
+                where: str = "log file") -> LogBlock:
     """Validate the framing of the block whose magic is at ``start`` and parse it."""
     after_magic = start + len(MAGIC)
     raw_len = src.read_at(after_magic, 8)
@@ -347,14 +360,25 @@ def _read_block(src: _Source, start: int, load_content: bool, require_following_
         _check_followed_by_magic(src, end)
     if version == 0:
         return _read_legacy_block(src, start, body_start, end, load_content)
+    trailer = _I64.unpack(src.read_at(end - 8, 8))[0] if block_length >= 12 else -1
+    framed = trailer - len(MAGIC) == block_length
     if version != LOG_FORMAT_VERSION:
+        if framed and version > LOG_FORMAT_VERSION:
+            raise _unsupported(where, start, f"log format version {version}", f"pyhudi reads versions 0 and "
+                               f"{LOG_FORMAT_VERSION}")
         raise _BadBlock(f"unsupported log format version {version}")
     if block_length < _V1_MIN_LENGTH:
         raise _BadBlock(f"block length {block_length} too small for a v1 block")
-    trailer = _I64.unpack(src.read_at(end - 8, 8))[0]
-    if trailer - len(MAGIC) != block_length:
+    if not framed:
         raise _BadBlock(f"trailing size {trailer} does not match block length {block_length}")
-    return _parse_v1_body(src, start, body_start, end, load_content)
+    return _parse_v1_body(src, start, body_start, end, load_content, where)
+
+
+def _unsupported(where: str, start: int, what: str, known: str) -> UnsupportedTableError:
+    return UnsupportedTableError(
+        f"{where}: the log block at offset {start} has {what}, which pyhudi does not know ({known}); it was "
+        "written by a newer Hudi or holds a feature pyhudi does not implement, so the file is refused rather "
+        "than skipped (its records would be lost); read the table with Apache Hudi")
 
 
 def _check_followed_by_magic(src: _Source, end: int) -> None:
@@ -364,14 +388,16 @@ def _check_followed_by_magic(src: _Source, end: int) -> None:
         raise _BadBlock("block is not followed by a magic or end of file")
 
 
-def _parse_v1_body(src: _Source, start: int, body_start: int, end: int, load_content: bool) -> LogBlock:
+def _parse_v1_body(src: _Source, start: int, body_start: int, end: int, load_content: bool,
+                   where: str = "log file") -> LogBlock:
     """Parse type, header, content and footer; every field must end exactly at ``end``."""
     cursor = _Cursor(src, body_start + 4, end - 8)
     type_ordinal = cursor.i32()
     try:
         block_type = BlockType(type_ordinal)
     except ValueError:
-        raise _BadBlock(f"unknown block type {type_ordinal}") from None
+        known = ", ".join(f"{t.value} {t.name}" for t in BlockType)
+        raise _unsupported(where, start, f"block type {type_ordinal}", f"types {known}") from None
     header = cursor.metadata()
     content_length = cursor.i64()
     content_offset = cursor.pos

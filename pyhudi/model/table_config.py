@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from pyhudi.errors import CorruptFileError, TableNotFoundError, UnsupportedTableError
 from pyhudi.model.properties import format_properties, parse_properties
+from pyhudi.model.table_features import check_readable, on_disk_features
 from pyhudi.storage import Storage
 
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
@@ -60,6 +61,8 @@ class TableConfig:
     layout_version: int = 1
     base_file_format: str = "PARQUET"
     raw: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # Features only the table's folders show (model/table_features.on_disk_features), set when loaded.
+    features: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     # Timestamp/custom key generator settings of this write (keygen/timestamp_keygen.py), and for a
     # CustomKeyGenerator the typed partition spec (`f1:SIMPLE,f2:TIMESTAMP`) under the partitionpath key.
     keygen_options: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -185,8 +188,9 @@ def _check_version(version: int, layout: int, where: str) -> None:
     else:
         fix = "upgrade it with Hudi 0.14/0.15 first"
     raise UnsupportedTableError(
-        f"{where} is a Hudi table of version {version} (timeline layout {layout}); pyhudi reads table versions "
-        f"4-6 with timeline layout 1 and writes version 6 (Hudi 0.14/0.15): {fix}"
+        f"{where} is a Hudi table of version {version} (timeline layout {layout}: hoodie.table.version={version}, "
+        f"hoodie.timeline.layout.version={layout}); pyhudi reads table versions 4-6 with timeline layout 1 and "
+        f"writes version 6 (Hudi 0.14/0.15): {fix}"
     )
 
 
@@ -211,7 +215,11 @@ def load_table_config(storage: Storage) -> TableConfig:
             f"{storage.base_uri} is not a Hudi table: {PROPERTIES_FILE} does not exist. Check the path, or "
             "write to it first with pyhudi.write(df, path, options)"
         ) from exc
-    return TableConfig.from_properties(parse_properties(text), where=storage.base_uri)
+    config = TableConfig.from_properties(parse_properties(text), where=storage.base_uri)
+    # Every read, write, service and CLI command loads the table here: refuse features pyhudi would
+    # misread (model/table_features.py); writes check more in writer/config.build_write_config.
+    check_readable(config, storage)
+    return config.evolve(features=on_disk_features(storage))
 
 
 def save_table_config(storage: Storage, config: TableConfig) -> None:

@@ -214,7 +214,7 @@ def _valid_blocks(storage: Storage, log_paths: list[str], spec: MergeSpec, stats
         stats.log_files_read += 1
         with storage.open_input_file(path) as fh:
             stats.log_bytes_read += int(fh.size())
-            for block in iter_blocks(fh, load_content=False):
+            for block in iter_blocks(fh, load_content=False, where=path):
                 stats.total_log_blocks += 1
                 if isinstance(block, CorruptBlock):
                     stats.total_corrupt_blocks += 1

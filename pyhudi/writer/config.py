@@ -16,6 +16,7 @@ from pyhudi.config.registry import Options
 from pyhudi.errors import InvalidConfigError
 from pyhudi.model.metadata_table import note_enable_requested
 from pyhudi.model.table_config import COW, CUSTOM_KEYGENS, TIMESTAMP_KEYGENS, TableConfig, infer_keygen
+from pyhudi.model.table_features import check_writable
 from pyhudi.transaction.lock import LockSettings
 from pyhudi.writer.operation import WriteOperation
 
@@ -293,11 +294,10 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
     if index.type == "BUCKET":
         check_bucket_num(index.bucket_num, table)
     payload = table.payload_class if table.payload_class and not o.is_set(K.PAYLOAD_CLASS) else o.get(K.PAYLOAD_CLASS)
-    if index.type in ("SIMPLE", "BLOOM", "GLOBAL_SIMPLE") and not table.populate_meta_fields \
-            and op.needs_tagging:
-        raise InvalidConfigError(
-            f"hoodie.index.type={index.type} needs the _hoodie_record_key column but the table was created with "
-            "hoodie.populate.meta.fields=false; only insert/bulk_insert are supported on such tables")
+    # Every write and service: features pyhudi would break, including (on virtual keys) every operation
+    # that matches stored records by key: updates, deletes, inserts that must not duplicate stored keys.
+    check_writable(table, o, op.needs_tagging or (
+        op is WriteOperation.INSERT and not o.get(K.ALLOW_DUPLICATE_ON_INSERTS)))
     clean = CleanConfig.from_options(o)
     prefix = o.get(K.COMMIT_META_PREFIX)
     extra = {k: str(v) for k, v in o.extras.items() if prefix and k.startswith(prefix)}

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pyhudi.errors import UnsupportedTableError
 from pyhudi.io import log_format
 from pyhudi.io.log_blocks import (
     Ordering,
@@ -385,10 +386,15 @@ def test_corrupt_middle_block_resyncs_to_third(extract: Any) -> None:
         "negative length": b1[:6] + struct.pack(">q", -5) + b1[14:],
         "length off by one": b1[:6] + struct.pack(">q", len(b1) - 13) + b1[14:],
         "bad trailer": b1[:-8] + struct.pack(">q", 1),
-        "bad block type": b1[:18] + struct.pack(">i", 99) + b1[22:],
-        "bad version": b1[:14] + struct.pack(">i", 7) + b1[18:],
+        "negative version": b1[:14] + struct.pack(">i", -7) + b1[18:],
         "truncated": b1[: len(b1) // 2],
     }
+    # A well-framed block of an unknown type or newer format version is refused, not skipped as corrupt
+    # (issue 16, item 7: skipping would silently drop its records; Hudi 0.14 also fails on the type).
+    for what, unknown in (("block type 99", b1[:18] + struct.pack(">i", 99) + b1[22:]),
+                          ("log format version 7", b1[:14] + struct.pack(">i", 7) + b1[18:])):
+        with pytest.raises(UnsupportedTableError, match=f"x.log: the log block at offset {len(b0)} has {what}"):
+            read_blocks(b0 + unknown + b2, where="x.log")
     for reason, bad in damaged.items():
         items = read_blocks(b0 + bad + b2)
         good = _valid(items)
