@@ -6,6 +6,7 @@ need it, which is exactly why it is easy to forget.
 
 from __future__ import annotations
 
+from pyhudi.errors import InvalidRecordError
 from pyhudi.model.file_names import PARTITION_METAFILE, join_path
 from pyhudi.model.properties import java_date_comment
 from pyhudi.storage import Storage
@@ -17,7 +18,23 @@ def partition_metadata_text(instant: str, partition: str) -> str:
             f"partitionDepth={partition_depth(partition)}\n")
 
 
+def check_partition_path(partition: str) -> None:
+    """A partition path with an empty, `.` or `..` level (a value that starts or ends with `/`, holds `//`,
+    or is `.`/`..`, written without URL-encoding) is not a directory name the file system keeps: `x/` and
+    `x` would share one folder, and `..` would leave the table. Readers would map the folder back to the
+    wrong value, so such a write is refused; Hudi 0.14 writes it anyway (1.x validates partition paths)."""
+    bad = [seg for seg in partition.split("/") if seg in ("", ".", "..")] if partition else []
+    if bad:
+        raise InvalidRecordError(
+            f"partition path {partition!r} has an empty, '.' or '..' directory level (a partition value that "
+            "starts or ends with '/', holds '//', or is '.' or '..'), which the file system cannot keep apart "
+            "from another partition; set hoodie.datasource.write.partitionpath.urlencode=true to escape the '/' "
+            "of such values (a whole value '.' or '..' needs hoodie.datasource.write.hive_style_partitioning="
+            "true), or clean them before writing. The write was rolled back")
+
+
 def ensure_partition_metadata(storage: Storage, partition: str, instant: str) -> None:
+    check_partition_path(partition)
     rel = join_path(partition, PARTITION_METAFILE)
     if storage.exists(rel):
         return

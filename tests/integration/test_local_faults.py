@@ -165,17 +165,19 @@ def test_reading_a_non_hudi_path_changes_nothing(spark, tmp_path):
     assert not (tmp_path / "absent").exists()
 
 
-def test_table_version_5_is_refused_for_read_and_write(spark, tmp_path):
-    path = tmp_path / "v5"
+def test_table_version_8_is_refused_for_read_and_write(spark, tmp_path):
+    """Hudi 1.x's table version 8 is refused on read and write, leaving the table as it was (version 5 was
+    refused here until pyhudi learnt to read and upgrade versions 4 and 5: tests/integration/test_old_versions.py)."""
+    path = tmp_path / "v8"
     rows = {"start": 0, "stop": 10, "version": 1}
-    pyhudi.write(rows_frame(spark, rows), str(path), opts("v5"))
+    pyhudi.write(rows_frame(spark, rows), str(path), opts("v8"))
     props = path / ".hoodie" / "hoodie.properties"
-    props.write_text(props.read_text().replace("hoodie.table.version=6", "hoodie.table.version=5"))
+    props.write_text(props.read_text().replace("hoodie.table.version=6", "hoodie.table.version=8"))
     before = tree_snapshot(path)
     with pytest.raises(UnsupportedTableError) as exc:
         pyhudi.read(spark, str(path))
-    assert "version 5" in str(exc.value)
+    assert "version 8" in str(exc.value)
     with pytest.raises(UnsupportedTableError) as exc:
-        pyhudi.write(rows_frame(spark, {"start": 5, "stop": 15, "version": 2}), str(path), opts("v5"))
-    assert "version 5" in str(exc.value)
+        pyhudi.write(rows_frame(spark, {"start": 5, "stop": 15, "version": 2}), str(path), opts("v8"))
+    assert "version 8" in str(exc.value)
     assert tree_snapshot(path) == before

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import pyhudi
+from pyhudi.errors import InvalidRecordError
 from pyhudi.model.table_config import load_table_config
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -194,3 +195,30 @@ def _data_files(path: str) -> list[str]:
         dirs[:] = [d for d in dirs if d != ".hoodie"]
         out += [os.path.relpath(os.path.join(root, f), path) for f in files if f.endswith(".parquet")]
     return out
+
+
+@pytest.mark.parametrize("bad", ["x/", "/", "x//y", "..", "a/./b"])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_values_the_file_system_cannot_keep_apart_are_refused(spark, tmp_path, bad, table_type):
+    """`x/` and `x` would share one folder (and `..` leave the table): such a write is refused and rolled
+    back, and the table reads as before; with URL-encoding the same value is written and read back."""
+    path = str(tmp_path / "t")
+    opts = _opts(table_type, hive=False)
+    first = [(1, "x", 1, 1), (2, "x", 1, 1)]
+    _write(spark, path, first, opts, "upsert")
+    before = sorted(os.listdir(os.path.join(path, ".hoodie")))
+    df = spark.createDataFrame([(3, bad, 2, 2)], "id long, part string, v long, ts long")
+    with pytest.raises(InvalidRecordError, match="urlencode"):
+        pyhudi.write(df, path, {**opts, "hoodie.datasource.write.operation": "upsert"})
+    assert _by_key(pyhudi.read(spark, path).toArrow()) == _model(first)
+    after = [n for n in sorted(os.listdir(os.path.join(path, ".hoodie"))) if n not in before]
+    assert all(".rollback" in n or n.startswith(".") or "heartbeat" in n for n in after), after
+    assert not os.path.exists(os.path.join(tmp_path, "x")) and not os.path.exists(os.path.join(path, ".", "y"))
+    enc = str(tmp_path / "enc")
+    rows = [(1, bad, 1, 1), (2, "x", 1, 1)]
+    # Hudi's escaping leaves dots alone, so a whole value '..' takes hive-style partitioning instead
+    fix = {"hoodie.datasource.write.hive_style_partitioning": "true"} if bad == ".." else \
+        {"hoodie.datasource.write.partitionpath.urlencode": "true"}
+    _write(spark, enc, rows, {**_opts(table_type, hive=False), **fix}, "upsert")
+    assert _by_key(pyhudi.read(spark, enc).toArrow()) == _model(rows)
+    assert _by_key(hudi_rs(enc)) == _model(rows)

@@ -36,10 +36,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pyhudi.errors import InvalidRecordError
 from pyhudi.model.table_config import TableConfig
 from pyhudi.storage import Storage
 from pyhudi.view.partition_values import UNKNOWN, _float32
 from pyhudi.view.partitions import PartitionFilter, list_partitions
+from pyhudi.writer.partition_meta import check_partition_path
 
 DEFAULT = "__HIVE_DEFAULT_PARTITION__"
 UTC = dt.timezone.utc
@@ -77,6 +79,14 @@ def render(dtype: DataType, value: Any) -> str:
     if isinstance(dtype, (FloatType, DoubleType)):
         return _java_float_text(value, isinstance(dtype, FloatType))
     return str(value)
+
+
+def check_storable(rel: str) -> bool:
+    try:
+        check_partition_path(rel)
+    except InvalidRecordError:
+        return False
+    return True
 
 
 def dir_name(field: str, text: str, hive: bool, urlencode: bool) -> str:
@@ -271,6 +281,8 @@ def _f32_neighbours(f: float) -> tuple[float, float]:
        ca=st.lists(_condition(_TEXT), max_size=2), cb=st.lists(_condition(st.integers(-(2**33), 2**33)), max_size=2))
 def test_multi_field_listing(tmp_path_factory, a, b, hive, urlencode, ca, cb):
     assume(urlencode or hive or not any(x and "/" in x for x in a))  # plain: depth tells nothing
+    # pyhudi refuses to write values whose path has an empty/./.. level (writer/partition_meta.py)
+    assume(urlencode or all(check_storable(dir_name("a", x, hive, False)) for x in a if x))
     root = tmp_path_factory.mktemp("tree")
     placed: dict[str, list[tuple[Any, Any]]] = {}
     for x in a:
