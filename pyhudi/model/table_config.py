@@ -142,7 +142,7 @@ class TableConfig:
         table_type = props["hoodie.table.type"].strip().upper()
         table_type = {"COW": COW, "MOR": MOR}.get(table_type, table_type)
         partition_fields = tuple(p.split(":")[0] for p in fields("hoodie.table.partition.fields"))
-        keygen = props.get("hoodie.table.keygenerator.class") or _infer_keygen(
+        keygen = props.get("hoodie.table.keygenerator.class") or _keygen_of_type(props) or _infer_keygen(
             fields("hoodie.table.recordkey.fields"), partition_fields)
         return cls(
             name=props["hoodie.table.name"],
@@ -192,6 +192,14 @@ def _check_version(version: int, layout: int, where: str) -> None:
         f"hoodie.timeline.layout.version={layout}); pyhudi reads table versions 4-6 with timeline layout 1 and "
         f"writes version 6 (Hudi 0.14/0.15): {fix}"
     )
+
+
+def _keygen_of_type(props: dict[str, str]) -> str | None:
+    """Hudi 1.x may name the key generator by type only (hoodie.table.keygenerator.type); table_features
+    refuses a type it does not map."""
+    from pyhudi.model.table_features import KEYGEN_TYPES
+
+    return KEYGEN_TYPES.get(props.get("hoodie.table.keygenerator.type", "").strip().upper())
 
 
 def _infer_keygen(record_keys: tuple[str, ...], partitions: tuple[str, ...]) -> str:

@@ -48,6 +48,14 @@ KNOWN_KEYGENS = frozenset({
     "org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator", "org.apache.hudi.keygen.CustomKeyGenerator",
     "org.apache.hudi.keygen.CustomAvroKeyGenerator",
 })
+# hoodie.table.keygenerator.type (Hudi 1.x KeyGeneratorType; a table may carry it beside the class) -> class
+KEYGEN_TYPES = {
+    "SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator", "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
+    "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+    "TIMESTAMP": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+    "TIMESTAMP_AVRO": "org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator",
+    "CUSTOM": "org.apache.hudi.keygen.CustomKeyGenerator", "CUSTOM_AVRO": "org.apache.hudi.keygen.CustomAvroKeyGenerator",
+}
 CONSISTENT_HASHING_DIR = ".hoodie/.bucket_index/consistent_hashing_metadata"
 UNSUPPORTED_WRITE_INDEXES = {"RECORD_INDEX": "the record-level index (kept in the metadata table)",
                              "HBASE": "the HBase index", "FLINK_STATE": "Flink's state index"}
@@ -57,6 +65,7 @@ KNOWN_TABLE_PROPERTIES = frozenset({
     "hoodie.table.name", "hoodie.table.type", "hoodie.table.version", "hoodie.table.precombine.field",
     "hoodie.table.partition.fields", "hoodie.table.recordkey.fields", "hoodie.table.keygenerator.class",
     "hoodie.table.create.schema", "hoodie.table.timeline.timezone", "hoodie.table.checksum",
+    "hoodie.table.keygenerator.type",
     # checked by value below
     "hoodie.table.base.file.format", "hoodie.table.ro.file.format", "hoodie.table.log.file.format",
     "hoodie.table.rt.file.format", "hoodie.table.cdc.enabled", "hoodie.table.cdc.supplemental.logging.mode",
@@ -131,6 +140,11 @@ def _merge_semantics(props: Mapping[str, str], where: str) -> None:
 
 def _keygen(props: Mapping[str, str], where: str) -> None:
     keygen = props.get("hoodie.table.keygenerator.class", "").strip()
+    kind = props.get("hoodie.table.keygenerator.type", "").strip()
+    if kind and (kind.upper() not in KEYGEN_TYPES or (keygen and KEYGEN_TYPES[kind.upper()] != keygen)):
+        raise _fail(f"the key generator type {kind}", f"hoodie.table.keygenerator.type={kind}",
+                    "pyhudi knows the types " + ", ".join(KEYGEN_TYPES) + " (matching "
+                    "hoodie.table.keygenerator.class when both are set); use Apache Hudi", where)
     if keygen and keygen not in KNOWN_KEYGENS:
         raise _fail(f"the key generator {keygen}", f"hoodie.table.keygenerator.class={keygen}",
                     "pyhudi knows Hudi's Simple, Complex, Nonpartitioned, TimestampBased and Custom key "

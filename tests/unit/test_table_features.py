@@ -219,3 +219,17 @@ def test_newer_delete_block_version_is_refused_naming_the_file() -> None:
     assert at > 0
     with pytest.raises(UnsupportedTableError, match=r"p/\.f_1\.log\.1_0-1-1.*content version 4"):
         delete_records(newer)
+
+
+def test_keygenerator_type_names_the_key_generator(tmp_path: Path) -> None:
+    """Hudi 1.x's hoodie.table.keygenerator.type: mapped when it is the only name, checked against the class
+    when both are set, refused when pyhudi does not know it."""
+    props = {k: v for k, v in BASE.items() if k != "hoodie.table.keygenerator.class"}
+    cfg = load_table_config(_table(tmp_path / "a", {**props, "hoodie.table.keygenerator.type": "complex"}))
+    assert cfg.keygen_class == "org.apache.hudi.keygen.ComplexKeyGenerator"
+    with pytest.raises(UnsupportedTableError, match="hoodie.table.keygenerator.type=USER_PROVIDED"):
+        load_table_config(_table(tmp_path / "b", {**props, "hoodie.table.keygenerator.type": "USER_PROVIDED"}))
+    with pytest.raises(UnsupportedTableError, match="hoodie.table.keygenerator.type=SIMPLE"):
+        load_table_config(_table(tmp_path / "c", {**props, "hoodie.table.keygenerator.type": "SIMPLE",
+                                                  "hoodie.table.keygenerator.class":
+                                                      "org.apache.hudi.keygen.ComplexKeyGenerator"}))
