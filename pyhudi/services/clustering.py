@@ -37,7 +37,7 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
 from pyhudi.transaction.conflicts import check_clustering
-from pyhudi.transaction.heartbeat import Heartbeat, is_expired, last_beat_ms, owner_is_gone
+from pyhudi.transaction.heartbeat import Heartbeat, is_expired, owner_is_gone
 from pyhudi.transaction.lock import LockSettings, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.writer.config import ClusteringConfig
@@ -118,9 +118,9 @@ def owner_gone(storage: Storage, instant: str, interval_ms: int, tolerable_misse
 
 
 def being_executed(storage: Storage, instant: str, interval_ms: int, tolerable_misses: int) -> bool:
-    """Whether some process is executing the pending clustering now (its heartbeat is live)."""
-    return last_beat_ms(storage, instant) is not None and not is_expired(storage, instant, interval_ms,
-                                                                          tolerable_misses)
+    """Whether some process is executing the pending clustering now (its heartbeat is live; `is_expired`
+    counts a missing heartbeat as expired, so one read of it decides)."""
+    return not is_expired(storage, instant, interval_ms, tolerable_misses)
 
 
 def read_plan(timeline: ActiveTimeline, instant: str) -> dict[str, Any]:

@@ -41,7 +41,7 @@ def owner_token() -> str:
     return f"{socket.gethostname()}:{pid}:{_process_start(pid)}"
 
 
-def owner_gone(owner: str) -> bool:
+def _process_gone(owner: str) -> bool:
     """True only when the owner certainly no longer runs: same host, and its pid is gone (or reused)."""
     host, _, rest = owner.partition(":")
     pid_text, _, start = rest.partition(":")
@@ -104,11 +104,6 @@ def _read(storage: Storage, instant: str) -> tuple[int, str] | None:
     return (mtime, "") if mtime is not None else None
 
 
-def last_beat_ms(storage: Storage, instant: str) -> int | None:
-    info = _read(storage, instant)
-    return info[0] if info else None
-
-
 def is_expired(storage: Storage, instant: str, interval_ms: int, tolerable_misses: int) -> bool:
     """Whether the instant's owner is gone: no heartbeat, a stale one, or an owner process that died."""
     info = _read(storage, instant)
@@ -117,7 +112,7 @@ def is_expired(storage: Storage, instant: str, interval_ms: int, tolerable_misse
     beat, owner = info
     if int(time.time() * 1000) - beat > (tolerable_misses + 1) * interval_ms:
         return True
-    return bool(owner) and owner_gone(owner)
+    return bool(owner) and _process_gone(owner)
 
 
 def owner_is_gone(storage: Storage, instant: str, interval_ms: int, tolerable_misses: int,
