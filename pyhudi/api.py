@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pyhudi.config import keys as K
 from pyhudi.config.registry import Options
+from pyhudi.engine import engine_for
 from pyhudi.errors import HudiError, InvalidConfigError, TableNotFoundError, from_worker
 from pyhudi.model.table_config import load_table_config
 from pyhudi.reader.reader import read as _read
@@ -117,7 +118,7 @@ def _service_config(path: str, options: Mapping[str, Any] | None,
     return storage, config
 
 
-def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,
+def compact(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
             instant: str | None = None) -> list[str]:
     """Run compaction on a merge-on-read table; returns the compaction instants completed.
 
@@ -126,7 +127,7 @@ def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
     pending compaction, oldest first.
     """
     from pyhudi.services import compaction
-    from pyhudi.writer.client import parquet_settings
+    from pyhudi.writer.config import parquet_settings
 
     storage, config = _service_config(path, options, upgrade=True)
     table = config.table
@@ -138,11 +139,11 @@ def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
                                 max_file_size=config.sizing.max_file_size)
         todo = compaction.pending_compactions(storage)
     for inst in todo:
-        compaction.execute(spark, storage, table, inst, parquet_settings(config), config.event_time_field)
+        compaction.execute(engine_for(spark, config.local_parallelism), storage, table, inst, parquet_settings(config), config.event_time_field)
     return todo
 
 
-def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,
+def cluster(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
             instant: str | None = None) -> list[str]:
     """Cluster the table: returns the clustering instants completed.
 
@@ -152,7 +153,7 @@ def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
     would overwrite a concurrent write is rolled back and raises CommitConflictError.
     """
     from pyhudi.services import clustering
-    from pyhudi.writer.client import parquet_settings
+    from pyhudi.writer.config import parquet_settings
 
     storage, config = _service_config(path, options, upgrade=True)
     table = config.table
@@ -164,7 +165,7 @@ def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
         todo = [i for i in clustering.pending_clusterings(storage) if not clustering.being_executed(
             storage, i, config.heartbeat_interval_ms, config.heartbeat_tolerable_misses)]  # never run one twice
     for inst in todo:
-        clustering.execute(spark, storage, table, inst, config.clustering, parquet_settings(config),
+        clustering.execute(engine_for(spark, config.local_parallelism), storage, table, inst, config.clustering, parquet_settings(config),
                            config.event_time_field, config.lock, config.heartbeat_interval_ms)
     return todo
 
@@ -252,7 +253,7 @@ def resume_table_services(spark: SparkSession, path: str, options: Mapping[str, 
     if existing is None:
         return
     opts = Options.parse(options, warn_unknown=False)
-    resume(spark, storage, build_write_config(opts, existing, WriteOperation.INSERT, streaming=streaming))
+    resume(engine_for(spark), storage, build_write_config(opts, existing, WriteOperation.INSERT, streaming=streaming))
 
 
 def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,

@@ -193,6 +193,12 @@ SINGLE_TASK_MAX_INDEX_FILES = declare(
     "pyhudi only: an upsert/delete takes the one-task path only if the index lookup reads at most this "
     "many latest base files (the table's, across partitions).", Group.WRITE, validator=non_negative)
 
+LOCAL_PARALLELISM = declare(
+    "hoodie.pyhudi.engine.local.parallelism", "int", 0,
+    "pyhudi only: how many tasks the in-process engine (writes of Arrow/pandas data, reads and services "
+    "without a SparkSession) runs at once on its thread pool; 0 means the machine's cores, at most 8. "
+    "It bounds memory too: at most this many tasks hold data at once.", Group.WRITE, validator=non_negative)
+
 DIRECT_PARQUET_INPUT = declare(
     "hoodie.pyhudi.write.direct.parquet.input", "bool", True,
     "pyhudi only: when the input DataFrame is a plain scan of parquet files (spark.read.parquet(...)), "

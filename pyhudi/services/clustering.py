@@ -15,19 +15,20 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
+from pyhudi.engine.base import Engine, TaskInfo
 from pyhudi.errors import CommitConflictError, HudiError, InvalidConfigError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings, encode_within, estimate_bytes_per_row
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
-from pyhudi.model.file_names import base_file_name, file_id, join_path, new_file_id_prefix, write_token
+from pyhudi.model.file_names import base_file_name, file_id, join_path, new_file_id_prefix
 from pyhudi.model.table_config import TableConfig
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
@@ -53,7 +54,6 @@ from pyhudi.writer.prepare import table_schema
 
 log = logging.getLogger(__name__)
 DEFAULT_HEARTBEAT_MS = 60000  # hoodie.client.heartbeat.interval_in_ms
-GROUPS_SCHEMA = "group_index int, partition string, slices string"
 
 
 def explain(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_file_size: int) -> ClusteringPlanDraft:
@@ -154,19 +154,9 @@ def _rel(partition: str, uri: str) -> str:
     return join_path(partition, uri.rsplit("/", 1)[-1])
 
 
-def _cluster_task(ctx: ClusterContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    from pyspark import TaskContext
-
-    tc = TaskContext.get()
-    assert tc is not None
-    token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
-    storage = Storage(ctx.base_uri)
-    out: list[str] = []
-    for batch in batches:
-        for row in batch.to_pylist():
-            out.extend(json.dumps(s.to_json()) for s in _cluster_group(ctx, storage, row, token))
-    if out:
-        yield pa.RecordBatch.from_pydict({"stat": out}, schema=pa.schema([("stat", pa.string())]))
+def _cluster_task(ctx: ClusterContext, row: dict[str, Any], task: TaskInfo) -> list[WriteStat]:
+    """One clustering group, merged, ordered and written by whichever engine runs the task."""
+    return _cluster_group(ctx, Storage(ctx.base_uri), row, task.token())
 
 
 def _cluster_group(ctx: ClusterContext, storage: Storage, row: dict[str, Any], token: str) -> list[WriteStat]:
@@ -236,7 +226,7 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
 
 
 # --------------------------------------------------------------------------- execution (driver)
-def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg: ClusteringConfig,
+def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str, cfg: ClusteringConfig,
             parquet: ParquetSettings, event_time_field: str | None, lock: LockSettings | None = None,
             heartbeat_ms: int = DEFAULT_HEARTBEAT_MS) -> CommitMetadata:
     """Execute a pending clustering, beating its heartbeat meanwhile, so other processes can tell this
@@ -247,12 +237,12 @@ def execute(spark: Any, storage: Storage, table: TableConfig, instant: str, cfg:
         raise TimelineError(f"{instant} is not a pending clustering on {storage.base_uri}")
     beat = Heartbeat(storage, instant, heartbeat_ms).start()
     try:
-        return _execute(spark, storage, table, timeline, current, cfg, parquet, event_time_field, lock)
+        return _execute(engine, storage, table, timeline, current, cfg, parquet, event_time_field, lock)
     finally:
         beat.stop()
 
 
-def _execute(spark: Any, storage: Storage, table: TableConfig, timeline: ActiveTimeline, current: Instant,
+def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: ActiveTimeline, current: Instant,
              cfg: ClusteringConfig, parquet: ParquetSettings, event_time_field: str | None,
              lock: LockSettings | None) -> CommitMetadata:
     instant = current.timestamp
@@ -281,9 +271,10 @@ def _execute(spark: Any, storage: Storage, table: TableConfig, timeline: ActiveT
     ctx = ClusterContext(storage.base_uri, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet, target,
                          sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout), small)
     groups = plan.get("inputGroups") or []
-    rows = [(i, str(g["slices"][0].get("partitionPath") or ""), json.dumps(g["slices"])) for i, g in enumerate(groups)]
+    rows = [{"group": i, "partition": str(g["slices"][0].get("partitionPath") or ""), "slices": json.dumps(g["slices"])}
+            for i, g in enumerate(groups)]
     try:
-        stats = _run(spark, ctx, rows, cfg.max_parallelism)
+        stats = _run(engine, ctx, rows, cfg.max_parallelism)
         delete_unreported_files(storage, instant, {s.path for s in stats})
         return _commit(storage, table, instant, plan, stats, avro, lock)
     except CommitConflictError:
@@ -291,12 +282,9 @@ def _execute(spark: Any, storage: Storage, table: TableConfig, timeline: ActiveT
         raise
 
 
-def _run(spark: Any, ctx: ClusterContext, rows: list[tuple[int, str, str]], parallelism: int) -> list[WriteStat]:
-    if not rows:
-        return []
-    df = spark.createDataFrame(rows, GROUPS_SCHEMA).repartition(max(1, min(len(rows), parallelism)))
-    out = df.mapInArrow(lambda it: _cluster_task(ctx, it), "stat string").collect()
-    return [WriteStat.from_json(json.loads(r["stat"])) for r in out]
+def _run(engine: Engine, ctx: ClusterContext, rows: list[dict[str, Any]], parallelism: int) -> list[WriteStat]:
+    return engine.map_tasks(partial(_cluster_task, ctx), rows, max(1, parallelism),
+                            description=f"pyhudi clustering {ctx.instant}")
 
 
 def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, Any], stats: list[WriteStat],

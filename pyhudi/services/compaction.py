@@ -16,20 +16,18 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 
-import pyarrow as pa
-from pyspark.sql import SparkSession
-
+from pyhudi.engine.base import Engine, TaskInfo
 from pyhudi.errors import HudiError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings, write_parquet
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
-from pyhudi.model.file_names import base_file_name, join_path, write_token
+from pyhudi.model.file_names import base_file_name, join_path
 from pyhudi.model.instant_time import instant_to_ms, zone
 from pyhudi.model.table_config import TableConfig
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
@@ -51,7 +49,6 @@ from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.prepare import table_schema
 
 log = logging.getLogger(__name__)
-OPS_SCHEMA = "partition string, file_id string, base_instant string, base_file string, log_files string"
 
 
 MB = 1024 * 1024
@@ -174,19 +171,9 @@ class CompactContext:
     parquet: ParquetSettings
 
 
-def _compact_task(ctx: CompactContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    from pyspark import TaskContext
-
-    tc = TaskContext.get()
-    assert tc is not None
-    token = write_token(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
-    storage = Storage(ctx.base_uri)
-    out = []
-    for batch in batches:
-        for row in batch.to_pylist():
-            out.append(json.dumps(_compact_one(ctx, storage, row, token).to_json()))
-    if out:
-        yield pa.RecordBatch.from_pydict({"stat": out}, schema=pa.schema([("stat", pa.string())]))
+def _compact_task(ctx: CompactContext, op: dict[str, str], task: TaskInfo) -> list[WriteStat]:
+    """One file slice, merged and written by whichever engine runs the task."""
+    return [_compact_one(ctx, Storage(ctx.base_uri), op, task.token())]
 
 
 def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], token: str) -> WriteStat:
@@ -212,8 +199,9 @@ def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], toke
     )
 
 
-def execute(spark: SparkSession, storage: Storage, table: TableConfig, instant: str,
+def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str,
             parquet: ParquetSettings, event_time_field: str | None) -> CommitMetadata:
+    """Run a pending compaction: every file slice of the plan is merged by one task of `engine`."""
     timeline = ActiveTimeline.load(storage)
     current = timeline.find(instant)
     if current is None or current.action is not Action.COMPACTION or current.is_completed:
@@ -233,13 +221,11 @@ def execute(spark: SparkSession, storage: Storage, table: TableConfig, instant: 
                      populate_meta=table.populate_meta_fields, record_key_fields=table.record_key_fields,
                      committed_before=first.timestamp if first else None)
     ctx = CompactContext(storage.base_uri, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet)
-    ops = [(o["partitionPath"] or "", o["fileId"], o["baseInstantTime"], o.get("dataFilePath"),
-            json.dumps(list(o.get("deltaFilePaths") or []))) for o in plan.get("operations") or []]
-    stats: list[WriteStat] = []
-    if ops:
-        df = spark.createDataFrame(ops, OPS_SCHEMA).repartition(len(ops))
-        rows = df.mapInArrow(lambda it: _compact_task(ctx, it), "stat string").collect()
-        stats = [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
+    ops = [{"partition": o["partitionPath"] or "", "file_id": o["fileId"], "base_instant": o["baseInstantTime"],
+            "base_file": o.get("dataFilePath"), "log_files": json.dumps(list(o.get("deltaFilePaths") or []))}
+           for o in plan.get("operations") or []]
+    stats: list[WriteStat] = engine.map_tasks(partial(_compact_task, ctx), ops,
+                                              description=f"pyhudi compaction {instant}")
     delete_unreported_files(storage, instant, {s.path for s in stats})
     fault_point("compaction.before_commit")
     meta = CommitMetadata(compacted=True, operation_type="COMPACT", extra_metadata={"schema": S.to_json(avro)})

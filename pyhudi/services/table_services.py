@@ -24,8 +24,8 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
 
+from pyhudi.engine.base import Engine
 from pyhudi.services import background
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -39,7 +39,7 @@ class _Service:
     kind: str
     pending: Callable[[Storage], list[str]]
     schedule: Callable[[Storage, WriteConfig], str | None]  # applies the service's trigger
-    execute: Callable[[Any, Storage, WriteConfig, str], object]
+    execute: Callable[[Engine, Storage, WriteConfig, str], object]
 
 
 # --------------------------------------------------------------------------- clustering
@@ -59,15 +59,15 @@ def _clustering_schedule(storage: Storage, cfg: WriteConfig) -> str | None:
     return clustering.schedule(storage, cfg.table, cc, cfg.sizing.max_file_size, cfg.lock)
 
 
-def _clustering_execute(spark: Any, storage: Storage, cfg: WriteConfig, instant: str) -> object:
+def _clustering_execute(engine: Engine, storage: Storage, cfg: WriteConfig, instant: str) -> object:
     from pyhudi.services import clustering
-    from pyhudi.writer.client import parquet_settings
+    from pyhudi.writer.config import parquet_settings
 
-    return clustering.execute(spark, storage, cfg.table, instant, cfg.clustering, parquet_settings(cfg),
+    return clustering.execute(engine, storage, cfg.table, instant, cfg.clustering, parquet_settings(cfg),
                               cfg.event_time_field, cfg.lock, cfg.heartbeat_interval_ms)
 
 
-def resume_orphaned_clusterings(spark: Any, storage: Storage, cfg: WriteConfig) -> list[str]:
+def resume_orphaned_clusterings(engine: Engine, storage: Storage, cfg: WriteConfig) -> list[str]:
     """Before a write plans anything: execute pending clusterings whose owner is gone (its process died
     mid-execution, see `clustering.owner_gone`), when this writer runs clustering itself (async or
     inline). Otherwise such a plan would hold its file groups for good: under the default reject
@@ -89,7 +89,7 @@ def resume_orphaned_clusterings(spark: Any, storage: Storage, cfg: WriteConfig) 
         log.warning("resuming clustering %s of %s: its executor is gone (heartbeat expired)", instant,
                     storage.base_uri)
         try:
-            CLUSTERING.execute(spark, storage, cfg, instant)
+            CLUSTERING.execute(engine, storage, cfg, instant)
             done.append(instant)
         except Exception as exc:  # the write goes on; the plan stays pending or was rolled back
             log.warning("resuming clustering %s of %s failed: %s: %s", instant, storage.base_uri,
@@ -100,18 +100,18 @@ def resume_orphaned_clusterings(spark: Any, storage: Storage, cfg: WriteConfig) 
 CLUSTERING = _Service("clustering", _clustering_pending, _clustering_schedule, _clustering_execute)
 
 
-def clustering_service(spark: Any, storage: Storage, cfg: WriteConfig) -> None:
+def clustering_service(engine: Engine, storage: Storage, cfg: WriteConfig) -> None:
     """hoodie.clustering.async.enabled (background), .inline (synchronous) or .schedule.inline (plan only)."""
     cc = cfg.clustering
     if cc.async_enabled:
-        run_async(spark, storage, cfg, CLUSTERING)
+        run_async(engine, storage, cfg, CLUSTERING)
         return
     if not (cc.inline or cc.schedule_inline):
         return
     pending = CLUSTERING.pending(storage)
     instant = pending[0] if pending else CLUSTERING.schedule(storage, cfg)
     if instant is not None and cc.inline:
-        CLUSTERING.execute(spark, storage, cfg, instant)
+        CLUSTERING.execute(engine, storage, cfg, instant)
 
 
 # --------------------------------------------------------------------------- compaction
@@ -127,44 +127,44 @@ def _compaction_schedule(storage: Storage, cfg: WriteConfig) -> str | None:
     return compaction.schedule(storage, cfg.table, cfg.compaction, max_file_size=cfg.sizing.max_file_size)
 
 
-def _compaction_execute(spark: Any, storage: Storage, cfg: WriteConfig, instant: str) -> object:
+def _compaction_execute(engine: Engine, storage: Storage, cfg: WriteConfig, instant: str) -> object:
     from pyhudi.services import compaction
-    from pyhudi.writer.client import parquet_settings
+    from pyhudi.writer.config import parquet_settings
 
-    return compaction.execute(spark, storage, cfg.table, instant, parquet_settings(cfg), cfg.event_time_field)
+    return compaction.execute(engine, storage, cfg.table, instant, parquet_settings(cfg), cfg.event_time_field)
 
 
 COMPACTION = _Service("compaction", _compaction_pending, _compaction_schedule, _compaction_execute)
 
 
-def compaction_service(spark: Any, storage: Storage, cfg: WriteConfig) -> None:
+def compaction_service(engine: Engine, storage: Storage, cfg: WriteConfig) -> None:
     """MOR only: async (streaming, hoodie.datasource.compaction.async.enable), hoodie.compact.inline, or
     hoodie.compact.schedule.inline (plan only)."""
     c = cfg.compaction
     if not cfg.table.is_mor:
         return
     if c.run_async:
-        run_async(spark, storage, cfg, COMPACTION)
+        run_async(engine, storage, cfg, COMPACTION)
         return
     if not (c.inline or c.schedule_inline):
         return
     COMPACTION.schedule(storage, cfg)
     if c.inline:
         for instant in COMPACTION.pending(storage):
-            COMPACTION.execute(spark, storage, cfg, instant)
+            COMPACTION.execute(engine, storage, cfg, instant)
 
 
 # --------------------------------------------------------------------------- background execution
-def resume(spark: Any, storage: Storage, cfg: WriteConfig) -> None:
+def resume(engine: Engine, storage: Storage, cfg: WriteConfig) -> None:
     """Submit pending plans of the enabled async services without scheduling new ones: what a streaming
     query does when it starts, so a plan a crash left behind runs even if no new data arrives."""
     if cfg.clustering.async_enabled:
-        run_async(spark, storage, cfg, CLUSTERING, schedule=False)
+        run_async(engine, storage, cfg, CLUSTERING, schedule=False)
     if cfg.table.is_mor and cfg.compaction.run_async:
-        run_async(spark, storage, cfg, COMPACTION, schedule=False)
+        run_async(engine, storage, cfg, COMPACTION, schedule=False)
 
 
-def run_async(spark: Any, storage: Storage, cfg: WriteConfig, service: _Service,
+def run_async(engine: Engine, storage: Storage, cfg: WriteConfig, service: _Service,
               schedule: bool = True) -> Future[object] | None:
     """Submit the next plan of `service` to the background (see the module docstring); None if none."""
     uri = storage.base_uri
@@ -183,7 +183,7 @@ def run_async(spark: Any, storage: Storage, cfg: WriteConfig, service: _Service,
 
     def job() -> object:
         try:
-            result = service.execute(spark, storage, cfg, chosen)
+            result = service.execute(engine, storage, cfg, chosen)
         except Exception as exc:
             if chosen in service.pending(storage):
                 r = cfg.services

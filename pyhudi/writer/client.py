@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from pyhudi.config import keys as K
+from pyhudi.engine import engine_for
 from pyhudi.errors import (
     ClusteringUpdateConflictError,
     CommitConflictError,
@@ -37,7 +38,6 @@ from pyhudi.errors import (
 from pyhudi.faults import fault_point
 from pyhudi.index import simple as simple_index
 from pyhudi.io import schema as S
-from pyhudi.io.base_file import ParquetSettings
 from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
@@ -57,7 +57,7 @@ from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer import delete_partition, direct_input, single_task
 from pyhudi.writer.bulk_insert import layout, run_bulk_task, run_direct_bulk_task
-from pyhudi.writer.config import WriteConfig
+from pyhudi.writer.config import WriteConfig, parquet_settings
 from pyhudi.writer.direct_input import DirectInput
 from pyhudi.writer.handles import HandleContext, run_bucket_task
 from pyhudi.writer.markers import delete_markers, list_marked_files, unreported_files
@@ -103,6 +103,7 @@ class WriteResult:
 class WriteClient:
     def __init__(self, spark: SparkSession, storage: Storage, config: WriteConfig) -> None:
         self.spark = spark
+        self.engine = engine_for(spark, config.local_parallelism)
         self.storage = storage
         self.config = config
         ensure_worker_python(spark)
@@ -226,7 +227,7 @@ class WriteClient:
             return False
         from pyhudi.services.table_services import resume_orphaned_clusterings
 
-        return bool(resume_orphaned_clusterings(self.spark, self.storage, self.config))
+        return bool(resume_orphaned_clusterings(self.engine, self.storage, self.config))
 
     def _inline_services(self) -> None:
         """Table services the writer runs after its commit: clustering, compaction, the cleaner, then
@@ -262,7 +263,7 @@ class WriteClient:
     def _compaction_service(self) -> None:
         from pyhudi.services.table_services import compaction_service
 
-        compaction_service(self.spark, self.storage, self.config)
+        compaction_service(self.engine, self.storage, self.config)
 
     # ------------------------------------------------------------------ steps
     def _timeline(self) -> ActiveTimeline | None:
@@ -474,7 +475,7 @@ class WriteClient:
     def _clustering_service(self) -> None:
         from pyhudi.services.table_services import clustering_service
 
-        clustering_service(self.spark, self.storage, self.config)
+        clustering_service(self.engine, self.storage, self.config)
 
     def _footprint(self, meta: CommitMetadata, stats: list[WriteStat]) -> Footprint:
         """The file groups this write changed. delete_partition writes nothing but hides whole groups: a
@@ -689,15 +690,6 @@ def _replacing_instants(view: FileSystemView) -> dict[tuple[str, str], str]:
             for fid in ids:
                 out[(p, fid)] = inst.timestamp
     return out
-
-
-def parquet_settings(cfg: WriteConfig) -> ParquetSettings:
-    return ParquetSettings(
-        codec=cfg.sizing.codec, page_size=cfg.sizing.page_size, block_size=cfg.sizing.block_size,
-        bloom_type=cfg.index.bloom_type, bloom_num_entries=cfg.index.bloom_num_entries,
-        bloom_fpp=cfg.index.bloom_fpp, bloom_max_entries=cfg.index.bloom_max_entries,
-        with_bloom=cfg.table.populate_meta_fields,
-    )
 
 
 _CHEAP_PLAN_NODES = frozenset({"LogicalRelation", "LocalRelation", "InMemoryRelation", "Project", "Filter"})

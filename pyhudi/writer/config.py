@@ -14,6 +14,7 @@ from typing import Any
 from pyhudi.config import keys as K
 from pyhudi.config.registry import Options
 from pyhudi.errors import InvalidConfigError
+from pyhudi.io.base_file import ParquetSettings
 from pyhudi.model.metadata_table import note_enable_requested
 from pyhudi.model.table_config import COW, CUSTOM_KEYGENS, TIMESTAMP_KEYGENS, TableConfig, infer_keygen
 from pyhudi.model.table_features import check_writable
@@ -115,6 +116,7 @@ class WriteConfig:
     heartbeat_interval_ms: int = 60000
     heartbeat_tolerable_misses: int = 2
     single_task_max_bytes: int = 32 * 1024 * 1024
+    local_parallelism: int = 0  # in-process engine's task pool (0: the machine's cores, at most 8)
     single_task_max_index_files: int = 256
     direct_parquet_input: bool = True
 
@@ -314,6 +316,7 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         heartbeat_interval_ms=o.get(K.HEARTBEAT_INTERVAL_MS),
         heartbeat_tolerable_misses=o.get(K.HEARTBEAT_TOLERABLE_MISSES),
         single_task_max_bytes=o.get(K.SINGLE_TASK_MAX_BYTES),
+        local_parallelism=o.get(K.LOCAL_PARALLELISM),
         single_task_max_index_files=o.get(K.SINGLE_TASK_MAX_INDEX_FILES),
         direct_parquet_input=o.get(K.DIRECT_PARQUET_INPUT),
     )
@@ -488,3 +491,13 @@ class ArchivalConfig:
                 f"{clean.commits_retained}: archiving instants the cleaner still retains would lose them; raise "
                 "hoodie.keep.min.commits (and hoodie.keep.max.commits) or lower the retention")
         return cfg
+
+
+def parquet_settings(cfg: WriteConfig) -> ParquetSettings:
+    """The parquet writer's settings for the write's (or service's) configuration."""
+    return ParquetSettings(
+        codec=cfg.sizing.codec, page_size=cfg.sizing.page_size, block_size=cfg.sizing.block_size,
+        bloom_type=cfg.index.bloom_type, bloom_num_entries=cfg.index.bloom_num_entries,
+        bloom_fpp=cfg.index.bloom_fpp, bloom_max_entries=cfg.index.bloom_max_entries,
+        with_bloom=cfg.table.populate_meta_fields,
+    )

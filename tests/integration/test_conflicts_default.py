@@ -31,6 +31,7 @@ import pytest
 
 import pyhudi
 from pyhudi.api import _service_config
+from pyhudi.engine import engine_for
 from pyhudi.model import avro_models as am
 from pyhudi.services import clustering
 from pyhudi.services.clustering_plan import draft_plan, to_avro_plan
@@ -39,7 +40,7 @@ from pyhudi.timeline.instant import Action
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.transaction.lock import LockSettings
 from pyhudi.view.builder import build_view
-from pyhudi.writer.client import parquet_settings
+from pyhudi.writer.config import parquet_settings
 from tests.integration.concurrency_worker import INGEST_SCHEMA, ingest_rows
 from tests.integration.crash_worker import SCHEMA
 from tests.integration.table_checks import all_data_files, opts, split_name
@@ -153,7 +154,7 @@ def test_clustering_planned_while_mor_write_in_flight_keeps_every_acknowledged_w
 
             def run() -> None:
                 try:
-                    clustering.execute(spark, storage, cfg.table, instant, cfg.clustering, parquet_settings(cfg),
+                    clustering.execute(engine_for(spark), storage, cfg.table, instant, cfg.clustering, parquet_settings(cfg),
                                        cfg.event_time_field, lock)
                 except BaseException as exc:
                     errors.append(exc)
