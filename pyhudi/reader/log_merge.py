@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from pyhudi.errors import InvalidConfigError, UnsupportedTableError
-from pyhudi.io.base_file import read_parquet
 from pyhudi.io.log_blocks import (
     avro_block_to_arrow,
     delete_records,
@@ -150,7 +150,7 @@ def merge_file_slice(
     target = spec.target_schema
     ord_type = _ordering_type(spec)
     blocks = _valid_blocks(storage, _sorted_logs(log_paths), spec, stats)
-    raw_base = read_parquet(storage, base_path) if base_path else target.empty_table()
+    raw_base = _read_base(storage, base_path, target) if base_path else target.empty_table()
     base = _conform(raw_base, target)
     if not blocks:  # nothing to merge: the base file is the answer (Hudi does not dedupe it either)
         return base, stats
@@ -189,6 +189,18 @@ def merge_file_slice(
     stats.deleted_records = _distinct_base_keys(events, n_base) - int(np.count_nonzero(keep & has_base))
     order = np.argsort(position[keep], kind="stable")
     return data.take(pa.array(src[keep][order])), stats
+
+
+def _read_base(storage: Storage, base_path: str, target: pa.Schema) -> pa.Table:
+    """The base file's columns the target schema knows (plus the stored record key): a projected read
+    (`spec.target_schema` narrowed to what a query needs) decodes only those."""
+    with storage.open_input_file(base_path) as f:
+        pf = pq.ParquetFile(f)
+        present = set(pf.schema_arrow.names)
+        columns = [n for n in target.names if n in present]
+        if RECORD_KEY in present and RECORD_KEY not in columns:
+            columns.append(RECORD_KEY)
+        return pf.read(columns=columns)
 
 
 # ----------------------------------------------------------------------------- block selection

@@ -16,13 +16,11 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from pyhudi.io import schema as S
-from pyhudi.model.table_config import TableConfig
 from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
 from pyhudi.reader.spark_files import read_base_files
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
-from pyhudi.view.file_system_view import FileSlice, FileSystemView
+from pyhudi.view.file_system_view import FileSlice
 
 SLICE_SCHEMA = "partition string, file_id string, base_path string, log_paths string"
 
@@ -37,16 +35,6 @@ def split_slices(slices: list[FileSlice]) -> MorRead:
     base_only = [s.base_file.path for s in slices if not s.log_files and s.base_file is not None]
     merged = [s for s in slices if s.log_files]
     return MorRead(base_only, merged)
-
-
-def merge_spec(view: FileSystemView, config: TableConfig, avro_schema: dict[str, object], as_of: str | None,
-               event_time_field: str | None) -> MergeSpec:
-    first = view.timeline.write_timeline().first()
-    return MergeSpec(
-        committed=frozenset(view.committed_instants), as_of=as_of, event_time_field=event_time_field,
-        target_schema=S.avro_to_arrow(S.with_meta_fields(avro_schema)), populate_meta=config.populate_meta_fields,
-        record_key_fields=config.record_key_fields, committed_before=first.timestamp if first else None,
-    )
 
 
 def _merge_task(base_uri: str, spec: MergeSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -11,28 +11,17 @@ exactly here, the answer is UNKNOWN and the directory is kept: the row filter de
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import math
 import re
 import struct
+import time
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from pyspark.sql.types import (
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    TimestampType,
-)
+import pyarrow as pa
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -51,31 +40,58 @@ _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _SPECIAL_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _MIN_LITERAL_YEAR = 1900  # older datetimes: Spark rebases java.sql literals (Julian calendar); not modelled
-_INTEGRAL_PRECISION: dict[type, int] = {ByteType: 3, ShortType: 5, IntegerType: 10, LongType: 20}
 _INTEGRAL_RANGE = {p: (-(2 ** (b - 1)), 2 ** (b - 1) - 1) for p, b in ((3, 8), (5, 16), (10, 32), (20, 64))}
 _CANONICAL_INT = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
 @dataclass(frozen=True)
 class Kind:
-    """What pruning needs of a partition column's Spark type."""
+    """What pruning needs of a partition column's type (the Spark type its Avro type reads as)."""
 
     name: str  # string, integral, float, double, decimal, boolean, date, timestamp
     precision: int = 0
     scale: int = 0
 
 
-def kind_of(dtype: DataType | None) -> Kind | None:
-    """The column kind pruning understands, or None (then it prunes nothing on that column)."""
-    precision = _INTEGRAL_PRECISION.get(type(dtype))
-    if precision is not None:
-        return Kind("integral", precision)
-    if isinstance(dtype, DecimalType):
+def kind_of(dtype: pa.DataType | None) -> Kind | None:
+    """The kind of a column of Arrow type `dtype` as Spark reads the same Avro type (io/schema.py maps
+    Avro to both), or None (then pruning prunes nothing on that column). Avro's time-millis/micros
+    are Spark ints/longs; timestamps without a time zone (Spark's TIMESTAMP_NTZ) are not modelled."""
+    if dtype is None:
+        return None
+    if pa.types.is_integer(dtype) and pa.types.is_signed_integer(dtype):
+        return Kind("integral", _ARROW_INTEGRAL[dtype.bit_width])
+    if pa.types.is_time32(dtype) or pa.types.is_time64(dtype):
+        return Kind("integral", _ARROW_INTEGRAL[dtype.bit_width])
+    if pa.types.is_decimal(dtype):
         return Kind("decimal", dtype.precision, dtype.scale)
-    simple = {StringType: "string", FloatType: "float", DoubleType: "double", BooleanType: "boolean",
-              DateType: "date", TimestampType: "timestamp"}
-    name = simple.get(type(dtype))  # exact types: TimestampNTZ, Char, Varchar are not modelled
-    return Kind(name) if name else None
+    if pa.types.is_timestamp(dtype):
+        return Kind("timestamp") if dtype.tz is not None else None
+    for test, name in ((pa.types.is_string, "string"), (pa.types.is_large_string, "string"),
+                       (pa.types.is_float32, "float"), (pa.types.is_float64, "double"),
+                       (pa.types.is_boolean, "boolean"), (pa.types.is_date32, "date")):
+        if test(dtype):
+            return Kind(name)
+    return None
+
+
+def kind_of_spark(dtype: Any) -> Kind | None:
+    """`kind_of` for a Spark DataType, read by its type name so this module needs no pyspark (exact
+    types only: TimestampNTZ, Char and Varchar are not modelled)."""
+    if dtype is None or not hasattr(dtype, "typeName"):
+        return None
+    name = dtype.typeName()
+    if name in _SPARK_INTEGRAL:
+        return Kind("integral", _SPARK_INTEGRAL[name])
+    if name == "decimal":
+        return Kind("decimal", dtype.precision, dtype.scale)
+    simple = {"string": "string", "float": "float", "double": "double", "boolean": "boolean", "date": "date",
+              "timestamp": "timestamp"}
+    return Kind(simple[name]) if name in simple else None
+
+
+_ARROW_INTEGRAL = {8: 3, 16: 5, 32: 10, 64: 20}
+_SPARK_INTEGRAL = {"byte": 3, "short": 5, "integer": 10, "long": 20}
 
 
 # -- directory text -> the values that could have produced it ------------------------------------
@@ -200,7 +216,8 @@ def _timestamp_literal(value: dt.datetime) -> tuple[str, Any]:
     """Epoch microseconds as PySpark converts a datetime literal (naive: the local time zone)."""
     if value.year < _MIN_LITERAL_YEAR:
         return "unknown", None
-    return "timestamp", TimestampType().toInternal(value)
+    seconds = calendar.timegm(value.utctimetuple()) if value.tzinfo else time.mktime(value.timetuple())
+    return "timestamp", int(seconds) * 1_000_000 + value.microsecond
 
 
 def _decimal_shape(value: Decimal) -> tuple[int, int] | None:

@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.types import StructType
+import pyarrow as pa
 
 from pyhudi.errors import HudiError, InvalidConfigError
 from pyhudi.io import schema as S
-from pyhudi.keygen.keygen import PARTITION_SPEC_KEY, custom_partition_types, field_type
 from pyhudi.keygen.path_escape import unescape_path_name
+from pyhudi.keygen.spec import PARTITION_SPEC_KEY, custom_partition_types
 from pyhudi.model.table_config import CUSTOM_KEYGENS, TIMESTAMP_KEYGENS, TableConfig
 from pyhudi.storage import FileInfo, Storage
 from pyhudi.view.partition_discovery import discover_partitions
@@ -32,6 +32,7 @@ from pyhudi.view.partition_values import (
     compare,
     equality_literal,
     kind_of,
+    kind_of_spark,
     literal,
 )
 
@@ -105,10 +106,11 @@ class PartitionFilter:
             conds.append(Condition(str(column), op_norm, value))
         return cls(conds)
 
-    def bind(self, schema: StructType, fields: Sequence[str]) -> PartitionFilter:
+    def bind(self, schema: pa.Schema | Any, fields: Sequence[str]) -> PartitionFilter:
         """This filter with the types of the partition `fields` in `schema` (the schema rows are
-        read with, so pruning agrees with the row filter)."""
-        kinds = {f: k for f in fields if (k := kind_of(field_type(schema, f))) is not None}
+        read with, so pruning agrees with the row filter): an Arrow schema, or a Spark StructType
+        (read by its type names; this module does not import pyspark)."""
+        kinds = {f: k for f in fields if (k := column_kind(schema, f)) is not None}
         return PartitionFilter(self.conditions, kinds)
 
     def accepts(self, column: str, value: str | None) -> bool:
@@ -125,6 +127,25 @@ class PartitionFilter:
             return True
         return any(all(c.holds(kind, v) in (True, UNKNOWN) for c in conds) for v in options)
 
+
+
+def column_kind(schema: pa.Schema | Any, dotted: str) -> Kind | None:
+    """The pruning kind of the (possibly nested, `a.b`) column `dotted` of an Arrow schema or a Spark
+    StructType; None when absent or not modelled."""
+    if isinstance(schema, pa.Schema):
+        current: Any = pa.struct(list(schema))
+        for part in dotted.split("."):
+            if not pa.types.is_struct(current) or current.get_field_index(part) < 0:
+                return None
+            current = current.field(part).type
+        return kind_of(current)
+    current = schema
+    for part in dotted.split("."):
+        named = {f.name: f.dataType for f in getattr(current, "fields", None) or []}
+        if part not in named:
+            return None
+        current = named[part]
+    return kind_of_spark(current)
 
 
 def partition_value(config: TableConfig, field: str, dir_name: str) -> str | None:
@@ -298,10 +319,10 @@ def _listed_strings(pfilter: PartitionFilter, column: str) -> list[str] | None:
     return best
 
 
-def _create_schema(config: TableConfig) -> StructType:
+def _create_schema(config: TableConfig) -> pa.Schema:
     if not config.create_schema:
-        return StructType([])
-    return S.avro_to_spark(S.from_json(config.create_schema))
+        return pa.schema([])
+    return S.avro_to_arrow(S.from_json(config.create_schema))
 
 
 def partition_depth(partition_path: str) -> int:

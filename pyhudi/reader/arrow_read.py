@@ -1,0 +1,195 @@
+"""Reads without Spark: a planned read (`reader/plan.py`) loaded in-process into Arrow.
+
+Same plan, same options and same rows as the Spark loader (`reader/reader.py`), so
+`pyhudi.read(path, ...)` equals `pyhudi.read(spark, path, ...)` as a set of rows. A unit of work is
+one file slice (partition, file id): a base file alone is read with `pyarrow.parquet`, reading only the
+columns the query needs, and skipping the row groups whose statistics exclude a filter that parquet
+orders exactly as Spark does (`arrow_filter.pushdown` / `row_groups`); a slice with log files is merged by
+`log_merge.merge_file_slice` with the plan's MergeSpec, narrowed to the columns the query and the merge
+need (meta fields, key and ordering fields). Every file is conformed to the query schema (schema
+evolution: missing columns null, widened types cast), then every filter is applied to the rows with
+Spark's semantics, then the projection. Units run on the in-process engine's thread pool
+(`hoodie.pyhudi.engine.local.parallelism`); results keep partition, then file id, order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pyhudi.config import keys as K
+from pyhudi.engine.base import TaskInfo
+from pyhudi.engine.local import LocalEngine
+from pyhudi.errors import InvalidConfigError
+from pyhudi.io.schema import conform_table
+from pyhudi.model.file_names import parse_base_file
+from pyhudi.reader import arrow_filter
+from pyhudi.reader.log_merge import IS_DELETED, MergeSpec, merge_file_slice
+from pyhudi.reader.plan import COMMIT_TIME, PlannedRead, meta_names, plan_read, planned_merge_spec
+from pyhudi.storage import Storage
+from pyhudi.view.partitions import Condition
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One file slice to read: a base file, log files, or both."""
+
+    partition: str
+    file_id: str
+    base: str | None
+    logs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ArrowJob:
+    """Everything a task needs to turn a unit into the query's rows (no view, no timeline)."""
+
+    storage: Storage
+    units: list[Unit]
+    read_schema: pa.Schema  # the columns read and conformed (query schema narrowed to what is needed)
+    output: pa.Schema  # the columns returned
+    conditions: tuple[Condition, ...]  # every row filter: the user's and the incremental range
+    spec: MergeSpec | None  # merge-on-read slices: how logs merge (target narrowed like read_schema)
+    empty: bool = False  # an incremental range with no commits: nothing to read
+
+    def load(self, unit: Unit) -> pa.Table:
+        if unit.logs or unit.base is None:
+            assert self.spec is not None
+            table, _ = merge_file_slice(self.storage, unit.file_id, unit.base, list(unit.logs), self.spec)
+        else:
+            table = _read_base(self.storage, unit.base, self.read_schema, self.conditions)
+        table = arrow_filter.apply(table, self.conditions)
+        return table.select(self.output.names)
+
+
+def read(path: str | os.PathLike[str], options: dict[str, Any] | None = None,
+         filters: Sequence[Sequence[Any]] | None = None, columns: Sequence[str] | None = None,
+         batches: bool = False) -> pa.Table | pa.RecordBatchReader:
+    """Read the Hudi table at `path` in-process (no Spark): a `pyarrow.Table`, or with `batches=True` a
+    `pyarrow.RecordBatchReader` that reads one file slice at a time (memory follows one slice).
+
+    `options` are Hudi's read options (query type, `as.of.instant`, incremental begin/end, ...), `filters`
+    `(column, op, value)` tuples (ops `= == != < <= > >= in, not in`; partition columns prune partitions),
+    `columns` the columns to return (default: all, meta columns first). pandas: `.to_pandas()`.
+    """
+    planned = plan_read(path, options, filters)
+    job = plan_job(planned, columns)
+    if batches:
+        return pa.RecordBatchReader.from_batches(job.output, _batches(job))
+    engine = LocalEngine(int(planned.options.get(K.LOCAL_PARALLELISM) or 0) or None)
+
+    def task(unit: Unit, _: TaskInfo) -> list[pa.Table]:
+        return [job.load(unit)]
+
+    tables = [] if job.empty else engine.map_tasks(task, job.units, description="pyhudi read")
+    if not tables:
+        return job.output.empty_table()
+    return pa.concat_tables(tables)
+
+
+def _batches(job: ArrowJob) -> Iterator[pa.RecordBatch]:
+    if job.empty:
+        return
+    for unit in job.units:
+        yield from job.load(unit).to_batches()
+
+
+def plan_job(planned: PlannedRead, columns: Sequence[str] | None) -> ArrowJob:
+    """The units, schemas and filters of a planned read."""
+    plan, config = planned.plan, planned.config
+    full = plan.schema
+    visible = full if config.populate_meta_fields else pa.schema([f for f in full if f.name not in meta_names()])
+    output = _project(visible, columns)
+    conditions = list(planned.pfilter.conditions) if planned.pfilter is not None else []
+    empty = False
+    if planned.incremental:
+        conditions = _incremental_conditions(planned) + conditions
+        empty = plan.instants == ()
+    for c in conditions:
+        _check_filter_column(visible if c.column != COMMIT_TIME else full, c.column)
+    needed = set(output.names) | {c.column.split(".")[0] for c in conditions}
+    spec = None
+    if plan.slices is not None:
+        spec = planned_merge_spec(planned)
+        needed |= _merge_columns(spec)
+    read_schema = pa.schema([f for f in full if f.name in needed])
+    if spec is not None:
+        spec = dataclasses.replace(spec, target_schema=read_schema)
+    return ArrowJob(planned.storage, _units(planned), read_schema, output, tuple(conditions), spec, empty)
+
+
+def _project(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
+    if columns is None:
+        return schema
+    if isinstance(columns, str):
+        raise InvalidConfigError(f"columns={columns!r} must be a list of column names, e.g. [{columns!r}]")
+    missing = [c for c in columns if schema.get_field_index(c) < 0]
+    if missing:
+        raise InvalidConfigError(f"columns {missing} are not columns of the table (columns: "
+                                 f"{', '.join(schema.names)}); fix columns=")
+    if len(set(columns)) != len(columns):
+        raise InvalidConfigError(f"columns={list(columns)!r} names a column twice; name each once")
+    return pa.schema([schema.field(c) for c in columns])
+
+
+def _check_filter_column(schema: pa.Schema, dotted: str) -> None:
+    if schema.get_field_index(dotted.split(".")[0]) < 0:
+        raise InvalidConfigError(f"filter column {dotted!r} is not a column of the table (columns: "
+                                 f"{', '.join(schema.names)}); fix the filter")
+
+
+def _incremental_conditions(planned: PlannedRead) -> list[Condition]:
+    plan = planned.plan
+    if plan.instants is not None:
+        return [Condition(COMMIT_TIME, "in", list(plan.instants))] if plan.instants else []
+    return [Condition(COMMIT_TIME, ">", plan.begin), Condition(COMMIT_TIME, "<=", plan.end)]
+
+
+def _merge_columns(spec: MergeSpec) -> set[str]:
+    """What merging a slice reads besides the query's columns: meta fields (keys, file name), the key
+    and ordering fields (virtual keys, event-time ordering), and the delete flag."""
+    heads = {f.split(".")[0] for f in spec.record_key_fields}
+    if spec.event_time_field:
+        heads.add(spec.event_time_field.split(".")[0])
+    return set(meta_names()) | heads | {IS_DELETED}
+
+
+def _units(planned: PlannedRead) -> list[Unit]:
+    plan = planned.plan
+    if plan.slices is not None:
+        units = [Unit(s.partition, s.file_id, s.base_file.path if s.base_file else None,
+                      tuple(lf.path for lf in s.log_files)) for s in plan.slices]
+    else:
+        units = [_base_unit(p) for p in plan.files]
+    return sorted(units, key=lambda u: (u.partition, u.file_id))
+
+
+def _base_unit(path: str) -> Unit:
+    partition, _, name = path.rpartition("/")
+    parsed = parse_base_file(name)
+    return Unit(partition, parsed.file_id if parsed else name, path)
+
+
+def _read_base(storage: Storage, path: str, schema: pa.Schema, conditions: Sequence[Condition]) -> pa.Table:
+    """A base file's needed columns, row groups pruned by the pushed-down filters, conformed to `schema`."""
+    with storage.open_input_file(path) as f:
+        pf = pq.ParquetFile(f)
+        physical = pf.schema_arrow
+        columns = [n for n in schema.names if physical.get_field_index(n) >= 0]
+        groups = arrow_filter.row_groups(pf.metadata, physical, arrow_filter.pushdown(physical, conditions))
+        if len(groups) == pf.metadata.num_row_groups:
+            table = pf.read(columns=columns)
+        elif groups:
+            table = pf.read_row_groups(groups, columns=columns)
+        else:
+            table = pa.schema([physical.field(c) for c in columns]).empty_table()
+    return conform_table(table, schema)
+
+
+__all__ = ["ArrowJob", "Unit", "plan_job", "read"]
