@@ -21,12 +21,13 @@ another exactly when the strings are, so it suffices to fix that one case:
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column
-from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 # Lead bytes of U+E000..U+FFFF in UTF-8, and the never-used bytes they are moved to.
 _BMP_HIGH_LEADS = (b"\xee", b"\xef")
@@ -66,4 +67,6 @@ def _restore(sort_key: bytes) -> str:
 
 def spark_sort_key(key: Column) -> Column:
     """A Spark binary column that compares as Java compares the string column `key`."""
+    from pyspark.sql import functions as F
+
     return F.encode(key, "UTF-16BE")

@@ -10,37 +10,45 @@ its group, which is harmless: a re-insert then lands in the same group's log.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
 
-from pyhudi.index import simple
+from pyhudi.index import locations as simple
+from pyhudi.io.log_blocks import avro_block_to_arrow
 from pyhudi.io.log_format import BlockType, LogBlock, read_blocks
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import FileSlice
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 LOGS_SCHEMA = "l_part string, l_file_id string, l_instant string, l_path string"
 KEYS_SCHEMA = (f"_loc_key string, {simple.LOC_PARTITION} string, {simple.LOC_FILE_ID} string, "
                f"{simple.LOC_INSTANT} string")
 
 
-def _log_keys(base_uri: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    from pyhudi.io.log_blocks import avro_block_to_arrow
+def log_file_keys(storage: Storage, path: str) -> list[str]:
+    """Record keys of the data blocks of one log file (deletes are not locations)."""
+    keys: list[str] = []
+    for block in read_blocks(storage.read_bytes(path), where=path):
+        if not isinstance(block, LogBlock):
+            continue
+        btype = block.block_type
+        if btype == BlockType.PARQUET_DATA_BLOCK:
+            keys.extend(pq.read_table(pa.BufferReader(block.content),
+                                      columns=[simple.RECORD_KEY]).column(0).to_pylist())
+        elif btype == BlockType.AVRO_DATA_BLOCK:
+            keys.extend(avro_block_to_arrow(block).column(simple.RECORD_KEY).to_pylist())
+    return keys
 
+
+def _log_keys(base_uri: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     storage = Storage(base_uri)
     for batch in batches:
         for part, fid, inst, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
-            keys: list[str] = []
-            for block in read_blocks(storage.read_bytes(path), where=path):
-                if not isinstance(block, LogBlock):
-                    continue
-                btype = block.block_type
-                if btype == BlockType.PARQUET_DATA_BLOCK:
-                    keys.extend(pq.read_table(pa.BufferReader(block.content),
-                                              columns=[simple.RECORD_KEY]).column(0).to_pylist())
-                elif btype == BlockType.AVRO_DATA_BLOCK:
-                    keys.extend(avro_block_to_arrow(block).column(simple.RECORD_KEY).to_pylist())
+            keys = log_file_keys(storage, path)
             n = len(keys)
             if n:
                 yield pa.RecordBatch.from_pydict({
@@ -49,7 +57,10 @@ def _log_keys(base_uri: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
 
 
 def existing_locations(spark: SparkSession, storage: Storage, slices: Sequence[FileSlice]) -> DataFrame | None:
-    base = simple.existing_locations(spark, storage, [s.base_file for s in slices if s.base_file])
+    """The Spark engine's lookup: keys of base files (Spark's reader) and of log files (executors)."""
+    from pyhudi.index import simple as simple_index
+
+    base = simple_index.existing_locations(spark, storage, [s.base_file for s in slices if s.base_file])
     logs = [(s.partition, s.file_id, s.base_instant, lf.path) for s in slices for lf in s.log_files]
     if not logs:
         return base

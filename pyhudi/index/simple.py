@@ -13,15 +13,11 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyhudi.index.locations import DELETE_FLAG, LOC_FILE_ID, LOC_INSTANT, LOC_PARTITION, PARTITION, RECORD_KEY
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import BaseFile
 
-RECORD_KEY = "_hoodie_record_key"
-PARTITION = "_hoodie_partition_path"
-LOC_FILE_ID = "_pyhudi_loc_file_id"
-LOC_INSTANT = "_pyhudi_loc_instant"
-LOC_PARTITION = "_pyhudi_loc_partition"
-DELETE_FLAG = "_pyhudi_delete"
+__all__ = ["DELETE_FLAG", "LOC_FILE_ID", "LOC_INSTANT", "LOC_PARTITION", "PARTITION", "RECORD_KEY"]
 KEY_SCHEMA = f"{RECORD_KEY} string, {PARTITION} string"
 
 

@@ -24,14 +24,17 @@ How Hudi gets there (read in apache/hudi):
 from __future__ import annotations
 
 import copy
+import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import types as T
 
 from pyhudi.errors import InvalidRecordError, SchemaMismatchError
+
+if TYPE_CHECKING:
+    from pyspark.sql import types as T
 
 AvroType = Any  # str (primitive or name reference) | list (union) | dict (complex or annotated)
 
@@ -130,19 +133,27 @@ def _struct_to_avro(st: T.StructType, name: str, namespace: str, prefix: str) ->
     return {"type": "record", "name": name, "namespace": namespace, "fields": fields}
 
 
-_SPARK_SIMPLE: dict[type, AvroType] = {
-    T.BooleanType: "boolean", T.ByteType: "int", T.ShortType: "int", T.IntegerType: "int",
-    T.LongType: "long", T.FloatType: "float", T.DoubleType: "double", T.StringType: "string",
-    T.CharType: "string", T.VarcharType: "string", T.BinaryType: "bytes",
-    T.DateType: {"type": "int", "logicalType": "date"},
-    T.TimestampType: {"type": "long", "logicalType": "timestamp-micros"},
-    T.TimestampNTZType: {"type": "long", "logicalType": "local-timestamp-micros"},
-}
+@functools.cache
+def _spark_simple() -> dict[type, AvroType]:
+    """Spark's atomic types -> Avro (built on first use: pyspark is imported only by Spark callers)."""
+    from pyspark.sql import types as T
+
+    return {
+        T.BooleanType: "boolean", T.ByteType: "int", T.ShortType: "int", T.IntegerType: "int",
+        T.LongType: "long", T.FloatType: "float", T.DoubleType: "double", T.StringType: "string",
+        T.CharType: "string", T.VarcharType: "string", T.BinaryType: "bytes",
+        T.DateType: {"type": "int", "logicalType": "date"},
+        T.TimestampType: {"type": "long", "logicalType": "timestamp-micros"},
+        T.TimestampNTZType: {"type": "long", "logicalType": "local-timestamp-micros"},
+    }
 
 
 def _spark_type_to_avro(dt: T.DataType, parent_full: str, fname: str, column: str) -> AvroType:
-    if type(dt) in _SPARK_SIMPLE:
-        return copy.deepcopy(_SPARK_SIMPLE[type(dt)])
+    from pyspark.sql import types as T
+
+    simple = _spark_simple()
+    if type(dt) in simple:
+        return copy.deepcopy(simple[type(dt)])
     if isinstance(dt, T.DecimalType):
         return _decimal(dt.precision, dt.scale, f"{parent_full}.{fname}")
     if isinstance(dt, T.ArrayType):
@@ -162,6 +173,90 @@ def _spark_type_to_avro(dt: T.DataType, parent_full: str, fname: str, column: st
         + (" (a column of only nulls has no type)" if isinstance(dt, T.NullType) else "")
         + ". Cast it to a supported type (string, numeric, boolean, binary, date, timestamp, decimal, "
           "array, map, struct) before writing.")
+
+
+# ----------------------------------------------------------------------------- Arrow -> Avro
+
+def arrow_to_avro(schema: pa.Schema, table_name: str) -> dict:
+    """What `spark_to_avro` gives for the Spark type Spark reads each Arrow type as, so a table written
+    in-process and continued by Spark (or the other way round) sees one schema: int8/int16 -> int
+    (ByteType/ShortType), unsigned integers widened as Spark's parquet reader does (uint8/16 -> int,
+    uint32 -> long, uint64 -> decimal(20,0)), large/view strings and binaries as string/bytes,
+    dictionaries as their value type, timestamps of any unit with a zone -> timestamp-micros and without
+    -> local-timestamp-micros (TIMESTAMP_NTZ), date64 -> date. A field comment in the Arrow field
+    metadata (`comment`) becomes the Avro doc, as Spark's column comment does."""
+    name, namespace = record_name(table_name)
+    return _arrow_struct_to_avro(list(schema), name, namespace, "")
+
+
+def _arrow_struct_to_avro(fields: list[pa.Field], name: str, namespace: str, prefix: str) -> dict:
+    full = _full(name, namespace)
+    out: list[dict] = []
+    for f in fields:
+        column = prefix + f.name
+        _check_field_name(f.name, column)
+        if any(g["name"] == f.name for g in out):
+            raise SchemaMismatchError(f"Column '{column}' appears twice; Avro records need unique names.")
+        comment = (f.metadata or {}).get(b"comment")
+        doc = comment.decode("utf-8", "replace") if comment is not None else None
+        out.append(_field(f.name, _arrow_type_to_avro(f.type, full, f.name, column), f.nullable, doc))
+    return {"type": "record", "name": name, "namespace": namespace, "fields": out}
+
+
+def _arrow_simple(dt: pa.DataType) -> AvroType | None:
+    t = pa.types
+    if t.is_boolean(dt):
+        return "boolean"
+    if t.is_int8(dt) or t.is_int16(dt) or t.is_int32(dt) or t.is_uint8(dt) or t.is_uint16(dt):
+        return "int"
+    if t.is_int64(dt) or t.is_uint32(dt):
+        return "long"
+    if t.is_float32(dt):
+        return "float"
+    if t.is_float64(dt):
+        return "double"
+    if t.is_string(dt) or t.is_large_string(dt) or getattr(t, "is_string_view", lambda _: False)(dt):
+        return "string"
+    if t.is_binary(dt) or t.is_large_binary(dt) or t.is_fixed_size_binary(dt) or \
+            getattr(t, "is_binary_view", lambda _: False)(dt):
+        return "bytes"
+    if t.is_date(dt):
+        return {"type": "int", "logicalType": "date"}
+    if t.is_timestamp(dt):
+        logical = "timestamp-micros" if dt.tz is not None else "local-timestamp-micros"
+        return {"type": "long", "logicalType": logical}
+    return None
+
+
+def _arrow_type_to_avro(dt: pa.DataType, parent_full: str, fname: str, column: str) -> AvroType:
+    t = pa.types
+    if t.is_dictionary(dt):
+        return _arrow_type_to_avro(dt.value_type, parent_full, fname, column)
+    simple = _arrow_simple(dt)
+    if simple is not None:
+        return simple
+    if t.is_uint64(dt):
+        return _decimal(20, 0, f"{parent_full}.{fname}")
+    if t.is_decimal(dt) and dt.precision <= 38 and dt.scale >= 0:
+        return _decimal(dt.precision, dt.scale, f"{parent_full}.{fname}")
+    if t.is_list(dt) or t.is_large_list(dt) or t.is_fixed_size_list(dt) or \
+            getattr(t, "is_list_view", lambda _: False)(dt):
+        items = _arrow_type_to_avro(dt.value_type, parent_full, fname, column + ".element")
+        return {"type": "array", "items": _wrap(items, dt.value_field.nullable)}
+    if t.is_map(dt):
+        if _arrow_simple(dt.key_type) != "string" or t.is_dictionary(dt.key_type):
+            raise SchemaMismatchError(
+                f"Column '{column}' is {dt}, but Avro (and so Hudi) maps only allow string keys. Convert the "
+                "keys to strings or store the map as a list of key/value structs.")
+        values = _arrow_type_to_avro(dt.item_type, parent_full, fname, column + ".value")
+        return {"type": "map", "values": _wrap(values, dt.item_field.nullable)}
+    if t.is_struct(dt):
+        return _arrow_struct_to_avro(list(dt), fname, parent_full, column + ".")
+    raise SchemaMismatchError(
+        f"Column '{column}' has Arrow type {dt}, which Spark and Hudi cannot store"
+        + (" (a column of only nulls has no type)" if t.is_null(dt) else "")
+        + ". Cast it to a supported type (string, integer, floating point, boolean, binary, date, timestamp, "
+          "decimal with precision <= 38, list, map with string keys, struct) before writing.")
 
 
 # ----------------------------------------------------------------------------- parsing helpers
@@ -339,24 +434,42 @@ def _field_json(f: dict, space: str | None, defined: dict[str, Any]) -> str:
 
 # ----------------------------------------------------------------------------- Avro -> read schemas
 
-_READ_TYPES: dict[tuple[str, str | None], tuple[T.DataType, pa.DataType]] = {
-    # (Avro type, logicalType) -> (Spark type, Arrow type)
-    ("boolean", None): (T.BooleanType(), pa.bool_()), ("int", None): (T.IntegerType(), pa.int32()),
-    ("long", None): (T.LongType(), pa.int64()), ("float", None): (T.FloatType(), pa.float32()),
-    ("double", None): (T.DoubleType(), pa.float64()), ("string", None): (T.StringType(), pa.string()),
-    ("enum", None): (T.StringType(), pa.string()), ("bytes", None): (T.BinaryType(), pa.binary()),
-    ("null", None): (T.NullType(), pa.null()), ("int", "date"): (T.DateType(), pa.date32()),
-    ("int", "time-millis"): (T.IntegerType(), pa.time32("ms")),
-    ("long", "time-micros"): (T.LongType(), pa.time64("us")),
-    ("long", "timestamp-millis"): (T.TimestampType(), pa.timestamp("ms", tz="UTC")),
-    ("long", "timestamp-micros"): (T.TimestampType(), pa.timestamp("us", tz="UTC")),
-    ("long", "local-timestamp-millis"): (T.TimestampNTZType(), pa.timestamp("ms")),
-    ("long", "local-timestamp-micros"): (T.TimestampNTZType(), pa.timestamp("us")),
+_ARROW_READ_TYPES: dict[tuple[str, str | None], pa.DataType] = {
+    # (Avro type, logicalType) -> Arrow type
+    ("boolean", None): pa.bool_(), ("int", None): pa.int32(), ("long", None): pa.int64(),
+    ("float", None): pa.float32(), ("double", None): pa.float64(), ("string", None): pa.string(),
+    ("enum", None): pa.string(), ("bytes", None): pa.binary(), ("null", None): pa.null(),
+    ("int", "date"): pa.date32(), ("int", "time-millis"): pa.time32("ms"), ("long", "time-micros"): pa.time64("us"),
+    ("long", "timestamp-millis"): pa.timestamp("ms", tz="UTC"),
+    ("long", "timestamp-micros"): pa.timestamp("us", tz="UTC"),
+    ("long", "local-timestamp-millis"): pa.timestamp("ms"), ("long", "local-timestamp-micros"): pa.timestamp("us"),
 }
+
+
+@functools.cache
+def _spark_read_types() -> dict[tuple[str, str | None], T.DataType]:
+    """The same table for Spark (spark-avro's toSqlType), built on first use by a Spark caller."""
+    from pyspark.sql import types as T
+
+    return {
+        ("boolean", None): T.BooleanType(), ("int", None): T.IntegerType(), ("long", None): T.LongType(),
+        ("float", None): T.FloatType(), ("double", None): T.DoubleType(), ("string", None): T.StringType(),
+        ("enum", None): T.StringType(), ("bytes", None): T.BinaryType(), ("null", None): T.NullType(),
+        ("int", "date"): T.DateType(), ("int", "time-millis"): T.IntegerType(), ("long", "time-micros"): T.LongType(),
+        ("long", "timestamp-millis"): T.TimestampType(), ("long", "timestamp-micros"): T.TimestampType(),
+        ("long", "local-timestamp-millis"): T.TimestampNTZType(),
+        ("long", "local-timestamp-micros"): T.TimestampNTZType(),
+    }
+
+
+def _read_type(key: tuple[str, str | None], spark: bool) -> Any:
+    return _spark_read_types()[key] if spark else _ARROW_READ_TYPES[key]
 
 
 def avro_to_spark(avro: dict) -> T.StructType:
     """Spark read schema, following spark-avro's `SchemaConverters.toSqlType` (as Hudi's reader does)."""
+    from pyspark.sql import types as T
+
     dt = _convert(_expand(avro, None, {}), True)[0]
     if not isinstance(dt, T.StructType):
         raise SchemaMismatchError("A Hudi table schema must be an Avro record.")
@@ -375,13 +488,16 @@ def avro_to_arrow(avro: dict) -> pa.Schema:
 
 def _struct(fields: list[tuple[str, Any, bool]], spark: bool) -> Any:
     if spark:
+        from pyspark.sql import types as T
+
         return T.StructType([T.StructField(n, t, nl) for n, t, nl in fields])
     return pa.struct([pa.field(n, t, nl) for n, t, nl in fields])
 
 
 def _convert(t: AvroType, spark: bool) -> tuple[Any, bool]:
     """(Spark or Arrow type, nullable); nullability comes from the union, as in spark-avro."""
-    side = 0 if spark else 1
+    if spark:
+        from pyspark.sql import types as T
     if isinstance(t, list):
         rest = [x for x in t if _kind(x) != "null"]
         nullable = len(rest) < len(t)
@@ -389,7 +505,7 @@ def _convert(t: AvroType, spark: bool) -> tuple[Any, bool]:
         if len(rest) == 1:
             return _convert(rest[0], spark)[0], nullable
         if kinds in (("int", "long"), ("double", "float")):  # Spark widens these two unions
-            return _READ_TYPES[("long" if kinds[0] == "int" else "double", None)][side], nullable
+            return _read_type(("long" if kinds[0] == "int" else "double", None), spark), nullable
         # Other unions become a struct of member0, member1, ... (all nullable), like spark-avro.
         members = [(f"member{i}", _convert(x, spark)[0], True) for i, x in enumerate(rest)]
         return _struct(members, spark), nullable
@@ -408,9 +524,9 @@ def _convert(t: AvroType, spark: bool) -> tuple[Any, bool]:
         arrow_decimal = pa.decimal128 if p <= 38 else pa.decimal256
         return (T.DecimalType(p, s) if spark else arrow_decimal(p, s)), False
     # Unknown logical types are ignored, as Avro does.
-    key = (kind, logical) if (kind, logical) in _READ_TYPES else (kind, None)
-    if key in _READ_TYPES:
-        return _READ_TYPES[key][side], kind == "null"
+    key = (kind, logical) if (kind, logical) in _ARROW_READ_TYPES else (kind, None)
+    if key in _ARROW_READ_TYPES:
+        return _read_type(key, spark), kind == "null"
     if kind == "fixed":
         return (T.BinaryType() if spark else pa.binary(int(t["size"]))), False
     raise SchemaMismatchError(f"Unsupported Avro type {kind!r}.")

@@ -74,3 +74,34 @@ def java_local_date(days: int) -> str:
 def plain_date_days() -> tuple[int, int]:
     """Day numbers of 0000-01-01 and 9999-12-31: between them `yyyy-MM-dd` is LocalDate's form."""
     return -719528, 2932896
+
+
+def java_double(value: float | None, single: bool = False) -> str | None:
+    """`Double.toString` (or `Float.toString` with `single`) as JDK 19+ prints it: the shortest digits
+    that round-trip, plain for 1e-3 <= |v| < 1e7 (`100.0`, `0.001`), else `d.dddE<n>` (`1.0E10`,
+    `1.0E-5`); `NaN`, `Infinity`, `-0.0`. Older JDKs print a longer form for rare values (see above)."""
+    import math
+
+    import numpy as np
+
+    if value is None:
+        return None
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    number = np.float32(value) if single else np.float64(value)
+    mantissa, exp_text = np.format_float_scientific(number, unique=True, trim="-").split("e")
+    exponent = int(exp_text)
+    sign = "-" if mantissa.startswith("-") else ""
+    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
+    if 1e-3 <= abs(float(number)) < 1e7:
+        point = exponent + 1
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        if point >= len(digits):
+            return f"{sign}{digits}{'0' * (point - len(digits))}.0"
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"

@@ -24,8 +24,6 @@ float/double and other scalars via Spark's string cast, which calls Java's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -39,22 +37,22 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pyhudi.errors import InvalidConfigError, InvalidRecordError
+from pyhudi.errors import InvalidRecordError
 from pyhudi.keygen import timestamp_keygen as TS
 from pyhudi.keygen.path_escape import escape_path_name_column
-from pyhudi.model.table_config import (
-    COMPLEX_KEYGEN,
-    CUSTOM_KEYGENS,
-    NONPARTITIONED_KEYGEN,
-    TIMESTAMP_KEYGENS,
-    TableConfig,
+from pyhudi.keygen.spec import (
+    DEFAULT_PARTITION,
+    EMPTY_KEY,
+    NULL_KEY,
+    PARTITION_COL,
+    PARTITION_SPEC_KEY,
+    RECORD_KEY_COL,
+    KeySpec,
+    custom_partition_types,
 )
 
-NULL_KEY = "__null__"
-EMPTY_KEY = "__empty__"
-DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-RECORD_KEY_COL = "_hoodie_record_key"
-PARTITION_COL = "_hoodie_partition_path"
+__all__ = ["DEFAULT_PARTITION", "EMPTY_KEY", "NULL_KEY", "PARTITION_COL", "PARTITION_SPEC_KEY", "RECORD_KEY_COL",
+           "KeyGenerator", "custom_partition_types", "field_type"]
 
 
 def field_type(schema: StructType, dotted: str) -> DataType | None:
@@ -84,20 +82,11 @@ def _as_text(name: str, dtype: DataType) -> Column:
     if isinstance(dtype, TimestampType):
         return F.unix_micros(col).cast("string")
     if isinstance(dtype, TimestampNTZType):
-        return _ntz_micros(col).cast("string")
+        return TS.ntz_micros(col).cast("string")
     _check_text_type(name, dtype)
     if isinstance(dtype, DecimalType):
         return _java_decimal(col, dtype.scale)
     return col.cast("string")
-
-
-def _ntz_micros(col: Column) -> Column:
-    """Microseconds of a TIMESTAMP_NTZ since 1970-01-01 00:00 (the Avro local-timestamp-micros long Hudi
-    prints), from its wall-clock fields: `cast(... as timestamp)` would shift it by the session time zone."""
-    days = F.unix_date(col.cast("date")).cast("long")
-    clock = F.hour(col).cast("long") * 3600 + F.minute(col).cast("long") * 60
-    micros = (F.date_part(F.lit("SECOND"), col) * 1000000).cast("long")
-    return (days * 86400 + clock) * 1000000 + micros
 
 
 def _java_decimal(col: Column, scale: int) -> Column:
@@ -117,35 +106,8 @@ def _java_decimal(col: Column, scale: int) -> Column:
     return F.when(adjusted >= -6, plain).otherwise(scientific)
 
 
-@dataclass(frozen=True)
-class KeyGenerator:
-    record_key_fields: tuple[str, ...]
-    partition_fields: tuple[str, ...]
-    keygen_class: str
-    hive_style: bool
-    urlencode: bool
-    # Per partition field: SIMPLE or TIMESTAMP (only TIMESTAMP keygens and CustomKeyGenerator have any).
-    partition_types: tuple[str, ...] = ()
-    timestamp: TS.TimestampSettings | None = None
-
-    @classmethod
-    def for_table(cls, config: TableConfig) -> KeyGenerator:
-        types, settings = _partition_types(config)
-        return cls(config.record_key_fields, config.partition_fields, config.keygen_class,
-                   config.hive_style_partitioning, config.urlencode_partitions, types, settings)
-
-    @property
-    def uses_timestamps(self) -> bool:
-        return "TIMESTAMP" in self.partition_types
-
-    @property
-    def is_partitioned(self) -> bool:
-        return bool(self.partition_fields) and self.keygen_class != NONPARTITIONED_KEYGEN
-
-    @property
-    def is_complex(self) -> bool:
-        return self.keygen_class == COMPLEX_KEYGEN or (
-            len(self.record_key_fields) > 1 and self.keygen_class != NONPARTITIONED_KEYGEN)
+class KeyGenerator(KeySpec):
+    """The spec's keys as Spark column expressions (the Spark path's prepare)."""
 
     def check_columns(self, schema: StructType, *, need_partition: bool = True) -> None:
         """Fail before anything is written when a key or partition column is absent."""
@@ -219,44 +181,3 @@ class KeyGenerator:
                 value = F.concat(F.lit(f"{name}="), value)
             pieces.append(value)
         return pieces[0] if len(pieces) == 1 else F.concat_ws("/", *pieces)
-
-
-PARTITION_SPEC_KEY = "hoodie.datasource.write.partitionpath.field"
-
-
-def _partition_types(config: TableConfig) -> tuple[tuple[str, ...], TS.TimestampSettings | None]:
-    """The partition field kinds and timestamp settings of a TimestampBased or Custom key generator,
-    refusing what Hudi's constructors refuse (several fields for TimestampBased, untyped Custom fields)."""
-    if config.keygen_class in TIMESTAMP_KEYGENS:
-        if len(config.record_key_fields) > 1 or len(config.partition_fields) != 1:
-            raise InvalidConfigError(
-                f"{config.keygen_class} takes exactly one record key field and one partition field (got "
-                f"{','.join(config.record_key_fields)!r} / {','.join(config.partition_fields)!r}); use "
-                "CustomKeyGenerator (field:TIMESTAMP) for more")
-        return ("TIMESTAMP",), TS.settings_from(config.keygen_options)
-    if config.keygen_class not in CUSTOM_KEYGENS or not config.partition_fields:
-        return (), None
-    types = custom_partition_types(config.keygen_options.get(PARTITION_SPEC_KEY), config.partition_fields)
-    settings = TS.settings_from(config.keygen_options) if "TIMESTAMP" in types else None
-    return types, settings
-
-
-def custom_partition_types(spec: str | None, names: tuple[str, ...]) -> tuple[str, ...]:
-    """`f1:simple,f2:TIMESTAMP` -> ("SIMPLE", "TIMESTAMP") for the fields `names`."""
-    if not spec:
-        raise InvalidConfigError(
-            f"CustomKeyGenerator needs {PARTITION_SPEC_KEY} with a type per field, e.g. "
-            f"{','.join(n + ':SIMPLE' for n in names)} (Hudi does not store the types in table version 6); "
-            "pass it on every write")
-    types = []
-    for part in (p.strip() for p in spec.split(",")):
-        pieces = part.split(":")
-        if len(pieces) != 2 or pieces[1].strip().upper() not in ("SIMPLE", "TIMESTAMP"):
-            raise InvalidConfigError(
-                f"{PARTITION_SPEC_KEY}={spec!r}: {part!r} is not field:SIMPLE or field:TIMESTAMP, which "
-                "CustomKeyGenerator needs for every field (e.g. city:simple,ts:timestamp)")
-        types.append(pieces[1].strip().upper())
-    if len(types) != len(names):
-        raise InvalidConfigError(f"{PARTITION_SPEC_KEY}={spec!r} does not name the table's partition fields "
-                                 f"{','.join(names)}")
-    return tuple(types)

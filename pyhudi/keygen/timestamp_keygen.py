@@ -26,25 +26,10 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    TimestampNTZType,
-    TimestampType,
-)
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyhudi.errors import InvalidConfigError, InvalidRecordError
 from pyhudi.keygen.java_date_format import (
@@ -59,14 +44,16 @@ from pyhudi.keygen.java_date_format import (
 )
 from pyhudi.keygen.path_escape import escape_path_name
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+    from pyspark.sql.types import DataType
+
 PREFIX = "hoodie.keygen.timebased."
 OLD_PREFIX = "hoodie.deltastreamer.keygen.timebased."
 TIMESTAMP_TYPES = ("UNIX_TIMESTAMP", "DATE_STRING", "MIXED", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "SCALAR")
 _UNIT_MS = {"NANOSECONDS": -1_000_000, "MICROSECONDS": -1000, "MILLISECONDS": 1, "SECONDS": 1000,
             "MINUTES": 60_000, "HOURS": 3_600_000, "DAYS": 86_400_000}  # negative: divide
 _LONG_MIN, _LONG_MAX = -(2 ** 63), 2 ** 63 - 1
-_NUMERIC = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType, DateType,
-            TimestampType, TimestampNTZType)
 
 
 @dataclass(frozen=True)
@@ -161,19 +148,39 @@ def _java_split(text: str, regex: str) -> list[str]:
 
 
 def check_field_type(settings: TimestampSettings, name: str, dtype: DataType) -> None:
-    """Refuse a column type Hudi's generator fails on for every row, before anything is written."""
-    if isinstance(dtype, StringType):
+    """Refuse a Spark column type Hudi's generator fails on for every row, before anything is written."""
+    from pyspark.sql import types as T
+
+    numeric = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType,
+               T.DateType, T.TimestampType, T.TimestampNTZType)
+    _check_kind(settings, name, dtype.simpleString(), isinstance(dtype, T.StringType),
+                isinstance(dtype, numeric) and not isinstance(dtype, T.BooleanType))
+
+
+def check_arrow_field_type(settings: TimestampSettings, name: str, dtype: pa.DataType) -> None:
+    """`check_field_type` for an Arrow column type."""
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    t = pa.types
+    is_string = t.is_string(dtype) or t.is_large_string(dtype)
+    numeric = t.is_integer(dtype) or t.is_floating(dtype) or t.is_decimal(dtype) or t.is_date(dtype) or \
+        t.is_timestamp(dtype)
+    _check_kind(settings, name, str(dtype), is_string, numeric)
+
+
+def _check_kind(settings: TimestampSettings, name: str, shown: str, is_string: bool, numeric: bool) -> None:
+    if is_string:
         if not settings.parses_strings:
             raise InvalidRecordError(
                 f"partition field {name!r} is a string but {PREFIX}timestamp.type={settings.timestamp_type} "
                 "expects a number; use DATE_STRING (with input.dateformat) or a numeric column")
         return
-    if isinstance(dtype, BooleanType) or not isinstance(dtype, _NUMERIC):
-        raise InvalidRecordError(f"partition field {name!r} of type {dtype.simpleString()} cannot be used by "
+    if not numeric:
+        raise InvalidRecordError(f"partition field {name!r} of type {shown} cannot be used by "
                                  "TimestampBasedKeyGenerator; use a number, date, timestamp or string column")
     if settings.parses_strings:
         raise InvalidRecordError(
-            f"partition field {name!r} is {dtype.simpleString()} but {PREFIX}timestamp.type="
+            f"partition field {name!r} is {shown} but {PREFIX}timestamp.type="
             f"{settings.timestamp_type} parses strings (Hudi fails: no time unit); use UNIX_TIMESTAMP, "
             "EPOCHMILLISECONDS, EPOCHMICROSECONDS or SCALAR")
 
@@ -261,10 +268,58 @@ class PartitionFormatter:
         return run
 
 
+# --------------------------------------------------------------------------- Arrow
+
+def arrow_value_text(column: pa.Array | pa.ChunkedArray) -> tuple[pa.Array | pa.ChunkedArray, str]:
+    """`value_text` for an Arrow column: the value's exact text and its kind."""
+    dtype = column.type
+    t = pa.types
+    if t.is_dictionary(dtype):
+        column, dtype = column.cast(dtype.value_type), dtype.value_type
+    if t.is_string(dtype) or t.is_large_string(dtype):
+        return column, "string"
+    if t.is_floating(dtype):
+        return pc.cast(pc.cast(column, pa.float64()), pa.string()), "double"
+    if t.is_decimal(dtype):
+        return pc.cast(column, pa.string()), "decimal"
+    if t.is_date(dtype):
+        return pc.cast(pc.cast(pc.cast(column, pa.date32()), pa.int32()), pa.string()), "long"
+    if t.is_timestamp(dtype):
+        micros = pc.cast(column.cast(pa.timestamp("us", tz=dtype.tz), safe=False), pa.int64())
+        return pc.cast(micros, pa.string()), "long"  # epoch micros (a naive one: its wall clock as UTC)
+    return pc.cast(pc.cast(column, pa.int64()), pa.string()), "long"
+
+
+def arrow_partition_column(formatter: PartitionFormatter, column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The partition path piece per row, formatting each distinct value once (values repeat)."""
+    text, kind = arrow_value_text(column)
+    encoded = pc.dictionary_encode(text)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks() if encoded.num_chunks else pa.array([], pa.string()).dictionary_encode()
+    dictionary = encoded.dictionary.to_pylist()
+    texts = [formatter.text(v, kind) for v in dictionary]
+    indices = encoded.indices
+    if indices.null_count:  # a null value formats as Hudi's default (1 of the unit, or instant 1 ms)
+        texts.append(formatter.text(None, kind))
+        indices = pc.fill_null(indices, len(dictionary))
+    return pa.array(texts, pa.string()).take(indices)
+
+
 # --------------------------------------------------------------------------- Spark
 
 def value_text(col: Column, dtype: DataType) -> tuple[Column, str]:
     """The value's exact text for the Python formatter, and its kind (string, long, double, decimal)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import (
+        DateType,
+        DecimalType,
+        DoubleType,
+        FloatType,
+        StringType,
+        TimestampNTZType,
+        TimestampType,
+    )
+
     if isinstance(dtype, StringType):
         return col, "string"
     if isinstance(dtype, (FloatType, DoubleType)):
@@ -276,15 +331,14 @@ def value_text(col: Column, dtype: DataType) -> tuple[Column, str]:
     if isinstance(dtype, TimestampType):
         return F.unix_micros(col).cast("string"), "long"
     if isinstance(dtype, TimestampNTZType):
-        from pyhudi.keygen.keygen import _ntz_micros  # the Avro local-timestamp-micros long
-
-        return _ntz_micros(col).cast("string"), "long"
+        return ntz_micros(col).cast("string"), "long"  # the Avro local-timestamp-micros long
     return col.cast("long").cast("string"), "long"
 
 
 def spark_partition_column(formatter: PartitionFormatter, dtype: DataType) -> Column:
     """The partition path piece as a Spark column: a pandas UDF over the value's exact text."""
     import pandas as pd
+    from pyspark.sql import functions as F
     from pyspark.sql.functions import pandas_udf
 
     text, kind = value_text(F.col(formatter.field), dtype)
@@ -296,6 +350,17 @@ def spark_partition_column(formatter: PartitionFormatter, dtype: DataType) -> Co
     # Series -> Series: a scalar pandas UDF (the hints are set here, where pandas is imported).
     timestamp_partition.__annotations__ = {"values": pd.Series, "return": pd.Series}
     return pandas_udf(timestamp_partition, "string")(text)  # type: ignore[call-overload,no-any-return]
+
+
+def ntz_micros(col: Column) -> Column:
+    """Microseconds of a TIMESTAMP_NTZ since 1970-01-01 00:00 (the Avro local-timestamp-micros long Hudi
+    prints), from its wall-clock fields: `cast(... as timestamp)` would shift it by the session time zone."""
+    from pyspark.sql import functions as F
+
+    days = F.unix_date(col.cast("date")).cast("long")
+    clock = F.hour(col).cast("long") * 3600 + F.minute(col).cast("long") * 60
+    micros = (F.date_part(F.lit("SECOND"), col) * 1000000).cast("long")
+    return (days * 86400 + clock) * 1000000 + micros
 
 
 def jvm_default_zone() -> str:

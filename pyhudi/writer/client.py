@@ -1,14 +1,21 @@
-"""The write client: one write = one instant, planned on the driver, written by executors.
+"""The write client: one write = one instant, planned here, written by an engine's tasks.
+
+Engine-neutral (no Spark): the instant's lifecycle (take a time, requested -> inflight, run, reconcile
+markers, conflict check, complete; withdraw or roll back on failure), recovery of earlier failed writes,
+the plan (small files, buckets, MOR log targets), delete_partition's commit and the table services run
+after a commit. How records are prepared, tagged and handed to write tasks is the engine's part:
+`spark_write.SparkWriteClient` (a Spark DataFrame; rows stay on the executors) and
+`local_write.LocalWriteClient` (Arrow data, tasks in this process).
 
 Order of events (each step either fails before anything exists, or is undone
 by the rollback of a pending instant):
 
-1. prepare: schema and column checks (driver, no data read);
-2. one Spark aggregation: per-partition counts and the bad-key check;
+1. prepare: schema and column checks (no data read);
+2. the bad-key check and per-partition counts;
 3. tag (index) and profile: which file groups receive updates;
 4. create the table if new; roll back earlier failed writes (EAGER);
 5. requested -> inflight (with the workload profile);
-6. route records to buckets, shuffle, run handles in executors;
+6. route records to buckets and run a handle per bucket on the engine;
 7. reconcile markers (delete files no write stat names), complete the instant.
 """
 
@@ -19,11 +26,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from pyhudi.config import keys as K
 from pyhudi.engine import engine_for
@@ -36,17 +38,15 @@ from pyhudi.errors import (
     TimelineError,
 )
 from pyhudi.faults import fault_point
-from pyhudi.index import simple as simple_index
 from pyhudi.io import schema as S
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.instant_time import new_instant_time
 from pyhudi.model.table_config import load_table_config, save_table_config
-from pyhudi.model.upgrade import upgrade_for_write
 from pyhudi.model.write_stat import WriteStat
+from pyhudi.services import archival, background, table_services
+from pyhudi.services import clean as cleaner
 from pyhudi.services.rollback import rollback_failed_writes, rollback_pending_write
-from pyhudi.spark_env import ensure_worker_python
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -55,11 +55,9 @@ from pyhudi.transaction.heartbeat import Heartbeat
 from pyhudi.transaction.lock import table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSystemView
-from pyhudi.writer import delete_partition, direct_input, single_task
-from pyhudi.writer.bulk_insert import layout, run_bulk_task, run_direct_bulk_task
+from pyhudi.writer import delete_partition, single_task
 from pyhudi.writer.config import WriteConfig, parquet_settings
-from pyhudi.writer.direct_input import DirectInput
-from pyhudi.writer.handles import HandleContext, run_bucket_task
+from pyhudi.writer.handles import HandleContext
 from pyhudi.writer.markers import delete_markers, list_marked_files, unreported_files
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import (
@@ -70,27 +68,12 @@ from pyhudi.writer.partitioner import (
     plan_bucket_index,
     plan_buckets,
 )
-from pyhudi.writer.prepare import (
-    BAD_KEY,
-    DELETE_FLAG,
-    PreparedBatch,
-    null_ordering_error,
-    null_ordering_flag,
-    ordering_required,
-    prepare_batch,
-    table_schema,
-)
+from pyhudi.writer.prepare import null_ordering_error, ordering_required, table_schema
 from pyhudi.writer.profile import WorkloadProfile
 from pyhudi.writer.record_size import average_record_size
-from pyhudi.writer.routing import make_router, partition_salts
 from pyhudi.writer.small_files import small_file_candidates
-from pyhudi.writer.tagging import tag_and_profile
 
 log = logging.getLogger(__name__)
-LOC_FILE_ID = simple_index.LOC_FILE_ID
-LOC_INSTANT = simple_index.LOC_INSTANT
-SALT = "_pyhudi_salt"
-UNKNOWN_SIZE = (1 << 63) - 1  # Spark's sizeInBytes when it cannot estimate (spark.sql.defaultSizeInBytes)
 
 
 @dataclass
@@ -101,74 +84,33 @@ class WriteResult:
 
 
 class WriteClient:
-    def __init__(self, spark: SparkSession, storage: Storage, config: WriteConfig) -> None:
-        self.spark = spark
-        self.engine = engine_for(spark, config.local_parallelism)
+    """The engine-neutral write client. `engine` is an Engine, a SparkSession (its Spark engine) or None
+    (the in-process engine)."""
+
+    def __init__(self, engine: Any, storage: Storage, config: WriteConfig) -> None:
+        self.engine = engine_for(engine, config.local_parallelism)
         self.storage = storage
         self.config = config
-        ensure_worker_python(spark)
+        self._known_completed: frozenset[str] = frozenset()
 
-    # ------------------------------------------------------------------ entry point
-    def write(self, df: DataFrame, replace_all: bool = False) -> WriteResult:
-        cfg = self.config
-        upgrade_for_write(self.storage, cfg)  # a version-4/5 table becomes version 6 first, as in Hudi 0.14
+    def _begin(self) -> ActiveTimeline | None:
+        """Before planning: resume orphaned clusterings, note the completed instants this write knows about
+        (anything completing later is checked for conflicts)."""
         timeline = self._timeline()
-        if cfg.operation is WriteOperation.DELETE_PARTITION:
-            return self._delete_partitions(df, timeline)
         if timeline is not None and self._resume_orphaned_clusterings(timeline):
             timeline = timeline.reload()
-        # Completed instants this write knows about; anything completing later is checked for conflicts.
         self._known_completed = frozenset(i.timestamp for i in timeline.completed()) if timeline else frozenset()
-        table_avro = table_schema(timeline, cfg.table) if timeline is not None else None
-        batch = prepare_batch(df, cfg, None if replace_all else table_avro)
-        one_task = timeline is not None and not replace_all and single_task.eligible_operation(cfg)
-        estimate = estimated_input_bytes(df) if one_task else None
-        if one_task and estimate is not None and estimate <= cfg.single_task_max_bytes:
-            small = self._write_single_task(batch, None, direct_input.detect(df, cfg, batch.avro_schema))
-            if small is not None:
-                self._inline_services()
-                return small
-        direct = direct_input.detect(df, cfg, batch.avro_schema) if self._bulk_reads_files(replace_all) else None
-        if direct is not None:
-            bulk = self._write_bulk_direct(batch, direct)
-            self._inline_services()
-            return bulk
-        # Spark cannot size some inputs (an RDD, a streaming source): the counts tell.
-        one_task = one_task and (estimate is None or estimate >= UNKNOWN_SIZE)
-        keyed = batch.df
-        level = _storage_level(cfg.storage_level)
-        # bulk_insert is the big-load path: recomputing its input is cheaper than caching all of it
-        # (and caching a large load can exhaust a default-sized executor), unless asked for.
-        if cfg.operation is WriteOperation.BULK_INSERT and not cfg.options.is_set(K.TAGGED_STORAGE_LEVEL):
-            level = None
-        # The input itself is cached only when reading it again costs more than caching it: a plain
-        # scan of files is re-read column-pruned by the count job (keys and partition only). Tagged
-        # records (an index join) are still cached at `level`.
-        keyed_level = None if level is None or (
-            not cfg.options.is_set(K.TAGGED_STORAGE_LEVEL) and cheap_to_recompute(df)) else level
-        if keyed_level is not None:
-            keyed = keyed.persist(keyed_level)  # read by the count job, then by tagging or the write
-        result: WriteResult | None = None
-        try:
-            counts = self._partition_counts(keyed)
-            if one_task and timeline is not None and single_task.fits(cfg, timeline, counts):
-                result = self._write_single_task(batch, keyed)
-            if result is None:
-                result = self._write_distributed(batch, keyed, counts, timeline, level, keyed_level, replace_all)
-        finally:
-            if keyed_level is not None:
-                keyed.unpersist()
-        self._inline_services()
-        return result
+        return timeline
 
-    def _delete_partitions(self, df: DataFrame, timeline: ActiveTimeline | None) -> WriteResult:
+    def _delete_partitions(self, timeline: ActiveTimeline | None,
+                           from_records: Callable[[], list[str]]) -> WriteResult:
         """delete_partition: a replacecommit of every live file group of the partitions, no data written
         (Hudi's SparkDeletePartitionCommitActionExecutor). Refusals come before the instant exists."""
         cfg = self.config
         if timeline is None:
             raise TableNotFoundError(f"delete_partition: no Hudi table at {self.storage.base_uri}; nothing to delete")
         self._known_completed = frozenset(i.timestamp for i in timeline.completed())
-        requested = self._requested_partitions(df)
+        requested = self._requested_partitions(from_records)
         timeline, view = self._recovered_view()
         partitions = delete_partition.resolve(requested, view.partition_paths)
         named = requested if cfg.options.is_set(K.PARTITIONS_TO_DELETE) else None
@@ -186,48 +128,19 @@ class WriteClient:
         self._inline_services()
         return result
 
-    def _requested_partitions(self, df: DataFrame) -> list[str]:
-        """The option's entries, else the distinct partition paths of the DataFrame's records (one Spark
-        aggregation; a null or empty record key is refused, as Hudi's key generator refuses it)."""
+    def _requested_partitions(self, from_records: Callable[[], list[str]]) -> list[str]:
+        """The option's entries, else the distinct partition paths of the batch's records (an engine's
+        `from_records`; a null or empty record key is refused, as Hudi's key generator refuses it)."""
         cfg = self.config
         if cfg.options.is_set(K.PARTITIONS_TO_DELETE):
             return delete_partition.split_option(str(cfg.options.get(K.PARTITIONS_TO_DELETE)))
-        keygen = KeyGenerator.for_table(cfg.table)
-        incoming = StructType([f for f in df.schema.fields if not f.name.startswith("_hoodie_")])
-        keygen.check_columns(incoming, need_partition=True)
-        keygen.check_types(incoming, need_partition=True)
-        rows = (df.select(keygen.partition_path(incoming).alias(PARTITION_COL),
-                          keygen.bad_key(incoming).cast("long").alias(BAD_KEY))
-                .groupBy(PARTITION_COL).agg(F.sum(BAD_KEY).alias("bad")).collect())
-        bad = sum(int(r["bad"] or 0) for r in rows)
-        if bad:
-            raise self._bad_keys(bad)
-        return sorted(str(r[PARTITION_COL]) for r in rows)
-
-    def _write_distributed(self, batch: PreparedBatch, keyed: DataFrame, counts: dict[str, tuple[int, int]],
-                           timeline: ActiveTimeline | None, level: StorageLevel | None,
-                           keyed_level: StorageLevel | None, replace_all: bool) -> WriteResult:
-        cfg = self.config
-        tagged = keyed
-        try:
-            view = build_view(self.storage, cfg.table, timeline) if timeline is not None else None
-            tagged, profile = tag_and_profile(self.spark, self.storage, cfg, keyed, counts, view, level)
-            if keyed_level is not None and tagged.is_cached and tagged is not keyed:
-                keyed.unpersist()  # the tagged records are cached now; the input is no longer needed
-            self._ensure_table()
-            timeline, view = self._recovered_view()
-            return self._commit_write(tagged, profile, batch, timeline, view, replace_all)
-        finally:
-            if level is not None:
-                tagged.unpersist()
+        return from_records()
 
     def _resume_orphaned_clusterings(self, timeline: ActiveTimeline) -> bool:
         """Run pending clusterings whose executor died (services/table_services.py) before planning."""
         if not timeline.actions(Action.REPLACE_COMMIT).pending():
             return False
-        from pyhudi.services.table_services import resume_orphaned_clusterings
-
-        return bool(resume_orphaned_clusterings(self.engine, self.storage, self.config))
+        return bool(table_services.resume_orphaned_clusterings(self.engine, self.storage, self.config))
 
     def _inline_services(self) -> None:
         """Table services the writer runs after its commit: clustering, compaction, the cleaner, then
@@ -238,17 +151,12 @@ class WriteClient:
         self._archive_service()
 
     def _archive_service(self) -> None:
-        from pyhudi.services.archival import archive_after_commit
-
-        archive_after_commit(self.storage, self.config)
+        archival.archive_after_commit(self.storage, self.config)
 
     def _clean_service(self) -> None:
         cfg = self.config
         if not cfg.clean.automatic:
             return
-        from pyhudi.services import background
-        from pyhudi.services import clean as cleaner
-
         if not cleaner.cleans_due(ActiveTimeline.load(self.storage), cfg.clean):
             return
 
@@ -261,9 +169,7 @@ class WriteClient:
             run()
 
     def _compaction_service(self) -> None:
-        from pyhudi.services.table_services import compaction_service
-
-        compaction_service(self.engine, self.storage, self.config)
+        table_services.compaction_service(self.engine, self.storage, self.config)
 
     # ------------------------------------------------------------------ steps
     def _timeline(self) -> ActiveTimeline | None:
@@ -277,25 +183,11 @@ class WriteClient:
         if not self.storage.exists(".hoodie/hoodie.properties"):
             save_table_config(self.storage, self.config.table)
 
-    def _partition_counts(self, keyed: DataFrame) -> dict[str, tuple[int, int]]:
-        """One aggregation: rows and deletes per partition; fails on null/empty keys and on null precombine
-        values where the write orders records by them (before anything is written)."""
-        rows = (keyed.groupBy(PARTITION_COL)
-                .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col(DELETE_FLAG).cast("long")).alias("d"),
-                     F.sum(F.col(BAD_KEY).cast("long")).alias("bad"),
-                     F.sum(null_ordering_flag(self.config).cast("long")).alias("null_ordering"))
-                .collect())
-        bad = sum(int(r["bad"] or 0) for r in rows)
-        if bad:
-            raise self._bad_keys(bad)
-        null_ordering = sum(int(r["null_ordering"] or 0) for r in rows)
-        if null_ordering:
-            raise null_ordering_error(self.config, null_ordering)
-        return {str(r[PARTITION_COL]): (int(r["n"]), int(r["d"] or 0)) for r in rows}
-
     # ------------------------------------------------------------------ the instant
-    def _commit_write(self, tagged: DataFrame, profile: WorkloadProfile, batch: PreparedBatch,
+    def _commit_write(self, tagged: Any, profile: WorkloadProfile, avro_schema: dict[str, Any],
                       timeline: ActiveTimeline, view: FileSystemView, replace_all: bool) -> WriteResult:
+        """Plan against the recovered view and run the instant; `tagged` is the engine's records (a Spark
+        DataFrame, an Arrow table), written by its `_run_bulk` / `_run_handles`."""
         cfg = self.config
         op = cfg.operation
         action = Action.REPLACE_COMMIT if op.is_overwrite else (
@@ -310,45 +202,15 @@ class WriteClient:
 
         def run(instant: str) -> list[WriteStat]:
             if bulk:
-                return self._run_bulk(tagged, batch, instant) if profile.total_inserts else []
+                return self._run_bulk(tagged, avro_schema, instant) if profile.total_inserts else []
             assert plan is not None
-            return self._run_handles(tagged, plan, batch, instant) if plan.num_buckets else []
+            return self._run_handles(tagged, plan, avro_schema, instant) if plan.num_buckets else []
 
         def replaced() -> dict[str, list[str]]:
             return self._replaced_file_ids(view, profile, replace_all)
 
-        return self._run_instant(timeline, action, requested_bytes, profile.to_inflight_bytes(), batch.avro_schema, run,
+        return self._run_instant(timeline, action, requested_bytes, profile.to_inflight_bytes(), avro_schema, run,
                                  replaced if op.is_overwrite else None)
-
-    def _bulk_reads_files(self, replace_all: bool) -> bool:
-        """bulk_insert without Spark-side dedup or sorting can have its tasks read input files directly."""
-        cfg = self.config
-        return (cfg.operation is WriteOperation.BULK_INSERT and not replace_all and cfg.direct_parquet_input
-                and cfg.bulk_insert_sort_mode == "NONE" and not cfg.combine_before_write
-                and cfg.index.type != "BUCKET")  # BUCKET: rows must be shuffled into their buckets
-
-    def _write_bulk_direct(self, batch: PreparedBatch, direct: DirectInput) -> WriteResult:
-        """bulk_insert over parquet input files: one job whose tasks read their share of the files
-        (split as Spark would) and write it; no count job, no rows through the JVM. Null keys are
-        found by the tasks, which makes the instant roll back. The inflight carries no counts."""
-        cfg = self.config
-        self._ensure_table()
-        timeline = self._recovered_timeline()  # bulk_insert reads no file layout: no view to build
-        action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
-
-        def run(instant: str) -> list[WriteStat]:
-            return self._run_bulk_direct(batch, direct, instant)
-
-        inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
-        return self._run_instant(timeline, action, b"", inflight, batch.avro_schema, run, None)
-
-    def _run_bulk_direct(self, batch: PreparedBatch, direct: DirectInput, instant: str) -> list[WriteStat]:
-        groups = direct.task_units(self.config.parallelism or None)
-        log.info("%s: %d task(s) read %d input file(s) directly", instant, len(groups), len(direct.units))
-        ctx = self._handle_context(batch, instant, None, [])
-        rows = self.spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
-            lambda it: (r for units in it for r in run_direct_bulk_task(ctx, direct, units))).collect()
-        return self._task_stats(rows)
 
     def _task_stats(self, rows: list[tuple[str, str]]) -> list[WriteStat]:
         """Write stats from ("stat"|"error", json) task rows; an error row refuses the write."""
@@ -356,30 +218,6 @@ class WriteClient:
         if errors:
             raise _Rejected(self._task_error(errors[0]))
         return [WriteStat.from_json(json.loads(p)) for _, p in rows]
-
-    def _write_single_task(self, batch: PreparedBatch, records: DataFrame | None,
-                           direct: DirectInput | None = None) -> WriteResult | None:
-        """The small-batch path (writer/single_task.py): one Spark task tags, plans and writes. None when
-        the table turns out not to suit it (no completed write yet, too many files for the index)."""
-        cfg = self.config
-        timeline, view = self._recovered_view()
-        if not view.committed_instants:
-            return None
-        # The batch's one task may use a few of the cores Spark would otherwise spread it over.
-        threads = min(4, max(1, self.spark.sparkContext.defaultParallelism))
-        layout = single_task.table_layout(cfg, view, timeline, threads)
-        if layout.index_files > cfg.single_task_max_index_files:
-            return None
-        action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
-        if direct is None and records is None:
-            records = batch.df  # built (and analyzed) before the instant exists, so its errors leave no trace
-
-        def run(instant: str) -> list[WriteStat]:
-            log.info("%s %s: tagging, planning and writing the batch in one task", action.value, instant)
-            return self._run_single_task(records, batch, layout, instant, direct)
-
-        inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
-        return self._run_instant(timeline, action, b"", inflight, batch.avro_schema, run, None)
 
     def _recovered_timeline(self) -> ActiveTimeline:
         """The timeline after rolling back earlier failed writes.
@@ -398,19 +236,6 @@ class WriteClient:
         """The recovered timeline and the view a write commits against."""
         timeline = self._recovered_timeline()
         return timeline, build_view(self.storage, self.config.table, timeline)
-
-    def _run_single_task(self, records: DataFrame | None, batch: PreparedBatch, layout: single_task.TableLayout,
-                         instant: str, direct: DirectInput | None) -> list[WriteStat]:
-        ctx = self._handle_context(batch, instant, None, [], combine=self.config.combine_before_write)
-        if direct is not None:  # the task reads the input files itself
-            log.info("%s: the task reads %d input file(s) directly", instant, len(direct.units))
-            rows = self.spark.sparkContext.parallelize([list(direct.units)], 1).mapPartitions(
-                lambda units: single_task.run_direct_single_task(ctx, layout, direct, units)).collect()
-        else:
-            assert records is not None
-            rows = [(r["kind"], r["payload"]) for r in records.coalesce(1).mapInArrow(
-                lambda it: single_task.run_single_task(ctx, layout, it), single_task.OUTPUT_SCHEMA).collect()]
-        return self._task_stats(rows)
 
     def _run_instant(self, timeline: ActiveTimeline, action: Action, requested_bytes: bytes, inflight_bytes: bytes,
                      schema: dict[str, Any] | None, run: Callable[[str], list[WriteStat]],
@@ -473,9 +298,7 @@ class WriteClient:
             "key. Filter or fill them before writing. Nothing was written.")
 
     def _clustering_service(self) -> None:
-        from pyhudi.services.table_services import clustering_service
-
-        clustering_service(self.engine, self.storage, self.config)
+        table_services.clustering_service(self.engine, self.storage, self.config)
 
     def _footprint(self, meta: CommitMetadata, stats: list[WriteStat]) -> Footprint:
         """The file groups this write changed. delete_partition writes nothing but hides whole groups: a
@@ -594,34 +417,21 @@ class WriteClient:
                 base_files[(part, fid)] = bf.path if bf else None
         return base_files
 
-    def _run_handles(self, tagged: DataFrame, plan: BucketPlan, batch: PreparedBatch, instant: str) -> list[WriteStat]:
-        salts = partition_salts(plan.num_buckets)
-        router = make_router(plan, salts)
-        route_udf = arrow_udf(router, "int")
-        routed = tagged.withColumn(SALT, route_udf(F.col(RECORD_KEY_COL), F.col(PARTITION_COL), F.col(LOC_FILE_ID)))
-        keep = [c for c in routed.columns if c not in (LOC_FILE_ID, LOC_INSTANT, BAD_KEY)]
-        shuffled = routed.select(*keep).repartition(plan.num_buckets, SALT)
-        ctx = self._handle_context(batch, instant, plan, salts)
-        rows = shuffled.mapInArrow(lambda it: run_bucket_task(ctx, it), "stat string").collect()
-        return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
+    def _run_handles(self, tagged: Any, plan: BucketPlan, avro_schema: dict[str, Any], instant: str) -> list[WriteStat]:
+        """Write every bucket of the plan (the engine's data path)."""
+        raise NotImplementedError
 
-    def _run_bulk(self, keyed: DataFrame, batch: PreparedBatch, instant: str) -> list[WriteStat]:
-        cfg = self.config
-        ctx = self._handle_context(batch, instant, None, [])
-        bucket = (tuple(cfg.index.bucket_hash_fields or cfg.table.record_key_fields), cfg.index.bucket_num) \
-            if cfg.index.type == "BUCKET" else None
-        laid_out = layout(keyed.drop(BAD_KEY, LOC_FILE_ID, LOC_INSTANT), cfg.bulk_insert_sort_mode, cfg.parallelism, cfg.precombine_field,
-                          cfg.combine_before_write, bucket)
-        rows = laid_out.mapInArrow(lambda it: run_bulk_task(ctx, it), "stat string").collect()
-        return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
+    def _run_bulk(self, records: Any, avro_schema: dict[str, Any], instant: str) -> list[WriteStat]:
+        """bulk_insert's files (the engine's data path)."""
+        raise NotImplementedError
 
-    def _handle_context(self, batch: PreparedBatch, instant: str, plan: BucketPlan | None,
+    def _handle_context(self, avro_schema: dict[str, Any], instant: str, plan: BucketPlan | None,
                         salts: list[int], combine: bool | None = None) -> HandleContext:
         cfg = self.config
         return HandleContext(
             base_uri=self.storage.base_uri, instant=instant, operation=cfg.operation,
-            file_schema=S.avro_to_arrow(S.with_meta_fields(batch.avro_schema)),
-            avro_schema_with_meta=S.to_json(S.with_meta_fields(batch.avro_schema)),
+            file_schema=S.avro_to_arrow(S.with_meta_fields(avro_schema)),
+            avro_schema_with_meta=S.to_json(S.with_meta_fields(avro_schema)),
             populate_meta=cfg.table.populate_meta_fields, precombine_field=cfg.precombine_field,
             event_time_ordering=cfg.uses_event_time_ordering,
             allow_duplicate_on_inserts=cfg.allow_duplicate_on_inserts, sizing=cfg.sizing,
@@ -672,15 +482,6 @@ def _updates_under_clustering(count: int, partition: str, file_id: str, clusteri
         "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy")
 
 
-def estimated_input_bytes(df: DataFrame) -> int | None:
-    """Spark's size estimate of the input (file sizes for a scan; Long.MaxValue when unknown)."""
-    try:
-        size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
-        return int(size if isinstance(size, int) else size.toString())
-    except Exception:  # Spark Connect or an unexpected plan: treat as unknown
-        return None
-
-
 def _replacing_instants(view: FileSystemView) -> dict[tuple[str, str], str]:
     """(partition, fileId) -> the completed replacecommit (clustering, overwrite) that replaced it."""
     out: dict[tuple[str, str], str] = {}
@@ -690,47 +491,3 @@ def _replacing_instants(view: FileSystemView) -> dict[tuple[str, str], str]:
             for fid in ids:
                 out[(p, fid)] = inst.timestamp
     return out
-
-
-_CHEAP_PLAN_NODES = frozenset({"LogicalRelation", "LocalRelation", "InMemoryRelation", "Project", "Filter"})
-
-
-def cheap_to_recompute(df: DataFrame, max_nodes: int = 64) -> bool:
-    """Whether `df` is a deterministic scan of files, local rows or an already cached DataFrame (e.g. the
-    streamer's validated batch), with projections and filters only, so reading it twice costs less than
-    caching it (again): Spark prunes the first read to a few columns."""
-    try:
-        root = df._jdf.queryExecution().optimizedPlan()
-        if not root.deterministic():
-            return False
-        stack, seen = [root], 0
-        while stack:
-            node = stack.pop()
-            seen += 1
-            if seen > max_nodes or node.getClass().getSimpleName() not in _CHEAP_PLAN_NODES:
-                return False
-            children = node.children()
-            stack.extend(children.apply(i) for i in range(children.size()))
-        return True
-    except Exception:  # Spark Connect or an unexpected plan: cache, the safe choice
-        return False
-
-
-def _storage_level(name: str) -> StorageLevel | None:
-    if name in ("", "NONE"):
-        return None
-    return getattr(StorageLevel, name, StorageLevel.MEMORY_AND_DISK)
-
-
-def arrow_udf(fn, return_type: str):  # type: ignore[no-untyped-def]
-    """A vectorized UDF over Arrow arrays (PySpark 4.1+), falling back to a pandas UDF on 4.0."""
-    native = getattr(F, "arrow_udf", None)
-    if native is not None:
-        return native(fn, return_type)
-    import pandas as pd
-    import pyarrow as pa
-
-    def via_pandas(*cols: pd.Series) -> pd.Series:
-        return fn(*[pa.array(c.where(c.notna(), None)) for c in cols]).to_pandas()
-
-    return F.pandas_udf(via_pandas, return_type)  # type: ignore[call-overload]

@@ -217,14 +217,14 @@ def _with_keygen_options(o: Options, table: TableConfig) -> TableConfig:
     hoodie.keygen.timebased.* keys stored in hoodie.properties), checked before anything is written."""
     if table.keygen_class not in TIMESTAMP_KEYGENS | CUSTOM_KEYGENS:
         return table
-    from pyhudi.keygen.keygen import PARTITION_SPEC_KEY, KeyGenerator
+    from pyhudi.keygen.spec import PARTITION_SPEC_KEY, KeySpec
 
     merged = dict(table.keygen_options)
     merged.update({prop.key: str(o.get(prop)) for prop in K.TIMEBASED_KEYS if o.is_set(prop)})
     if table.keygen_class in CUSTOM_KEYGENS and o.is_set(K.PARTITIONPATH_FIELDS):
         merged[PARTITION_SPEC_KEY] = ",".join(o.get(K.PARTITIONPATH_FIELDS))
     resolved = table.evolve(keygen_options=merged)
-    KeyGenerator.for_table(resolved)  # refuses missing/invalid settings and unsupported patterns now
+    KeySpec.for_table(resolved)  # refuses missing/invalid settings and unsupported patterns now
     return resolved
 
 

@@ -11,7 +11,6 @@ size. Every data file gets its marker first. Only write stats leave the task.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,14 +27,13 @@ from pyhudi.io.base_file import (
     write_parquet,
 )
 from pyhudi.io.schema import conform_table
-from pyhudi.model.file_names import base_file_name, file_id, join_path, write_token
+from pyhudi.model.file_names import base_file_name, file_id, join_path
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.storage import Storage
 from pyhudi.writer.config import SizingConfig
 from pyhudi.writer.markers import create_marker
 from pyhudi.writer.operation import WriteOperation
-from pyhudi.writer.partition_meta import ensure_partition_metadata
-from pyhudi.writer.partitioner import Bucket, BucketKind
+from pyhudi.writer.partitioner import Bucket
 
 COMMIT_TIME = "_hoodie_commit_time"
 SEQNO = "_hoodie_commit_seqno"
@@ -71,42 +69,6 @@ class HandleContext:
     # Every record needs a non-null precombine value (writer/prepare.ordering_required); the one-task
     # write checks it in its task, the distributed write in its count job.
     require_ordering: bool = False
-
-
-def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: gather this task's bucket, run its handle, emit write stats as JSON rows."""
-    import json
-
-    from pyspark import TaskContext
-
-    tc = TaskContext.get()
-    assert tc is not None
-    pid = tc.partitionId()
-    collected = [b for b in batches if b.num_rows]
-    if not collected:
-        return
-    records = pa.Table.from_batches(collected)
-    bucket = ctx.buckets[pid]
-    salts = pc.unique(records.column(SALT)).to_pylist()
-    if salts != [ctx.salts[pid]]:
-        raise RuntimeError(f"task {pid} received rows of salts {salts}, expected only {ctx.salts[pid]}")
-    token = write_token(pid, tc.stageId(), tc.taskAttemptId())
-    stats = run_handle(ctx, Storage(ctx.base_uri), bucket, records, token, pid)
-    rows = [json.dumps(s.to_json()) for s in stats]
-    yield pa.RecordBatch.from_pydict({"stat": rows}, schema=STAT_SCHEMA)
-
-
-def run_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table, token: str,
-               pid: int) -> list[WriteStat]:
-    """The handle a bucket's kind calls for: merge (rewrite a base file), append (MOR logs) or create."""
-    ensure_partition_metadata(storage, bucket.partition, ctx.instant)
-    if bucket.kind is BucketKind.UPDATE:
-        return [merge_handle(ctx, storage, bucket, records, token, pid)]
-    if bucket.writes_logs:
-        from pyhudi.writer.append_handle import append_handle
-
-        return append_handle(ctx, storage, bucket, records, token, pid)
-    return create_handle(ctx, storage, bucket, records, token, pid)[0]
 
 
 # --------------------------------------------------------------------------- record prep

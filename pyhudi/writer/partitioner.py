@@ -106,10 +106,17 @@ class BucketPlan:
         out = np.empty(len(record_keys), dtype=np.int64)
         located = pc.is_valid(located_file_ids).to_numpy(zero_copy_only=False)
         rows = np.nonzero(located)[0]
-        if len(rows):
+        if len(rows):  # one hash lookup of "partition\x01fileId" per record, not a Python loop
             where = pa.array(rows)
-            out[rows] = [self.update_buckets[(p, f)] for p, f in zip(
-                partitions.take(where).to_pylist(), located_file_ids.take(where).to_pylist())]
+            probe = pc.binary_join_element_wise(partitions.take(where), _one_array(located_file_ids).take(where),
+                                                "\u0001")
+            groups = list(self.update_buckets.items())
+            names = pa.array([f"{p}\u0001{f}" for (p, f), _ in groups], pa.string())
+            found = pc.index_in(probe, value_set=names)
+            if found.null_count:
+                missing = probe.filter(pc.is_null(found))[0].as_py().split("\u0001")
+                raise KeyError(tuple(missing))
+            out[rows] = np.asarray([b for _, b in groups], dtype=np.int64)[found.to_numpy(zero_copy_only=False)]
         rows = np.nonzero(~located)[0]
         if not len(rows):
             return out

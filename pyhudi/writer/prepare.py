@@ -1,29 +1,20 @@
-"""Turning a user's DataFrame into records ready to tag and route.
+"""What every engine's prepare step shares: the prepared-record column names, the table's schema, the
+writer schema (evolution), and the precombine (ordering) rules.
 
-All checks that can be made without reading data happen here, on the driver,
-before anything is written: key/partition/precombine columns exist, and the
-batch's schema can be written into the table's (a new nullable column is
-fine, a safe widening is fine, anything else is a SchemaMismatchError).
-The per-row work (keys, partition paths, delete flags, casts) is expressed as
-Spark columns so it runs in the JVM.
+A batch is checked before anything is written: key/partition/precombine columns exist, and its schema can
+be written into the table's (a new nullable column is fine, a safe widening is fine, anything else is a
+SchemaMismatchError). The Spark path builds its records with Spark expressions (spark_prepare.py), the
+in-process path with Arrow compute (arrow_prepare.py).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Sequence
 from typing import Any
-
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql.types import AtomicType, StructField, StructType
 
 from pyhudi.config import keys as K
 from pyhudi.errors import InvalidRecordError
 from pyhudi.io import schema as S
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator, field_type
 from pyhudi.model.table_config import TableConfig
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -35,22 +26,6 @@ BAD_KEY = "_pyhudi_bad_key"
 IS_DELETED_FIELD = "_hoodie_is_deleted"
 META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
                 "_hoodie_file_name", "_hoodie_operation")
-
-
-@dataclass
-class PreparedBatch:
-    """The batch's target schema, checked up front, and its keyed records as a Spark DataFrame, built on
-    first use: a write whose executors read the input files themselves (direct_input.py) never needs
-    them, and building the columns costs dozens of JVM calls per batch."""
-
-    source: DataFrame
-    avro_schema: dict[str, Any]
-    schema_json: str
-    columns: Callable[[], list[Column]]
-
-    @cached_property
-    def df(self) -> DataFrame:
-        return self.source.select(*self.columns())
 
 
 def table_schema(timeline: ActiveTimeline, config: TableConfig, as_of: str | None = None) -> dict[str, Any] | None:
@@ -67,16 +42,12 @@ def table_schema(timeline: ActiveTimeline, config: TableConfig, as_of: str | Non
     return None
 
 
-def _incoming_struct(df: DataFrame) -> StructType:
-    return StructType([f for f in df.schema.fields if f.name not in META_COLUMNS])
-
-
-def _check_precombine(config: WriteConfig, schema: StructType) -> None:
-    field = config.precombine_field
-    if field and config.operation is not WriteOperation.DELETE and field_type(schema, field) is None:
+def precombine_missing(config: WriteConfig, columns: Sequence[str]) -> None:
+    """Refuse a batch without the precombine column (deletes need none)."""
+    if config.precombine_field and config.operation is not WriteOperation.DELETE:
         raise InvalidRecordError(
-            f"precombine field {field!r} is not a column of the batch (columns: {', '.join(schema.fieldNames())}); "
-            "add it or fix hoodie.datasource.write.precombine.field")
+            f"precombine field {config.precombine_field!r} is not a column of the batch (columns: "
+            f"{', '.join(columns)}); add it or fix hoodie.datasource.write.precombine.field")
 
 
 _COMBINING_INSERTS = (WriteOperation.INSERT, WriteOperation.BULK_INSERT, WriteOperation.INSERT_OVERWRITE,
@@ -97,13 +68,6 @@ def ordering_required(config: WriteConfig) -> bool:
     return op is WriteOperation.UPSERT or (op in _COMBINING_INSERTS and config.combine_before_write)
 
 
-def null_ordering_flag(config: WriteConfig) -> Column:
-    """Spark column: the record's precombine value is null (False when the write needs none)."""
-    if not ordering_required(config):
-        return F.lit(False)
-    return F.col(str(config.precombine_field)).isNull()
-
-
 def null_ordering_error(config: WriteConfig, count: int) -> InvalidRecordError:
     field = config.precombine_field
     return InvalidRecordError(
@@ -111,23 +75,6 @@ def null_ordering_error(config: WriteConfig, count: int) -> InvalidRecordError:
         f".field); {config.operation.value} orders records by it, so Hudi refuses a null one (\"Ordering value "
         "is null for record\"). Fill the field (for example with coalesce) or filter those records before "
         "writing. Nothing was written.")
-
-
-def _conformed(df: DataFrame, target: StructType) -> list[Column]:
-    """Select the target schema from the batch: casts for widened atomic types, nulls for missing columns."""
-    if [(f.name, f.dataType) for f in df.schema.fields] == [(f.name, f.dataType) for f in target.fields]:
-        return [F.col("*")]  # the batch is already in the table's layout: one JVM call, not one per column
-    have = {f.name: f for f in df.schema.fields}
-    cols = []
-    for f in target.fields:
-        src = have.get(f.name)
-        if src is None:
-            cols.append(F.lit(None).cast(f.dataType).alias(f.name))
-        elif src.dataType != f.dataType and isinstance(f.dataType, AtomicType):
-            cols.append(F.col(f"`{f.name}`").cast(f.dataType).alias(f.name))
-        else:
-            cols.append(F.col(f"`{f.name}`"))
-    return cols
 
 
 def writer_schema(config: WriteConfig, table_avro: dict[str, Any] | None, incoming_avro: dict[str, Any]) -> dict[str, Any]:
@@ -140,46 +87,3 @@ def writer_schema(config: WriteConfig, table_avro: dict[str, Any] | None, incomi
                     allow_column_drop=bool(config.options.get(K.SCHEMA_ALLOW_COLUMN_DROP)))
 
 
-def prepare_batch(df: DataFrame, config: WriteConfig, table_avro: dict[str, Any] | None) -> PreparedBatch:
-    keygen = KeyGenerator.for_table(config.table)
-    incoming = _incoming_struct(df)
-    op = config.operation
-    need_partition = not config.index.is_global or op is not WriteOperation.DELETE
-    keygen.check_columns(incoming, need_partition=need_partition)
-    keygen.check_types(incoming, need_partition=need_partition)
-    _check_precombine(config, incoming)
-    if op is WriteOperation.DELETE:
-        target_avro = S.spark_to_avro(incoming, config.table.name) if table_avro is None else table_avro
-        target = StructType([])
-    else:
-        incoming_avro = S.spark_to_avro(incoming, config.table.name)
-        target_avro = writer_schema(config, table_avro, incoming_avro)
-        target = S.avro_to_spark(target_avro)
-
-    def columns() -> list[Column]:
-        internal = {
-            RECORD_KEY_COL: keygen.record_key(incoming),
-            PARTITION_COL: keygen.partition_path(incoming),
-            DELETE_FLAG: _delete_flag(df, op),
-            BAD_KEY: keygen.bad_key(incoming),
-        }
-        data_cols = _conformed(df, target) if target.fields else []
-        return [*data_cols, *[c.alias(name) for name, c in internal.items()]]
-
-    return PreparedBatch(df, target_avro, json.dumps(target_avro), columns)
-
-
-def _delete_flag(df: DataFrame, op: WriteOperation) -> Column:
-    if op is WriteOperation.DELETE:
-        return F.lit(True)
-    if IS_DELETED_FIELD in df.columns:
-        return F.coalesce(F.col(IS_DELETED_FIELD).cast("boolean"), F.lit(False))
-    return F.lit(False)
-
-
-def data_struct(avro: dict[str, Any]) -> StructType:
-    return S.avro_to_spark(avro)
-
-
-def struct_field_names(struct: StructType) -> list[str]:
-    return [f.name for f in struct.fields if isinstance(f, StructField)]

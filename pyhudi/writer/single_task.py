@@ -18,10 +18,10 @@ pending clustering); the driver turns those into the same exceptions the distrib
 
 from __future__ import annotations
 
-import json
 import os
+import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -30,15 +30,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.io.base_file import read_parquet
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
-from pyhudi.model.file_names import write_token
+from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.config import WriteConfig
-from pyhudi.writer.direct_input import DirectInput, InputUnit
-from pyhudi.writer.handles import IS_UPDATE, HandleContext, is_delete, run_handle
+from pyhudi.writer.dispatch import run_handle
+from pyhudi.writer.handles import IS_UPDATE, HandleContext, is_delete
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import (
     Bucket,
@@ -87,41 +86,6 @@ class TableLayout:
     def index_files(self) -> int:
         """How many base files the task's index lookup may have to read (all partitions' latest)."""
         return sum(len(files) for files in self.base_files.values())
-
-
-def run_single_task(ctx: HandleContext, layout: TableLayout, batches: Iterator[pa.RecordBatch]
-                    ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body over the whole batch (one input partition): emits ("stat", json) rows, or one
-    ("error", json) row and nothing written."""
-    collected = [b for b in batches if b.num_rows]
-    if not collected:
-        return
-    rows = _outcome_rows(ctx, layout, pa.Table.from_batches(collected))
-    yield pa.RecordBatch.from_pydict({"kind": [k for k, _ in rows], "payload": [p for _, p in rows]}, schema=_OUT)
-
-
-def run_direct_single_task(ctx: HandleContext, layout: TableLayout, direct: DirectInput,
-                           units: Iterable[list[InputUnit]]) -> Iterator[tuple[str, str]]:
-    """RDD body: the same, over input files the task reads itself (writer/direct_input.py). The units
-    come as the RDD's input and are consumed to the end: a PySpark worker that leaves its input
-    unread is not reused, and the next batch would pay a fresh worker's imports."""
-    tables = [t for group in units for t in direct.read_prepared(group) if t.num_rows]
-    if tables:
-        yield from _outcome_rows(ctx, layout, pa.concat_tables(tables))
-
-
-def _outcome_rows(ctx: HandleContext, layout: TableLayout, records: pa.Table) -> list[tuple[str, str]]:
-    outcome = write_batch(ctx, layout, Storage(ctx.base_uri), records, _task_token)
-    return [("error", json.dumps(o)) if isinstance(o, dict) else ("stat", json.dumps(o.to_json()))
-            for o in outcome]
-
-
-def _task_token(bucket_number: int) -> str:
-    from pyspark import TaskContext
-
-    tc = TaskContext.get()
-    assert tc is not None
-    return write_token(bucket_number, tc.stageId(), tc.taskAttemptId())
 
 
 def write_batch(ctx: HandleContext, layout: TableLayout, storage: Storage, records: pa.Table,
@@ -208,18 +172,23 @@ _KEY_CACHE: OrderedDict[str, pa.Array] = OrderedDict()
 _KEY_CACHE_MAX_BYTES = 256 * 1024 * 1024
 
 
+_KEY_CACHE_LOCK = threading.Lock()  # the in-process engine looks keys up from several threads
+
+
 def stored_keys(storage: Storage, path: str) -> pa.Array:
     uri = storage.uri(path)
-    cached = _KEY_CACHE.get(uri)
-    if cached is not None:
-        _KEY_CACHE.move_to_end(uri)
-        return cached
+    with _KEY_CACHE_LOCK:
+        cached = _KEY_CACHE.get(uri)
+        if cached is not None:
+            _KEY_CACHE.move_to_end(uri)
+            return cached
     keys = read_parquet(storage, path, columns=["_hoodie_record_key"]).column(0).combine_chunks()
-    _KEY_CACHE[uri] = keys
-    total = sum(k.nbytes for k in _KEY_CACHE.values())
-    while total > _KEY_CACHE_MAX_BYTES and len(_KEY_CACHE) > 1:
-        _, dropped = _KEY_CACHE.popitem(last=False)
-        total -= dropped.nbytes
+    with _KEY_CACHE_LOCK:
+        _KEY_CACHE[uri] = keys
+        total = sum(k.nbytes for k in _KEY_CACHE.values())
+        while total > _KEY_CACHE_MAX_BYTES and len(_KEY_CACHE) > 1:
+            _, dropped = _KEY_CACHE.popitem(last=False)
+            total -= dropped.nbytes
     return keys
 
 

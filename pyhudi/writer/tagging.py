@@ -67,7 +67,7 @@ def tag_and_profile(spark: SparkSession, storage: Storage, cfg: WriteConfig, key
 def _check_bucket_table(cfg: WriteConfig, keyed: DataFrame, view: FileSystemView,
                         counts: dict[str, tuple[int, int]]) -> None:
     """Refuse a BUCKET write the table's file groups cannot serve, before anything is written."""
-    from pyhudi.writer.bulk_insert import check_new_buckets
+    from pyhudi.writer.spark_bulk import check_new_buckets
 
     bucket_index.check_layout(view, cfg.index.bucket_num)
     if cfg.operation is WriteOperation.BULK_INSERT:
@@ -108,7 +108,7 @@ def _broadcastable(spark: SparkSession, records: int) -> bool:
 
 def _tag_bucket(spark: SparkSession, cfg: WriteConfig, keyed: DataFrame, counts: dict[str, tuple[int, int]],
                 view: FileSystemView | None, level: StorageLevel | None) -> tuple[DataFrame, WorkloadProfile]:
-    from pyhudi.writer.client import arrow_udf
+    from pyhudi.writer.spark_udf import arrow_udf
 
     fields = cfg.index.bucket_hash_fields or cfg.table.record_key_fields
     n = cfg.index.bucket_num

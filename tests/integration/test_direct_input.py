@@ -23,9 +23,10 @@ from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action
 from pyhudi.timeline.timeline import ActiveTimeline
-from pyhudi.writer import direct_input
+from pyhudi.writer import spark_direct
 from pyhudi.writer.config import build_write_config, resolve_table_config
-from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG, prepare_batch
+from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG
+from pyhudi.writer.spark_prepare import prepare_batch
 from tests.helpers import hudi_rs
 
 pytestmark = [pytest.mark.spark]
@@ -77,7 +78,7 @@ def test_prepared_records_equal_spark_row_path(spark, tmp_path, keys, operation)
     df = spark.read.parquet(str(tmp_path))
     cfg = _config(keys, operation)
     batch = prepare_batch(df, cfg, None)
-    direct = direct_input.detect(df, cfg, batch.avro_schema)
+    direct = spark_direct.detect(df, cfg, batch.avro_schema)
     assert direct is not None, "a plain parquet scan with supported key types reads directly"
     got = pa.concat_tables(direct.read_prepared(direct.units))
     want = batch.df.toArrow()
@@ -99,7 +100,7 @@ def test_unsupported_inputs_take_spark_rows(spark, tmp_path):
     cfg = _config(KEYGENS[0])
 
     def direct(frame, c=cfg):
-        return direct_input.detect(frame, c, prepare_batch(frame, c, None).avro_schema)
+        return spark_direct.detect(frame, c, prepare_batch(frame, c, None).avro_schema)
 
     assert direct(df) is not None
     assert direct(df.filter("rid > 3")) is None, "a filter is Spark's work"

@@ -21,9 +21,9 @@ import pytest
 import pyhudi
 from pyhudi.config.registry import Options
 from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
-from pyhudi.writer import direct_input
+from pyhudi.writer import spark_direct
 from pyhudi.writer.config import build_write_config, resolve_table_config
-from pyhudi.writer.prepare import prepare_batch
+from pyhudi.writer.spark_prepare import prepare_batch
 from tests.helpers import hudi_rs
 
 pytestmark = pytest.mark.spark
@@ -89,7 +89,7 @@ def test_direct_parquet_path_writes_java_strings(spark, tmp_path):
     o = Options.parse(opts)
     cfg = build_write_config(o, resolve_table_config(o, None))
     batch = prepare_batch(df, cfg, None)
-    direct = direct_input.detect(df, cfg, batch.avro_schema)
+    direct = spark_direct.detect(df, cfg, batch.avro_schema)
     assert direct is not None, "decimal, date, timestamp and boolean keys are read by the Arrow path"
     got = pa.concat_tables(direct.read_prepared(direct.units)).select(["id", RECORD_KEY_COL, PARTITION_COL])
     want = batch.df.select("id", RECORD_KEY_COL, PARTITION_COL).toArrow()

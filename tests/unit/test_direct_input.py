@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark.sql.types import StructType
 
 from pyhudi.keygen.keygen import KeyGenerator
 from pyhudi.writer.binpack import pack_balanced
@@ -15,7 +14,7 @@ MB = 1 << 20
 def _direct(sizes: list[int], max_split: int = 128 * MB, open_cost: int = 4 * MB) -> DirectInput:
     return DirectInput(units=tuple(InputUnit(f"file:///in/f{i}", s) for i, s in enumerate(sizes)),
                        read_types=(), target=pa.schema([]), keygen=KeyGenerator(("id",), (), "", False, False),
-                       schema=StructType([]), delete_all=False, max_split_bytes=max_split, open_cost_bytes=open_cost)
+                       schema=pa.schema([]), delete_all=False, max_split_bytes=max_split, open_cost_bytes=open_cost)
 
 
 def _covered(groups: list[list[InputUnit]]) -> dict[str, set[tuple[int, int]]]:

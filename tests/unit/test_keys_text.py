@@ -69,7 +69,9 @@ def test_java_decimal_matches_decimal_spec(unscaled, scale):
 
 
 def _arrow_keys(fields: list[StructField], key: str, partition: str) -> tuple[ArrowKeys, KeyGenerator]:
-    schema = StructType(fields)
+    from pyhudi.writer.spark_direct import arrow_schema  # the Spark caller's boundary into Arrow types
+
+    schema = arrow_schema(StructType(fields))
     kg = KeyGenerator((key,), (partition,), "org.apache.hudi.keygen.SimpleKeyGenerator", False, False)
     assert supports(kg, schema)
     return ArrowKeys(kg, schema), kg

@@ -299,8 +299,9 @@ def test_arrow_path_declines_timestamp_partition_fields():
     from pyspark.sql.types import LongType, StructField, StructType
 
     from pyhudi.keygen.arrow_keys import supports
+    from pyhudi.writer.spark_direct import arrow_schema
 
-    schema = StructType([StructField("id", LongType()), StructField("createTime", LongType())])
+    schema = arrow_schema(StructType([StructField("id", LongType()), StructField("createTime", LongType())]))
     plain = KeyGenerator(("id",), ("createTime",), "org.apache.hudi.keygen.SimpleKeyGenerator", False, False)
     timed = KeyGenerator(("id",), ("createTime",), TS_KEYGEN, False, False, ("TIMESTAMP",),
                          settings_from(_base("EPOCHMILLISECONDS", "yyyy/MM/dd", "UTC")))

@@ -1,0 +1,248 @@
+"""Index lookup and workload profile for Arrow records, in-process (the twin of tagging.py).
+
+Reads go through the engine as tasks (one per file whose keys are read); matching is Arrow compute:
+
+* SIMPLE / GLOBAL_SIMPLE: `_hoodie_record_key` of the latest base files of the partitions the batch
+  touches (all partitions for a global index), cached per file (single_task.stored_keys: base files never
+  change);
+* BLOOM / GLOBAL_BLOOM: a file is read only if one of the batch's keys of its partition lies within its
+  footer key range (Java's string order, key_order) and passes its bloom filter; survivors are confirmed
+  against the file's keys;
+* INMEMORY: keys of base and log files of the latest merged slices (index/log_index.log_file_keys);
+* BUCKET: each key's bucket (index/bucket.bucket_ids) and the partition's file group of that bucket.
+
+A global index moves a record whose key lives in another partition: into that partition, or with
+`hoodie.*.update.partition.path` a delete there and an insert in the new one (Hudi's global index).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pyhudi.engine.base import Engine, TaskInfo
+from pyhudi.index import bucket as bucket_index
+from pyhudi.index import log_index
+from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, read_footer_filter
+from pyhudi.index.key_order import utf16_sort_keys
+from pyhudi.index.locations import LOC_FILE_ID, LOC_INSTANT
+from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.storage import Storage
+from pyhudi.view.file_system_view import FileSystemView
+from pyhudi.writer.config import WriteConfig
+from pyhudi.writer.handles import DELETE_FLAG, IS_UPDATE
+from pyhudi.writer.operation import WriteOperation
+from pyhudi.writer.profile import WorkloadProfile
+from pyhudi.writer.single_task import stored_keys
+
+BUCKET_COL = "_pyhudi_bucket_id"
+
+
+@dataclass(frozen=True)
+class KeyFile:
+    """A file whose keys may locate records: its file group, slice instant and the files to read."""
+
+    partition: str
+    file_id: str
+    instant: str
+    base_path: str | None
+    log_paths: tuple[str, ...] = ()
+
+
+def tag_records(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.Table,
+                view: FileSystemView | None) -> tuple[pa.Table, WorkloadProfile]:
+    """Records with IS_UPDATE and their location (LOC_FILE_ID, LOC_INSTANT; null for inserts), deletes of
+    unknown keys dropped, and the workload profile."""
+    op = cfg.operation
+    committed = view is not None and bool(view.committed_instants)
+    if cfg.index.type == "BUCKET" and view is not None and not op.is_overwrite:
+        bucket_index.check_layout(view, cfg.index.bucket_num)
+    if cfg.index.type == "BUCKET" and op is not WriteOperation.BULK_INSERT:
+        return _tag_bucket(cfg, records, view if committed else None)
+    n = records.num_rows
+    if op is WriteOperation.BULK_INSERT or not (op.needs_tagging and committed):
+        none = pa.nulls(n, pa.string())
+        records = _with_location(records, none, none)
+        records = records.filter(pc.invert(records.column(DELETE_FLAG)))
+        return records, profile_of(op, records)
+    assert view is not None
+    fids, insts, parts = _locate(engine, storage, cfg, records, view)
+    records = _with_location(records, fids, insts)
+    if cfg.index.is_global:
+        records = _global_moves(records, parts, cfg.index.update_partition_path)
+    located = pc.is_valid(records.column(LOC_FILE_ID))
+    records = records.filter(pc.or_(located, pc.invert(records.column(DELETE_FLAG))))
+    return records, profile_of(op, records)
+
+
+def _with_location(records: pa.Table, fids: pa.Array, insts: pa.Array) -> pa.Table:
+    return (records.append_column(LOC_FILE_ID, fids).append_column(LOC_INSTANT, insts)
+            .append_column(IS_UPDATE, pc.is_valid(fids)))
+
+
+def profile_of(op: WriteOperation, records: pa.Table) -> WorkloadProfile:
+    """Inserts per partition and updates per file group (one group-by)."""
+    profile = WorkloadProfile(operation_type=op.operation_type)
+    if not records.num_rows:
+        return profile
+    counts = pa.table({"p": records.column(PARTITION_COL), "f": records.column(LOC_FILE_ID),
+                       "i": records.column(LOC_INSTANT)}).group_by(["p", "f", "i"], use_threads=False) \
+        .aggregate([([], "count_all")])
+    for part, fid, inst, n in zip(*(counts.column(c).to_pylist() for c in ("p", "f", "i", "count_all"))):
+        profile.count(part, fid, inst, n)
+    return profile
+
+
+# --------------------------------------------------------------------------- lookup
+def _key_files(cfg: WriteConfig, view: FileSystemView, partitions: Sequence[str]) -> list[KeyFile]:
+    if cfg.index.type == "INMEMORY":
+        return [KeyFile(s.partition, s.file_id, s.base_instant, s.base_file.path if s.base_file else None,
+                        tuple(lf.path for lf in s.log_files))
+                for p in partitions for s in view.latest_merged_file_slices(p)]
+    return [KeyFile(bf.partition, bf.file_id, bf.instant, bf.path)
+            for p in partitions for bf in view.latest_base_files(p)]
+
+
+def _locate(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.Table, view: FileSystemView
+            ) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """(fileId, instant, partition) where each record's key is stored, null where it is not."""
+    parts = records.column(PARTITION_COL).combine_chunks()
+    keys = records.column(RECORD_KEY_COL).combine_chunks()
+    known = set(view.partition_paths)
+    touched = view.partition_paths if cfg.index.is_global else [
+        p for p in pc.unique(parts).to_pylist() if p in known]
+    files = _key_files(cfg, view, touched)
+    bloom = cfg.index.type in ("BLOOM", "GLOBAL_BLOOM")
+    global_index = cfg.index.is_global
+    by_part: dict[str, pa.Array] = {}
+    if not global_index:
+        for p in {f.partition for f in files}:
+            by_part[p] = pc.unique(keys.filter(pc.equal(parts, p)))
+    all_keys = pc.unique(keys) if global_index else None
+
+    def lookup(kf: KeyFile, _info: TaskInfo) -> list[tuple[KeyFile, pa.Array]]:
+        wanted = all_keys if all_keys is not None else by_part.get(kf.partition)
+        if wanted is None or not len(wanted):
+            return []
+        if bloom and kf.base_path is not None:
+            wanted = _bloom_candidates(storage, kf.base_path, wanted, cfg.index.prune_by_ranges)
+            if not len(wanted):
+                return []
+        stored = _file_keys(storage, kf)
+        return [(kf, wanted.filter(pc.is_in(wanted, value_set=stored)))]
+
+    found = engine.map_tasks(lookup, files, description="index lookup")
+    return _assign(records.num_rows, parts, keys, found, global_index)
+
+
+def _file_keys(storage: Storage, kf: KeyFile) -> pa.Array:
+    arrays = [stored_keys(storage, kf.base_path)] if kf.base_path else []
+    for path in kf.log_paths:
+        arrays.append(pa.array(log_index.log_file_keys(storage, path), pa.string()))
+    if not arrays:
+        return pa.array([], pa.string())
+    return pa.chunked_array(arrays, pa.string()).combine_chunks() if len(arrays) > 1 else arrays[0]
+
+
+def _bloom_candidates(storage: Storage, path: str, keys: pa.Array, by_ranges: bool) -> pa.Array:
+    """The keys the file may hold: within its footer key range (Java order) and passing its bloom filter."""
+    with storage.open_input_file(path) as f:
+        meta = pq.ParquetFile(f).metadata.metadata or {}
+    if by_ranges:
+        lo, hi = meta.get(MIN_KEY_FOOTER.encode()), meta.get(MAX_KEY_FOOTER.encode())
+        if lo is not None and hi is not None:
+            order = utf16_sort_keys(keys)
+            bounds = utf16_sort_keys(pa.array([lo.decode(), hi.decode()], pa.string()))
+            inside = pc.and_(pc.greater_equal(order, bounds[0]), pc.less_equal(order, bounds[1]))
+            keys = keys.filter(inside)
+    bloom = read_footer_filter(meta)
+    if bloom is not None and len(keys):
+        keys = keys.filter(pa.array(bloom.might_contain_many(keys)))
+    return keys
+
+
+def _assign(n: int, parts: pa.Array, keys: pa.Array, found: list[tuple[KeyFile, pa.Array]],
+            global_index: bool) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Map every record to the file holding its key: one hash probe of the batch against all hits (keyed by
+    partition too, unless the index is global), not a pass over the batch per file."""
+    found = [(kf, hits) for kf, hits in found if len(hits)]
+    if not found:
+        none = pa.nulls(n, pa.string())
+        return none, none, none
+    owner = np.repeat(np.arange(len(found)), [len(hits) for _, hits in found])
+    hit_keys = pa.chunked_array([hits for _, hits in found], pa.string()).combine_chunks()
+    if global_index:
+        probe, value_set = keys, hit_keys
+    else:
+        hit_parts = pa.array(np.repeat(np.array([kf.partition for kf, _ in found], dtype=object),
+                                       [len(hits) for _, hits in found]), pa.string())
+        probe = pc.binary_join_element_wise(parts, keys, "\u0001")
+        value_set = pc.binary_join_element_wise(hit_parts, hit_keys, "\u0001")
+    where = pc.index_in(probe, value_set=value_set)
+    missing = pc.is_null(where).to_numpy(zero_copy_only=False)
+    src = owner[pc.fill_null(where, 0).to_numpy(zero_copy_only=False)]
+    files = pa.array(src, pa.int64(), mask=missing)  # the owning file of each record, null if none
+    out = [pa.array([getattr(kf, attr) for kf, _ in found], pa.string()).take(files)
+           for attr in ("file_id", "instant", "partition")]
+    return out[0], out[1], out[2]
+
+
+def _global_moves(records: pa.Table, homes: pa.Array, update_partition_path: bool) -> pa.Table:
+    """A key found in another partition: the record goes there, or (update.partition.path) a delete
+    goes there and the record is inserted where it now belongs."""
+    part_idx = records.schema.get_field_index(PARTITION_COL)
+    moved = pc.fill_null(pc.not_equal(homes, records.column(PARTITION_COL)), False)
+    if not pc.any(moved).as_py():
+        return records
+    if not update_partition_path:
+        return records.set_column(part_idx, PARTITION_COL, pc.if_else(moved, homes, records.column(PARTITION_COL)))
+    stay = records.filter(pc.invert(moved))
+    old = records.filter(moved)
+    old_homes = homes.filter(moved)
+    old = old.set_column(part_idx, PARTITION_COL, old_homes)
+    del_idx = old.schema.get_field_index(DELETE_FLAG)
+    old = old.set_column(del_idx, DELETE_FLAG, pa.repeat(pa.scalar(True), old.num_rows))
+    new = records.filter(moved)
+    none = pa.nulls(new.num_rows, pa.string())
+    for name, value in ((LOC_FILE_ID, none), (LOC_INSTANT, none),
+                        (IS_UPDATE, pa.repeat(pa.scalar(False), new.num_rows))):
+        new = new.set_column(new.schema.get_field_index(name), name, value)
+    return pa.concat_tables([stay, old, new])
+
+
+# --------------------------------------------------------------------------- BUCKET
+def _tag_bucket(cfg: WriteConfig, records: pa.Table, view: FileSystemView | None) -> tuple[pa.Table, WorkloadProfile]:
+    fields = cfg.index.bucket_hash_fields or cfg.table.record_key_fields
+    bids = bucket_index.bucket_ids(records.column(RECORD_KEY_COL).combine_chunks(), fields, cfg.index.bucket_num)
+    parts = records.column(PARTITION_COL).combine_chunks()
+    touched = pc.unique(parts).to_pylist()
+    existing = bucket_index.existing_buckets(view, touched) if view is not None else {}
+    bases: dict[tuple[str, str], str] = {}
+    if view is not None:
+        for (p, _), fid in existing.items():
+            sl = next((s for s in view.latest_file_slices(p) if s.file_id == fid), None)
+            bases[(p, fid)] = sl.base_instant if sl else ""
+    fids = insts = pa.nulls(records.num_rows, pa.string())
+    if existing:
+        probe = pc.binary_join_element_wise(parts, pc.cast(bids, pa.string()), "\u0001")
+        names = [f"{p}\u0001{b}" for p, b in existing]
+        where = pc.index_in(probe, value_set=pa.array(names, pa.string()))
+        fids = pa.array([fid for fid in existing.values()], pa.string()).take(where)
+        insts = pa.array([bases.get((p, fid), "") for (p, _), fid in existing.items()], pa.string()).take(where)
+    records = _with_location(records, fids, insts).append_column(BUCKET_COL, bids)
+    located = pc.is_valid(records.column(LOC_FILE_ID))
+    records = records.filter(pc.or_(located, pc.invert(records.column(DELETE_FLAG))))
+    profile = profile_of(cfg.operation, records)
+    inserts = records.filter(pc.invert(records.column(IS_UPDATE)))
+    if inserts.num_rows:
+        counts = pa.table({"p": inserts.column(PARTITION_COL), "b": inserts.column(BUCKET_COL)}) \
+            .group_by(["p", "b"], use_threads=False).aggregate([([], "count_all")])
+        for part, b, n in zip(*(counts.column(c).to_pylist() for c in ("p", "b", "count_all"))):
+            bucket_inserts = profile.partition(part).bucket_inserts
+            bucket_inserts[int(b)] = bucket_inserts.get(int(b), 0) + n
+    return records.drop_columns([BUCKET_COL]), profile

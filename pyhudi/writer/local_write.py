@@ -1,0 +1,282 @@
+"""The in-process write client: Arrow data (a table, a stream, pandas, polars, DuckDB) written without a JVM.
+
+The lifecycle, plan and commit are the engine-neutral `client.WriteClient`'s; this module is the Arrow data
+path, run on the in-process engine (`engine/local.py`: tasks on a bounded thread pool):
+
+* prepare (arrow_prepare.py): schema checks, the Avro writer schema, keys with Arrow compute;
+* insert / upsert / delete / insert_overwrite(_table): the input is materialized as prepared records
+  (keys, partition paths, the data columns conformed: about the input's own Arrow size), checked for null
+  keys and null precombine values before anything is written, tagged (local_tagging.py), profiled, planned
+  by the client's `_plan`, routed with `BucketPlan.buckets_for`, and each bucket's handle runs as one task;
+* bulk_insert: batches are consumed as they come (bounded memory). Each task keeps one open writer per table
+  partition and writes a file each time a file's worth is buffered (bulk_insert.write_tables). A pyarrow
+  Table input is split over the engine's tasks; a stream is one task. GLOBAL_SORT / PARTITION_SORT and
+  combine.before.insert apply to the whole input when it is a Table, and within chunks of
+  `BULK_SORT_CHUNK_ROWS` rows for a stream (a stream larger than memory cannot be sorted whole). Null keys
+  are found as batches arrive: a stream that holds one is refused and its instant rolled back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.engine.base import TaskInfo
+from pyhudi.errors import UnsupportedTableError
+from pyhudi.index import bucket as bucket_index
+from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.model.upgrade import upgrade_for_write
+from pyhudi.model.write_stat import WriteStat
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Action
+from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.view.builder import build_view
+from pyhudi.writer.arrow_prepare import ArrowBatchSpec, ArrowSource, arrow_source, bad_key_count, prepare_spec
+from pyhudi.writer.bulk_insert import BUCKET_COL, by_partition, write_tables
+from pyhudi.writer.client import WriteClient, WriteResult, _Rejected
+from pyhudi.writer.config import WriteConfig
+from pyhudi.writer.dispatch import run_handle
+from pyhudi.writer.handles import HandleContext, dedupe
+from pyhudi.writer.local_tagging import LOC_FILE_ID, LOC_INSTANT, tag_records
+from pyhudi.writer.operation import WriteOperation
+from pyhudi.writer.partitioner import Bucket, BucketPlan
+from pyhudi.writer.prepare import BAD_KEY, null_ordering_error, table_schema
+from pyhudi.writer.profile import WorkloadProfile
+
+log = logging.getLogger(__name__)
+BULK_SORT_CHUNK_ROWS = 1 << 20  # rows a streamed bulk_insert sorts / combines at once
+
+
+class LocalWriteClient(WriteClient):
+    def __init__(self, storage: Storage, config: WriteConfig, engine: Any = None) -> None:
+        super().__init__(engine, storage, config)
+
+    # ------------------------------------------------------------------ entry point
+    def write(self, data: Any, replace_all: bool = False) -> WriteResult:
+        cfg = self.config
+        source = arrow_source(data)
+        upgrade_for_write(self.storage, cfg)  # a version-4/5 table becomes version 6 first, as in Hudi 0.14
+        if cfg.operation is WriteOperation.DELETE_PARTITION:
+            return self._delete_partitions(self._timeline(), lambda: self._partitions_of(source))
+        timeline = self._begin()
+        table_avro = table_schema(timeline, cfg.table) if timeline is not None else None
+        spec = prepare_spec(source.schema, cfg, None if replace_all else table_avro)
+        if cfg.operation is WriteOperation.BULK_INSERT:
+            result = self._write_bulk(spec, source, timeline)
+        else:
+            result = self._write_records(self._prepared(spec, source), spec, timeline, replace_all)
+        self._inline_services()
+        return result
+
+    def _prepared(self, spec: ArrowBatchSpec, source: ArrowSource) -> pa.Table:
+        """The whole batch prepared, checked for null keys and null precombine values (nothing written yet)."""
+        tables = [spec.prepare(b) for b in source.batches]
+        records = pa.concat_tables(tables) if tables else spec.prepare(source.schema.empty_table())
+        bad = bad_key_count(records)
+        if bad:
+            raise self._bad_keys(bad)
+        missing = spec.null_ordering(records)
+        if missing:
+            raise null_ordering_error(self.config, missing)
+        return records.drop_columns([BAD_KEY])
+
+    def _partitions_of(self, source: ArrowSource) -> list[str]:
+        """delete_partition's partitions from the records' partition paths (null keys refused)."""
+        spec = prepare_spec(source.schema, replace(self.config, operation=WriteOperation.DELETE), None)
+        found: set[str] = set()
+        for batch in source.batches:
+            prepared = spec.prepare(batch)
+            bad = bad_key_count(prepared)
+            if bad:
+                raise self._bad_keys(bad)
+            found.update(pc.unique(prepared.column(PARTITION_COL)).to_pylist())
+        return sorted(found)
+
+    # ------------------------------------------------------------------ insert, upsert, delete, overwrite
+    def _write_records(self, records: pa.Table, spec: ArrowBatchSpec, timeline: ActiveTimeline | None,
+                       replace_all: bool) -> WriteResult:
+        cfg = self.config
+        view = build_view(self.storage, cfg.table, timeline) if timeline is not None else None
+        tagged, profile = tag_records(self.engine, self.storage, cfg, records, view)
+        self._ensure_table()
+        timeline, view = self._recovered_view()
+        return self._commit_write(tagged, profile, spec.avro_schema, timeline, view, replace_all)
+
+    def _run_handles(self, tagged: pa.Table, plan: BucketPlan, avro_schema: dict[str, Any],
+                     instant: str) -> list[WriteStat]:
+        routes = plan.buckets_for(tagged.column(PARTITION_COL), tagged.column(RECORD_KEY_COL),
+                                  tagged.column(LOC_FILE_ID))
+        records = tagged.drop_columns([LOC_FILE_ID, LOC_INSTANT])
+        ctx = replace(self._handle_context(avro_schema, instant, plan, []), salts=())
+        storage = Storage(self.storage.base_uri)
+        order = np.argsort(routes, kind="stable")
+        bounds = np.searchsorted(routes[order], np.arange(plan.num_buckets + 1))
+        work = [(b, order[bounds[b.number]:bounds[b.number + 1]]) for b in plan.buckets]
+        work = [(b, rows) for b, rows in work if len(rows)]
+        # Biggest buckets first: the pool finishes sooner when the long tasks start early.
+        work.sort(key=lambda item: -len(item[1]))
+
+        def run(item: tuple[Bucket, np.ndarray], info: TaskInfo) -> list[WriteStat]:
+            bucket, rows = item
+            return run_handle(ctx, storage, bucket, records.take(pa.array(rows)), info.token(bucket.number),
+                              bucket.number)
+
+        log.info("%s: writing %d bucket(s) in-process", instant, len(work))
+        return self.engine.map_tasks(run, work, description=f"write {instant}")
+
+    # ------------------------------------------------------------------ bulk_insert
+    def _write_bulk(self, spec: ArrowBatchSpec, source: ArrowSource, timeline: ActiveTimeline | None) -> WriteResult:
+        cfg = self.config
+        bucket = None
+        if cfg.index.type == "BUCKET":
+            fields = tuple(cfg.index.bucket_hash_fields or cfg.table.record_key_fields)
+            bucket = (fields, cfg.index.bucket_num)
+        existing: dict[tuple[str, int], str] = {}
+        if bucket is not None and timeline is not None:
+            view = build_view(self.storage, cfg.table, timeline)
+            bucket_index.check_layout(view, cfg.index.bucket_num)
+            existing = bucket_index.existing_buckets(view, view.partition_paths)
+        if source.table is not None:  # all in memory: refuse null keys before the instant exists
+            prepared = self._prepared(spec, source)
+            source = ArrowSource(source.schema, iter(()), prepared)
+            if bucket is not None:
+                _check_new_buckets(prepared, bucket, existing)
+        self._ensure_table()
+        timeline = self._recovered_timeline()  # bulk_insert reads no file layout: no view to build
+        action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
+
+        def run(instant: str) -> list[WriteStat]:
+            ctx = self._handle_context(spec.avro_schema, instant, None, [], combine=False)
+            return self._run_bulk_source(ctx, spec, source, bucket, existing)
+
+        inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
+        return self._run_instant(timeline, action, b"", inflight, spec.avro_schema, run, None)
+
+    def _run_bulk_source(self, ctx: HandleContext, spec: ArrowBatchSpec, source: ArrowSource,
+                         bucket: tuple[tuple[str, ...], int] | None,
+                         existing: dict[tuple[str, int], str]) -> list[WriteStat]:
+        chunks: list[Any] = [None]  # one task consumes a stream
+        if source.table is not None:
+            chunks = self._bulk_chunks(self._laid_out(source.table, bucket))
+
+        def run(chunk: list[pa.Table] | None, info: TaskInfo) -> list[WriteStat]:
+            tables = iter(chunk) if chunk is not None else self._streamed(spec, source, bucket, existing)
+            stats = write_tables(ctx, tables, info.partition_id, info.token())
+            return [WriteStat.from_json(json.loads(s)) for s in stats]
+
+        return self.engine.map_tasks(run, chunks, description="bulk_insert")
+
+    def _bulk_chunks(self, table: pa.Table) -> list[list[pa.Table]]:
+        """An in-memory input's tasks (at most the engine's or the configured parallelism). Several table
+        partitions: whole partitions per task, balanced by rows, so no partition gets an extra file per task.
+        One partition: contiguous slices, at most one per max-file-size of Arrow data."""
+        cfg = self.config
+        limit = cfg.parallelism if cfg.parallelism > 0 else self.engine.parallelism
+        if limit > 1 and BUCKET_COL not in table.column_names:
+            parts = [rows for _, rows in by_partition(table)]
+            if len(parts) > 1:
+                bins: list[list[pa.Table]] = [[] for _ in range(min(limit, len(parts)))]
+                loads = [0] * len(bins)
+                for rows in sorted(parts, key=lambda t: -t.num_rows):
+                    i = loads.index(min(loads))
+                    bins[i].append(rows)
+                    loads[i] += rows.num_rows
+                return bins
+        by_size = max(1, int(table.nbytes // max(1, cfg.sizing.max_file_size)))
+        return [[chunk] for chunk in _split(table, max(1, min(limit, by_size)))]
+
+    def _streamed(self, spec: ArrowBatchSpec, source: ArrowSource, bucket: tuple[tuple[str, ...], int] | None,
+                  existing: dict[tuple[str, int], str]) -> Iterator[pa.Table]:
+        """The stream's batches prepared; sorted/combined per chunk when asked; null keys refuse the write."""
+        chunk: list[pa.Table] = []
+        rows = 0
+        reorders = self.config.bulk_insert_sort_mode != "NONE" or self.config.combine_before_write
+        for batch in source.batches:
+            if not batch.num_rows:
+                continue
+            prepared = spec.prepare(batch)
+            bad = bad_key_count(prepared)
+            if bad:
+                raise _Rejected(self._bad_keys(bad))
+            missing = spec.null_ordering(prepared)
+            if missing:
+                raise _Rejected(null_ordering_error(self.config, missing))
+            prepared = prepared.drop_columns([BAD_KEY])
+            if bucket is not None:
+                _check_new_buckets(prepared, bucket, existing)
+            if not reorders and bucket is None:
+                yield prepared
+                continue
+            chunk.append(prepared)
+            rows += prepared.num_rows
+            if rows >= BULK_SORT_CHUNK_ROWS:
+                yield self._laid_out(pa.concat_tables(chunk), bucket)
+                chunk, rows = [], 0
+        if chunk:
+            yield self._laid_out(pa.concat_tables(chunk), bucket)
+
+    def _laid_out(self, records: pa.Table, bucket: tuple[tuple[str, ...], int] | None) -> pa.Table:
+        """combine.before.insert (per partition, greatest precombine wins) and the sort mode, as
+        spark_bulk.layout does with Spark; BUCKET: rows carry their bucket and sort by it."""
+        cfg = self.config
+        if cfg.combine_before_write and records.num_rows:
+            records = pa.concat_tables([dedupe(rows, cfg.precombine_field if cfg.precombine_field in
+                                               rows.column_names else None) for _, rows in by_partition(records)])
+        if bucket is not None:
+            fields, n = bucket
+            bids = bucket_index.bucket_ids(records.column(RECORD_KEY_COL).combine_chunks(), fields, n)
+            records = records.append_column(BUCKET_COL, bids)
+            return records.sort_by([(PARTITION_COL, "ascending"), (BUCKET_COL, "ascending"),
+                                    (RECORD_KEY_COL, "ascending")])
+        if cfg.bulk_insert_sort_mode in ("GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION_AND_SORT"):
+            return records.sort_by([(PARTITION_COL, "ascending"), (RECORD_KEY_COL, "ascending")])
+        return records
+
+
+def _split(table: pa.Table, parts: int) -> list[pa.Table]:
+    """Contiguous slices (a sorted table stays range-partitioned, as Spark's repartitionByRange gives).
+    BUCKET rows of one (partition, bucket) must stay in one task: split at bucket boundaries."""
+    if parts <= 1 or table.num_rows < 2:
+        return [table]
+    step = -(-table.num_rows // parts)
+    cuts = list(range(0, table.num_rows, step)) + [table.num_rows]
+    if BUCKET_COL in table.column_names:
+        key = pc.binary_join_element_wise(table.column(PARTITION_COL),
+                                          pc.cast(table.column(BUCKET_COL), pa.string()), "\u0001")
+        values = key.combine_chunks() if isinstance(key, pa.ChunkedArray) else key
+        changes = np.flatnonzero(pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)) + 1
+        # Each cut moves forward to the next (partition, bucket) boundary.
+        at = np.searchsorted(changes, np.asarray(cuts[1:-1], dtype=np.int64))
+        moved = [int(changes[i]) if i < len(changes) else table.num_rows for i in at.tolist()]
+        cuts = sorted({0, table.num_rows, *moved})
+    return [table.slice(lo, hi - lo) for lo, hi in zip(cuts, cuts[1:]) if hi > lo]
+
+
+def _check_new_buckets(records: pa.Table, bucket: tuple[tuple[str, ...], int],
+                       existing: dict[tuple[str, int], str]) -> None:
+    """Refuse a BUCKET bulk_insert whose records fall into buckets that already have a file group."""
+    if not existing:
+        return
+    parts = records.column(PARTITION_COL).combine_chunks()
+    with_groups = sorted({p for p, _ in existing})
+    mine = records.filter(pc.is_in(parts, value_set=pa.array(with_groups, pa.string())))
+    if not mine.num_rows:
+        return
+    fields, n = bucket
+    bids = bucket_index.bucket_ids(mine.column(RECORD_KEY_COL).combine_chunks(), fields, n).to_pylist()
+    taken = sorted({(p, b) for p, b in zip(mine.column(PARTITION_COL).to_pylist(), bids) if (p, b) in existing})
+    if taken:
+        part, b = taken[0]
+        raise UnsupportedTableError(
+            f"bulk_insert with hoodie.index.type=BUCKET would write a second file group for bucket {b} of "
+            f"partition {part!r} (file group {existing[(part, b)]!r} has it; {len(taken)} bucket(s) in all), "
+            "which breaks the bucket index; write these records with operation insert or upsert")
+
+
