@@ -19,11 +19,12 @@ from pyhudi.errors import (
 __version__ = "0.1.0"
 
 
-def write(df, path, options=None, mode="append"):  # type: ignore[no-untyped-def]
-    """Write a DataFrame to a Hudi table; returns the commit's instant time. See pyhudi.api.write."""
-    from pyhudi.api import write as _write
+def write(data, path, options=None, mode="append"):  # type: ignore[no-untyped-def]
+    """Write a Spark DataFrame, or Arrow/pandas/polars/DuckDB data in-process (no JVM), to a Hudi table;
+    returns the commit's instant time. See pyhudi.api.write."""
+    from pyhudi.writer.entry import write_table  # not pyhudi.api: the in-process path imports no pyspark
 
-    return _write(df, path, options, mode)
+    return write_table(data, path, options, mode)
 
 
 def cluster(spark, path, options=None, instant=None):  # type: ignore[no-untyped-def]
@@ -90,11 +91,23 @@ def compact(spark, path, options=None, instant=None):  # type: ignore[no-untyped
     return _compact(spark, path, options, instant)
 
 
-def read(spark, path, options=None, filters=None):  # type: ignore[no-untyped-def]
-    """Read a Hudi table as a Spark DataFrame. See pyhudi.api.read."""
+def read(source, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """Read a Hudi table.
+
+    `read(path, options=None, filters=None, columns=None, batches=False)` reads in-process (no Spark, no
+    Java) into a `pyarrow.Table` (pandas: `.to_pandas()`), or a `pyarrow.RecordBatchReader` with
+    `batches=True`; see pyhudi.reader.arrow_read.read. `read(spark, path, options=None, filters=None)`
+    returns a Spark DataFrame; see pyhudi.api.read.
+    """
+    import os
+
+    if isinstance(source, (str, os.PathLike)):
+        from pyhudi.reader.arrow_read import read as _read_arrow
+
+        return _read_arrow(source, *args, **kwargs)
     from pyhudi.api import read as _read
 
-    return _read(spark, path, options, filters)
+    return _read(source, *args, **kwargs)
 
 
 __all__ = [

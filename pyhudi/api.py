@@ -6,31 +6,35 @@ and Hudi's own option keys.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import shutil
+import os
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING, Any
 
 from pyhudi.config import keys as K
 from pyhudi.config.registry import Options
 from pyhudi.engine import engine_for
-from pyhudi.errors import HudiError, InvalidConfigError, TableNotFoundError, from_worker
 from pyhudi.model.table_config import load_table_config
-from pyhudi.reader.reader import read as _read
 from pyhudi.storage import Storage
-from pyhudi.writer.client import WriteClient
-from pyhudi.writer.config import WriteConfig, build_write_config, resolve_table_config
+from pyhudi.writer.config import WriteConfig, build_write_config
+from pyhudi.writer.entry import MODES, write_table
+from pyhudi.writer.entry import existing_config as _existing_config
 from pyhudi.writer.operation import WriteOperation
 
+if TYPE_CHECKING:  # pyspark only for the Spark path: `import pyhudi.api` works without it (issue 17)
+    from pyspark.sql import DataFrame, SparkSession
+
 log = logging.getLogger(__name__)
-_MODES = ("append", "overwrite", "error", "errorifexists", "ignore")
+_MODES = MODES  # the save modes pyhudi.write accepts (writer/entry.py)
 
 
-def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, mode: str = "append") -> str | None:
-    """Write `df` into the Hudi table at `path` and return the instant time of the commit.
+def write(data: Any, path: str, options: Mapping[str, Any] | None = None, mode: str = "append") -> str | None:
+    """Write `data` into the Hudi table at `path` and return the instant time of the commit.
+
+    `data` is a Spark DataFrame (written by Spark's executors, as before) or Arrow data written in this
+    process with no JVM: a `pyarrow.Table`, `RecordBatch` or `RecordBatchReader`, any object with
+    `__arrow_c_stream__` (polars DataFrames, DuckDB relations) or a pandas DataFrame. Same options, same
+    table either way; anything else raises UnsupportedInputError naming the accepted types.
 
     mode (Spark's SaveMode, as Hudi 0.14's HoodieSparkSqlWriter handles it):
     "append" (default) writes with the configured operation, creating the table if needed;
@@ -41,69 +45,16 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, mo
     "error"/"errorifexists" fail if the table exists; "ignore" does nothing if it exists.
     delete and delete_partition take "append" only (any other mode is refused before anything changes), as
     in Hudi. delete_partition deletes the partitions named by hoodie.datasource.write.partitions.to.delete
-    (`*` wildcards allowed), else those of `df`'s records, in one replacecommit.
+    (`*` wildcards allowed), else those of the data's records, in one replacecommit.
     """
-    return _write(df, path, options, mode)
+    return _write(data, path, options, mode)
 
 
-def _write(df: DataFrame, path: str, options: Mapping[str, Any] | None, mode: str = "append",
+def _write(data: Any, path: str, options: Mapping[str, Any] | None, mode: str = "append",
            streaming: bool = False) -> str | None:
     """`write`, also for a streaming micro-batch (`streaming=True`: Hudi's streaming defaults, such as
     asynchronous compaction of MOR tables)."""
-    mode_norm = (mode or "append").lower()
-    if mode_norm not in _MODES:
-        raise InvalidConfigError(f"mode={mode!r} is not valid; use one of {', '.join(_MODES)}")
-    opts = Options.parse(options)
-    storage = Storage(path)
-    existing = _existing_config(storage)
-    if existing is not None and mode_norm == "ignore":
-        return None
-    requested = WriteOperation(opts.get(K.OPERATION))
-    _check_mode(mode, mode_norm, requested)
-    if existing is None and requested is WriteOperation.DELETE_PARTITION:
-        raise TableNotFoundError(f"delete_partition: no Hudi table at {path}; there is nothing to delete")
-    if existing is not None and mode_norm in ("error", "errorifexists"):
-        raise HudiError(f"table already exists at {path}; use mode='append' or mode='overwrite'")
-    replace_all = False
-    operation: WriteOperation | None = None
-    if mode_norm == "overwrite" and existing is not None:
-        try:
-            resolve_table_config(opts, existing)
-            operation = WriteOperation.INSERT_OVERWRITE_TABLE
-            replace_all = True
-        except InvalidConfigError as exc:
-            log.warning("overwrite with a different table identity (%s): deleting the old table at %s", exc, path)
-            _delete_table(storage)
-            existing = None
-    table = resolve_table_config(opts, existing)
-    config = build_write_config(opts, table, operation, streaming=streaming)
-    if replace_all:
-        # Hudi runs the requested operation on an emptied table: an upsert combines in-batch duplicates
-        # by precombine (hoodie.combine.before.upsert), an insert/bulk_insert only if combine.before.insert.
-        config = dataclasses.replace(config, combine_before_write=_combines(opts, requested))
-    try:
-        result = WriteClient(df.sparkSession, storage, config).write(df, replace_all=replace_all)
-    except Exception as exc:
-        raised = from_worker(exc)  # a HudiError raised in a Spark task arrives as a PythonException
-        if raised is None:
-            raise
-        raise raised from exc
-    return result.instant
-
-
-def _check_mode(mode: str, mode_norm: str, operation: WriteOperation) -> None:
-    """Hudi's handleSaveModes: deletes only make sense against the existing table, so Append is the only
-    save mode for them (Hudi would delete the table for Overwrite and then fail; we refuse first)."""
-    if operation in (WriteOperation.DELETE, WriteOperation.DELETE_PARTITION) and mode_norm != "append":
-        raise InvalidConfigError(
-            f"mode={mode!r} cannot be used with {K.OPERATION.key}={operation.value}: append is the only save "
-            "mode for delete operations (as in Hudi); use mode='append'")
-
-
-def _combines(opts: Options, operation: WriteOperation) -> bool:
-    """Whether `operation` combines duplicate keys of one batch (Hudi's combine.before.* per operation)."""
-    key = K.COMBINE_BEFORE_UPSERT if operation is WriteOperation.UPSERT else K.COMBINE_BEFORE_INSERT
-    return bool(opts.get(key))
+    return write_table(data, path, options, mode, streaming)
 
 
 def _service_config(path: str, options: Mapping[str, Any] | None,
@@ -256,24 +207,25 @@ def resume_table_services(spark: SparkSession, path: str, options: Mapping[str, 
     resume(engine_for(spark), storage, build_write_config(opts, existing, WriteOperation.INSERT, streaming=streaming))
 
 
-def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None,
-         filters: Sequence[Sequence[Any]] | None = None) -> DataFrame:
-    """Read the Hudi table at `path` as a Spark DataFrame (snapshot, time travel or incremental)."""
+def read(spark: SparkSession | str | os.PathLike[str], *args: Any, **kwargs: Any) -> Any:
+    """Read the Hudi table at `path` (snapshot, read-optimized, time travel or incremental).
+
+    `read(spark, path, options=None, filters=None)` returns a Spark DataFrame. With a path as the first
+    argument, `read(path, options=None, filters=None, columns=None, batches=False)` reads in-process (no
+    Spark) into a pyarrow.Table or, with batches=True, a pyarrow.RecordBatchReader (pyhudi.reader.arrow_read).
+    """
+    if isinstance(spark, (str, os.PathLike)):
+        from pyhudi.reader.arrow_read import read as read_arrow  # pyarrow.dataset: loaded for reads only
+
+        return read_arrow(spark, *args, **kwargs)
+    return _read_spark(spark, *args, **kwargs)
+
+
+def _read_spark(spark: SparkSession, path: str | os.PathLike[str], options: Mapping[str, Any] | None = None,
+                filters: Sequence[Sequence[Any]] | None = None) -> DataFrame:
+    from pyhudi.reader.reader import read as _read  # the Spark reader imports pyspark
+
     return _read(spark, path, dict(options or {}), filters)
-
-
-def _existing_config(storage: Storage):  # type: ignore[no-untyped-def]
-    try:
-        return load_table_config(storage)
-    except TableNotFoundError:
-        return None
-
-
-def _delete_table(storage: Storage) -> None:
-    if storage.is_local:
-        shutil.rmtree(storage.full_path(""), ignore_errors=True)
-    else:
-        storage.delete_dir("")
 
 
 __all__ = ["K", "archive", "clean", "cluster", "compact", "read", "restore", "rollback", "savepoint",

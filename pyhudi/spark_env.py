@@ -4,10 +4,15 @@ Two failure modes bite first-time PySpark users: a missing or too old Java
 (PySpark 4 needs 17+; the JVM error is cryptic), and Python workers started
 with a different interpreter than the driver (no pyarrow, no pyhudi there).
 We check the first up front with a plain message, and pin the second.
+
+Spark is optional (`pip install 'pyhudi[spark]'`): without a SparkSession everything runs in-process.
+When Spark is asked for (`--master`, `create_session`) and pyspark or Java is missing, the error says
+which and how to install it. pyspark itself is only imported by `pyhudi.engine.spark_session`.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import re
@@ -23,7 +28,8 @@ MIN_JAVA = 17
 UDS_KEY = "spark.python.unix.domain.socket.enabled"
 INSTALL_HINT = (
     "Install a Java runtime 17 or newer (for example `sudo apt-get install openjdk-17-jre-headless`, "
-    "`brew install openjdk@17`, or https://adoptium.net) and make sure `java` is on PATH or JAVA_HOME points to it."
+    "`brew install openjdk@17`, or https://adoptium.net) and make sure `java` is on PATH or JAVA_HOME points to it. "
+    "Only Spark needs Java: without --master (or a SparkSession) pyhudi runs in-process."
 )
 
 
@@ -62,6 +68,25 @@ def check_java() -> int:
     return version
 
 
+def check_pyspark() -> None:
+    """pyspark is the optional extra `spark`; say so instead of a ModuleNotFoundError."""
+    try:
+        found = importlib.util.find_spec("pyspark") is not None
+    except (ImportError, ValueError):  # a blocked or half-installed pyspark
+        found = False
+    if not found:
+        raise JavaNotFoundError(
+            "Spark was asked for (--master or a SparkSession) but pyspark is not installed: pyhudi's base "
+            "install runs in-process without Java. Install the extra with `pip install 'pyhudi[spark]'` "
+            f"(PySpark 4 also needs Java {MIN_JAVA}+), or leave out --master to run in-process.")
+
+
+def check_spark() -> int:
+    """Everything Spark needs (pyspark, then Java); returns the Java major version."""
+    check_pyspark()
+    return check_java()
+
+
 def pin_python_environment() -> None:
     """Make Spark's Python workers use this interpreter (set before the SparkContext starts)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -89,10 +114,9 @@ _HINTED: set[int] = set()
 
 
 def _spark_has_uds() -> bool:
-    import pyspark
+    from pyhudi.engine.spark_session import spark_version
 
-    major, minor = (int(p) for p in re.findall(r"\d+", pyspark.__version__)[:2])
-    return (major, minor) >= (4, 1)
+    return spark_version() >= (4, 1)
 
 
 def _hint_unix_domain_socket(sc: object) -> None:
@@ -114,30 +138,11 @@ def _hint_unix_domain_socket(sc: object) -> None:
 
 def create_session(master: str = "local[2]", app_name: str = "pyhudi", conf: dict[str, str] | None = None,
                    quiet: bool = True) -> object:
-    """A SparkSession suitable for pyhudi's CLI, demo and tests."""
-    check_java()
+    """A SparkSession suitable for pyhudi's CLI, demo and tests (settings explained in
+    pyhudi.engine.spark_session.build_session). Raises JavaNotFoundError, naming what to install, when
+    pyspark or Java is missing."""
+    check_spark()
     pin_python_environment()
-    from pyspark.sql import SparkSession
+    from pyhudi.engine.spark_session import build_session
 
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.pyspark.python", sys.executable)
-               .config("spark.sql.session.timeZone", "UTC")
-               # Background table services run their jobs in a pool of their own; FAIR lets a micro-batch's
-               # tasks start while a compaction/clustering job is running instead of queueing behind all its
-               # tasks (bench/streaming_services.py: micro-batches overlapping a service slowed less)
-               .config("spark.scheduler.mode", "FAIR")
-               # Python workers talk to their executor over a Unix domain socket, not loopback TCP: over TCP
-               # every Python task stalled ~40 ms reading its input (delayed ACK), a large share of a
-               # small batch's one-task write (docs/architecture.md, "Small batches")
-               .config(UDS_KEY, "true")
-               .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-               .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC"))
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    if quiet:
-        spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return build_session(master, app_name, dict(conf or {}), quiet, UDS_KEY)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Shared set-up for scripts/demo.sh and scripts/test.sh: Java check, Python check, .venv, install.
 # Sourced, not executed. Idempotent: re-installs only when pyproject.toml changed.
+# The extras (`ensure_venv "spark,plot,test"`): pyspark and matplotlib are optional for users (the base
+# install runs in-process without Java), but the demo and the tests need them.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -49,7 +51,7 @@ ensure_venv() {
     echo "[pyhudi] creating $VENV" >&2
     "$(find_python)" -m venv "$VENV"
   fi
-  stamp="$VENV/.installed-$extras"
+  stamp="$VENV/.installed-${extras//,/-}"
   if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
     echo "[pyhudi] installing pyhudi[$extras] and its dependencies into .venv (first run downloads PySpark, ~400 MB)" >&2
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[$extras]"

@@ -3,6 +3,6 @@
 # Extra arguments go to `pyhudi demo` (e.g. --batches 40 --path /tmp/trips).
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 check_java
-ensure_venv "test"
+ensure_venv "spark,plot,test"
 cd "$ROOT"
 exec "$VENV/bin/pyhudi" demo "$@"

@@ -6,9 +6,9 @@ plans group by group, completed clusterings from their replacecommit
 metadata, and what a plan made now would choose; `schedule` writes a plan
 now. With `--explain`, both print every latest file slice of the selected
 partitions with whether a plan made now chooses it and why (the planner's own
-reasons), and the partitions left out and why. `run` is the only action that
-starts Spark: it executes pending plans (scheduling one first if none is
-pending) through `pyhudi.cluster`. A clustering rolled back because a write
+reasons), and the partitions left out and why. `run` executes pending plans
+(scheduling one first if none is pending) through `pyhudi.cluster`: in-process
+(no Java) unless `--master` asks for Spark. A clustering rolled back because a write
 slipped into one of its file groups exits with code 3, apart from usage and
 configuration errors (2), so scripts can simply retry it.
 
@@ -29,7 +29,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.cli import progress, render
-from pyhudi.cli.common import OpenTable, add_option_argument, guarded, open_table, parse_options, table_header
+from pyhudi.cli.common import (
+    OpenTable,
+    add_master_argument,
+    add_option_argument,
+    guarded,
+    open_table,
+    parse_options,
+    require_spark,
+    spark_session,
+    table_header,
+)
 from pyhudi.errors import CommitConflictError, HudiError, InvalidConfigError
 from pyhudi.model import avro_models as am
 from pyhudi.storage import Storage
@@ -85,14 +95,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     schedule.add_argument("--json", action="store_true", help="machine-readable JSON")
     schedule.set_defaults(func=run_schedule)
 
-    execute = actions.add_parser("run", help="execute pending clusterings with Spark",
+    execute = actions.add_parser("run", help="execute pending clusterings (in-process, or on Spark with --master)",
                                  description="Execute the pending clustering --instant TS, or every pending "
-                                             "clustering (scheduling one first if none is pending). Starts "
-                                             "Spark. Exits 3 if a clustering was rolled back because a write "
+                                             "clustering (scheduling one first if none is pending). Runs "
+                                             "in-process (hoodie.pyhudi.engine.local.parallelism threads) unless "
+                                             "--master asks for Spark. Exits 3 if a clustering was rolled back because a write "
                                              "reached one of its file groups meanwhile.")
     execute.add_argument("--instant", default=None, metavar="TS", help="only this pending clustering")
     _option_argument(execute)
-    execute.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    add_master_argument(execute)
     execute.add_argument("--json", action="store_true", help="machine-readable JSON")
     progress.add_argument(execute)
     execute.set_defaults(func=run_execute)
@@ -431,7 +442,7 @@ def run_schedule(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- run
 def run_execute(args: argparse.Namespace) -> int:
-    """Check everything that can fail without Spark first; start Spark only when there is work."""
+    """Check everything that can fail before any engine runs; run an engine only when there is work."""
     from pyhudi.view.builder import build_view
     from pyhudi.writer.config import build_write_config
     from pyhudi.writer.operation import WriteOperation
@@ -455,13 +466,19 @@ def run_execute(args: argparse.Namespace) -> int:
             return _report_run(args, t, [], [], 0.0, why_nothing(draft), None)
     todo = [args.instant] if args.instant else pending
     what = ", ".join(todo) if todo else "a new clustering"
-    print(f"{PROG}: starting Spark ({args.master}) to run {what}", file=sys.stderr)
+    if args.master:
+        require_spark()
+    verb = f"starting Spark ({args.master}) to run" if args.master else "running"
+    print(f"{PROG}: {verb} {what}" + ("" if args.master else " in-process"), file=sys.stderr)
     done_before = {c["instant"] for c in completed_clusterings(tl)}
     start = time.monotonic()
     conflict: str | None = None
     try:
-        with progress.status(PROG + " run", enabled=progress.wanted(args)):
-            done = _cluster_with_spark(args.master, args.path, options, args.instant)
+        if args.master:
+            with progress.status(PROG + " run", enabled=progress.wanted(args)):  # Spark stages only
+                done = _cluster_with_spark(args.master, args.path, options, args.instant)
+        else:
+            done = _cluster_in_process(args.path, options, args.instant)
     except CommitConflictError as exc:
         conflict = " ".join(str(exc).split())
         # Clusterings completed before the conflicting one are still reported.
@@ -475,21 +492,19 @@ def run_execute(args: argparse.Namespace) -> int:
     return code
 
 
-def _cluster_with_spark(master: str, path: str, options: dict[str, str], instant: str | None) -> list[str]:
-    """pyspark is imported only here; a session we started is stopped, one that already existed is kept."""
-    from pyspark import SparkContext
-
+def _cluster_in_process(path: str, options: dict[str, str], instant: str | None) -> list[str]:
+    """pyhudi.cluster without a session: the in-process engine, no Java and no pyspark."""
     import pyhudi
-    from pyhudi.spark_env import create_session
 
-    created = SparkContext._active_spark_context is None
-    spark = create_session(master, app_name="pyhudi-clustering")
-    try:
+    return list(pyhudi.cluster(None, path, options, instant))
+
+
+def _cluster_with_spark(master: str, path: str, options: dict[str, str], instant: str | None) -> list[str]:
+    """Spark only with --master; a session we started is stopped, one that already existed is kept."""
+    import pyhudi
+
+    with spark_session(master, "pyhudi-clustering") as spark:
         return list(pyhudi.cluster(spark, path, options, instant))
-    finally:
-        if created:
-            progress.settle_active()  # count the stages for the summary line while Spark still answers
-            spark.stop()  # type: ignore[attr-defined]
 
 
 def _report_run(args: argparse.Namespace, t: OpenTable, done: list[str], scheduled: list[str], elapsed: float,

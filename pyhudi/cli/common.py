@@ -1,4 +1,5 @@
-"""Opening a table for the read-only CLI commands, without Spark.
+"""What the CLI commands share: opening a table without Spark, option parsing, and `--master` (Spark
+only when asked for).
 
 Both commands need the same three things (storage, table config, active
 timeline); loading them here keeps the error wording identical everywhere.
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyhudi.errors import HudiError, TableNotFoundError
 from pyhudi.model.table_config import TableConfig, load_table_config
@@ -129,3 +131,34 @@ def add_option_argument(p: argparse.ArgumentParser, example: str) -> None:
     """`--option/-o KEY=VALUE`, repeatable: Hudi's own keys, so a pipeline's config carries over."""
     p.add_argument("--option", "-o", dest="options", action="append", type=key_value, default=[],
                    metavar="KEY=VALUE", help=f"a Hudi option, e.g. {example} (repeatable)")
+
+
+def add_master_argument(p: argparse.ArgumentParser) -> None:
+    """`--master`: Spark only when asked for; without it the command runs in-process (no Java, no pyspark)."""
+    p.add_argument("--master", default=None, metavar="URL",
+                   help="run on Spark with this master (e.g. local[2]; needs pip install 'pyhudi[spark]' and "
+                        "Java 17+); default: in-process, no Spark or Java needed")
+
+
+def require_spark() -> None:
+    """Before a command says "starting Spark": pyspark and Java are there, else one JavaNotFoundError
+    line naming what to install (and that leaving out --master runs in-process)."""
+    from pyhudi.spark_env import check_spark
+
+    check_spark()
+
+
+@contextmanager
+def spark_session(master: str, app_name: str) -> Iterator[Any]:
+    """A SparkSession for one command; one the command started is stopped at the end, one that existed
+    (a notebook, the tests) is kept. Checks pyspark and Java first, so a missing one is a
+    JavaNotFoundError naming what to install; pyspark is imported only by the Spark engine's module."""
+    from pyhudi.cli import progress
+    from pyhudi.spark_env import check_spark, create_session
+
+    check_spark()
+    from pyhudi.engine.spark_session import command_session
+
+    with command_session(lambda: create_session(master, app_name=app_name),  # type: ignore[arg-type,return-value]
+                         progress.settle_active) as spark:
+        yield spark

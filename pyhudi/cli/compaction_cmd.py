@@ -5,9 +5,9 @@ file is opened, Spark is never started): `show` lists pending compaction
 plans operation by operation, completed compactions from their commit
 metadata, and what a compaction scheduled now would pick; `schedule` writes a
 plan now (an explicit request does not wait for the inline trigger). `run`
-is the only action that starts Spark: it executes pending plans (scheduling
-one first if none is pending) through `pyhudi.compact` and reports what each
-compaction wrote. Planning and execution are the compaction service's; this
+executes pending plans (scheduling one first if none is pending) through
+`pyhudi.compact` and reports what each compaction wrote: in-process (no Java)
+unless `--master` asks for Spark. Planning and execution are the compaction service's; this
 module only checks preconditions early and formats.
 """
 
@@ -21,7 +21,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.cli import progress, render
-from pyhudi.cli.common import OpenTable, add_option_argument, guarded, open_table, parse_options, table_header
+from pyhudi.cli.common import (
+    OpenTable,
+    add_master_argument,
+    add_option_argument,
+    guarded,
+    open_table,
+    parse_options,
+    require_spark,
+    spark_session,
+    table_header,
+)
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
 from pyhudi.timeline.instant import Action, Instant, State
@@ -64,13 +74,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     schedule.add_argument("--json", action="store_true", help="machine-readable JSON")
     schedule.set_defaults(func=run_schedule)
 
-    execute = actions.add_parser("run", help="execute pending compactions with Spark",
+    execute = actions.add_parser("run", help="execute pending compactions (in-process, or on Spark with --master)",
                                  description="Execute the pending compaction --instant TS, or every pending "
-                                             "compaction (scheduling one first if none is pending). "
-                                             "Starts Spark.")
+                                             "compaction (scheduling one first if none is pending). Runs "
+                                             "in-process on a thread pool (hoodie.pyhudi.engine.local.parallelism)"
+                                             " unless --master asks for Spark.")
     execute.add_argument("--instant", default=None, metavar="TS", help="only this pending compaction")
     _option_argument(execute)
-    execute.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    add_master_argument(execute)
     execute.add_argument("--json", action="store_true", help="machine-readable JSON")
     progress.add_argument(execute)
     execute.set_defaults(func=run_execute)
@@ -285,7 +296,7 @@ def run_schedule(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- run
 def run_execute(args: argparse.Namespace) -> int:
-    """Check everything that can fail without Spark first; start Spark only when there is work."""
+    """Check everything that can fail before any engine runs; run an engine only when there is work."""
     from pyhudi.services import compaction
     from pyhudi.view.builder import build_view
     from pyhudi.writer.config import build_write_config
@@ -315,29 +326,33 @@ def run_execute(args: argparse.Namespace) -> int:
             return _report_run(args, t, [], [], 0.0, why_nothing(view, compaction_config(parsed)))
     todo = [args.instant] if args.instant else pending
     what = ", ".join(todo) if todo else "a new compaction"
-    print(f"pyhudi compaction: starting Spark ({args.master}) to run {what}", file=sys.stderr)
+    if args.master:
+        require_spark()
+    verb = f"starting Spark ({args.master}) to run" if args.master else "running"
+    print(f"pyhudi compaction: {verb} {what}" + ("" if args.master else " in-process"), file=sys.stderr)
     start = time.monotonic()
-    with progress.status("pyhudi compaction run", enabled=progress.wanted(args)):
-        done = _compact_with_spark(args.master, args.path, options, args.instant)
+    if args.master:
+        with progress.status("pyhudi compaction run", enabled=progress.wanted(args)):  # Spark stages only
+            done = _compact_with_spark(args.master, args.path, options, args.instant)
+    else:
+        done = _compact_in_process(args.path, options, args.instant)
     elapsed = time.monotonic() - start
     return _report_run(args, t, done, [i for i in done if i not in pending], elapsed, None)
 
 
-def _compact_with_spark(master: str, path: str, options: dict[str, str], instant: str | None) -> list[str]:
-    """pyspark is imported only here; a session we started is stopped, one that already existed is kept."""
-    from pyspark import SparkContext
-
+def _compact_in_process(path: str, options: dict[str, str], instant: str | None) -> list[str]:
+    """pyhudi.compact without a session: the in-process engine, no Java and no pyspark."""
     import pyhudi
-    from pyhudi.spark_env import create_session
 
-    created = SparkContext._active_spark_context is None
-    spark = create_session(master, app_name="pyhudi-compaction")
-    try:
+    return list(pyhudi.compact(None, path, options, instant))
+
+
+def _compact_with_spark(master: str, path: str, options: dict[str, str], instant: str | None) -> list[str]:
+    """Spark only with --master; a session we started is stopped, one that already existed is kept."""
+    import pyhudi
+
+    with spark_session(master, "pyhudi-compaction") as spark:
         return list(pyhudi.compact(spark, path, options, instant))
-    finally:
-        if created:
-            progress.settle_active()  # count the stages for the summary line while Spark still answers
-            spark.stop()  # type: ignore[attr-defined]
 
 
 def _report_run(args: argparse.Namespace, t: OpenTable, done: list[str], scheduled: list[str],

@@ -2,8 +2,8 @@
 
 The same `pyhudi.write` call as from PySpark (operation delete_partition with
 hoodie.datasource.write.partitions.to.delete): one replacecommit that hides every file group of the
-partitions; the cleaner deletes the files later. No data is read, but the write client (and the table
-services it runs after the commit) need Spark, so Spark starts after the arguments are checked.
+partitions; the cleaner deletes the files later. No data is read: the write gets an empty batch with the
+table's columns, in-process (no Java) unless --master asks for Spark.
 """
 
 from __future__ import annotations
@@ -12,8 +12,18 @@ import argparse
 import sys
 from typing import Any
 
+import pyarrow as pa
+
 from pyhudi.cli import progress
-from pyhudi.cli.common import add_option_argument, open_table, parse_options
+from pyhudi.cli.common import (
+    OpenTable,
+    add_master_argument,
+    add_option_argument,
+    open_table,
+    parse_options,
+    require_spark,
+    spark_session,
+)
 from pyhudi.errors import InvalidConfigError
 
 PROG = "pyhudi delete-partition"
@@ -25,13 +35,14 @@ def register(sub: Any) -> None:
     p = sub.add_parser("delete-partition", help="delete whole partitions (one replacecommit; files go at the next clean)",
                        description="Hudi's delete_partition: every file group of the partitions is replaced by one "
                                    "replacecommit (time travel to earlier instants still sees them; the cleaner "
-                                   "deletes the files once the commit is out of retention). Starts Spark.")
+                                   "deletes the files once the commit is out of retention). In-process "
+                                   "unless --master asks for Spark.")
     p.add_argument("path", help="table base path")
     p.add_argument("--partitions", required=True, metavar="P1,P2",
                    help="comma-separated partition paths as stored (e.g. 'region=eu,2024/01/02'); '*' matches "
                         "any characters, '/' included (e.g. '2024/*')")
     add_option_argument(p, "hoodie.cleaner.commits.retained=5")
-    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    add_master_argument(p)
     progress.add_argument(p)
     p.set_defaults(func=run)
 
@@ -46,29 +57,40 @@ def delete_options(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    open_table(args.path)  # a clear error for a path that is not a table, before Spark starts
+    t = open_table(args.path)  # a clear error for a path that is not a table, before any engine runs
     options = delete_options(args)
-    print(f"{PROG}: starting Spark ({args.master}) to delete partitions {args.partitions} of {args.path}",
-          file=sys.stderr)
-    with progress.status(PROG, enabled=progress.wanted(args)):
-        instant = _delete_with_spark(args, options)
+    if args.master:
+        require_spark()
+        print(f"{PROG}: starting Spark ({args.master}) to delete partitions {args.partitions} of {args.path}",
+              file=sys.stderr)
+        with progress.status(PROG, enabled=progress.wanted(args)):  # Spark stages: the Spark path only
+            instant = _delete_with_spark(args, options)
+    else:
+        import pyhudi
+
+        instant = pyhudi.write(empty_batch(t), args.path, options, mode="append")
     print(f"{PROG}: replacecommit {instant} deleted partition(s) {args.partitions} of {args.path}", flush=True)
     return 0
 
 
+def empty_batch(t: OpenTable) -> pa.Table:
+    """No rows, the table's columns (its latest schema; key and partition fields as strings when no commit
+    records one): the partitions are named by the option, the batch only has to pass the schema checks."""
+    from pyhudi.io import schema as S
+    from pyhudi.writer.prepare import table_schema
+
+    avro = table_schema(t.timeline, t.config)
+    if avro is not None:
+        return S.avro_to_arrow(avro).empty_table()
+    names = dict.fromkeys([*t.config.record_key_fields, *t.config.partition_fields])
+    return pa.table({n: pa.array([], pa.string()) for n in names if n})
+
+
 def _delete_with_spark(args: argparse.Namespace, options: dict[str, str]) -> str | None:
     """A session we started is stopped, one that already existed (a notebook, the tests) is kept."""
-    from pyspark import SparkContext
-
     import pyhudi
-    from pyhudi.spark_env import create_session
 
-    created = SparkContext._active_spark_context is None
-    spark: Any = create_session(args.master, app_name="pyhudi-delete-partition")
-    try:
-        empty = spark.createDataFrame([], "_pyhudi_unused string")  # not read: the partitions are given
-        return pyhudi.write(empty, args.path, options, mode="append")
-    finally:
-        if created:
-            progress.settle_active()
-            spark.stop()
+    with spark_session(args.master, "pyhudi-delete-partition") as spark:
+        from pyhudi.engine.spark_session import empty_frame
+
+        return pyhudi.write(empty_frame(spark), args.path, options, mode="append")

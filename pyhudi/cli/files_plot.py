@@ -9,7 +9,7 @@ number of base files, so both "how many small files" and "where do the bytes
 sit" read off one chart; the headline number is the share of bytes in
 well-sized files, the same one `pyhudi files` prints.
 
-The numbers come from `files_cmd.collect`, so a plot and `pyhudi files
+The numbers come from `files_collect.collect`, so a plot and `pyhudi files
 --json --as-of X` always agree. Files are binned (at most MAX_BINS bins,
 shared by all panels so they compare), never drawn one bar per file, so a
 table with millions of files plots as fast as one with ten. PNG needs
@@ -26,14 +26,14 @@ from typing import Any
 
 from pyhudi.cli import render
 from pyhudi.cli.common import OpenTable, table_header
-from pyhudi.cli.files_cmd import Limits, collect
-from pyhudi.errors import HudiError, InstantNotFoundError, InvalidConfigError
+from pyhudi.cli.files_collect import Limits, collect
+from pyhudi.cli.plot_labels import panel_subtitle, panel_title
+from pyhudi.errors import InstantNotFoundError, InvalidConfigError
 
 PLOT_FORMATS = {".png": "png", ".html": "html", ".htm": "html"}
 MAX_PANELS = 6
 MAX_BINS = 60
 LATEST = "latest"
-_UNITS = (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024), ("B", 1))
 
 
 def plot_format(path: str) -> str:
@@ -77,14 +77,6 @@ def last_write(t: OpenTable, value: str | None) -> str | None:
     """The newest completed write a reader at `value` sees (the instant a panel really shows)."""
     writes = [i.timestamp for i in t.timeline.write_timeline().completed() if value is None or i.timestamp <= value]
     return writes[-1] if writes else None
-
-
-def unit_for(n: float) -> tuple[str, int]:
-    """The largest binary unit that keeps `n` at 1 or more, so axes show 12.5 MiB, not 13107200."""
-    for name, size in _UNITS:
-        if n >= size:
-            return name, size
-    return "B", 1
 
 
 def size_edges(max_size: int, largest: int, small_file_limit: int = 0) -> list[int]:
@@ -137,29 +129,6 @@ def build_model(t: OpenTable, limits: Limits, as_ofs: list[str | None], partitio
     }
 
 
-def limit_labels(model: dict[str, Any]) -> tuple[str, str]:
-    """Legend texts for the two lines, naming where each value came from."""
-    lim, hb = model["limits"], render.human_bytes
-    small = lim["small_file_limit"]
-    small_text = (f"small-file limit {hb(small)}" if small > 0 else "small-file limit 0 (sizing off)") \
-        + f" [{lim['small_file_limit_source']}]"
-    return small_text, f"max file size {hb(lim['max_file_size'])} [{lim['max_file_size_source']}]"
-
-
-def panel_subtitle(panel: dict[str, Any]) -> str:
-    tot, hb = panel["totals"], render.human_bytes
-    well = "-" if tot["well_sized_pct"] is None else f"{tot['well_sized_pct']:.1f}%"
-    text = f"{render.plural(tot['base_files'], 'base file')}, {hb(tot['bytes'])}; {well} of bytes well-sized"
-    return text + (f"; logs {hb(tot['log_bytes'])}" if tot.get("log_bytes") else "")
-
-
-def panel_title(panel: dict[str, Any]) -> str:
-    shown = panel["instant"] or "no commit"
-    if panel["as_of"] is None:
-        return f"latest ({shown})"
-    return f"as of {panel['as_of']}" + ("" if shown == panel["as_of"] else f" (commit {shown})")
-
-
 def plot(t: OpenTable, limits: Limits, as_ofs: list[str | None], partition: str | None, out: str,
          fmt: str, as_json: bool = False) -> int:
     """Build the model, write OUT, and say what was written (one line per panel)."""
@@ -181,11 +150,3 @@ def plot(t: OpenTable, limits: Limits, as_ofs: list[str | None], partition: str 
     return 0
 
 
-def require_matplotlib() -> Any:
-    """matplotlib is a dependency, but a trimmed install may lack it: say what to do instead."""
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise HudiError("--plot with a .png file needs matplotlib (pip install matplotlib); or write "
-                        ".html, which needs nothing extra") from exc
-    return matplotlib

@@ -17,18 +17,19 @@ from pyhudi.cli import (
     delete_partition_cmd,
     files_cmd,
     maintenance_cmd,
+    read_cmd,
     streamer_cmd,
     timeline_cmd,
     write_cmd,
 )
-from pyhudi.cli.common import guarded, non_negative_int, parse_size
+from pyhudi.cli.common import add_master_argument, guarded, non_negative_int, parse_size
 from pyhudi.errors import HudiError
 
 
 def _register_demo(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """The demo's options (and their defaults) belong to pyhudi.demo; importing it does not start Spark."""
-    p = sub.add_parser("demo", help="write a demo table with Spark and show how files are sized",
-                       description="Runs pyhudi.demo (starts Spark).")
+    p = sub.add_parser("demo", help="write a demo table (in-process, or with Spark) and show how files are sized",
+                       description="Runs pyhudi.demo: in-process unless --master asks for Spark.")
     add_arguments: Callable[[argparse.ArgumentParser], None] = _demo_arguments
     try:
         from pyhudi import demo  # type: ignore[attr-defined,unused-ignore]
@@ -47,11 +48,11 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows-per-batch", type=non_negative_int, default=None, metavar="N", help="rows per batch")
     p.add_argument("--max-file-size", type=parse_size, default=None, metavar="BYTES")
     p.add_argument("--small-file-limit", type=parse_size, default=None, metavar="BYTES")
-    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    add_master_argument(p)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    """Imported lazily: only this subcommand needs Spark."""
+    """Imported lazily: only this subcommand needs the demo's code."""
     try:
         from pyhudi import demo  # type: ignore[attr-defined,unused-ignore]
     except ImportError as exc:
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     timeline_cmd.register(sub)
     files_cmd.register(sub)
+    read_cmd.register(sub)
     compaction_cmd.register(sub)
     clustering_cmd.register(sub)
     maintenance_cmd.register(sub)

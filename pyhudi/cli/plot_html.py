@@ -12,7 +12,7 @@ import html
 import math
 from typing import Any
 
-from pyhudi.cli import files_plot, render
+from pyhudi.cli import plot_labels, render
 
 W, H = 520, 330
 LEFT, RIGHT, TOP, BOTTOM = 72, 16, 14, 46
@@ -57,7 +57,7 @@ def page(model: dict[str, Any]) -> str:
 
 
 def _legend(model: dict[str, Any]) -> str:
-    small_text, max_text = files_plot.limit_labels(model)
+    small_text, max_text = plot_labels.limit_labels(model)
     items = [(BASE_COLOR, "base file bytes"), (BAND_COLOR, "well-sized [limit, 1.1x max]"),
              (LIMIT_COLOR, small_text), (MAX_COLOR, max_text)]
     if any(b["log_bytes"] for p in model["panels"] for b in p["bins"]):
@@ -85,15 +85,15 @@ def _panel(model: dict[str, Any], panel: dict[str, Any], tallest: int) -> str:
     svg = _svg(model, panel, tallest)
     return (f"<section class=\"panel\" data-as-of=\"{esc(panel['label'])}\" "
             f"data-instant=\"{esc(panel['instant'] or '')}\">"
-            f"<h2>{esc(files_plot.panel_title(panel))}</h2>"
-            f"<p class=\"sub\">{esc(files_plot.panel_subtitle(panel))}</p>{svg}</section>")
+            f"<h2>{esc(plot_labels.panel_title(panel))}</h2>"
+            f"<p class=\"sub\">{esc(plot_labels.panel_subtitle(panel))}</p>{svg}</section>")
 
 
 def _svg(model: dict[str, Any], panel: dict[str, Any], tallest: int) -> str:
     bins, lim = panel["bins"], model["limits"]
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
-    x_unit, x_div = files_plot.unit_for(lim["max_file_size"])
-    y_unit, y_div = files_plot.unit_for(tallest)
+    x_unit, x_div = plot_labels.unit_for(lim["max_file_size"])
+    y_unit, y_div = plot_labels.unit_for(tallest)
     x_top = bins[-1]["hi"]
     y_ticks = nice_ticks(tallest * 1.1 / y_div)
     y_top = y_ticks[-1] * y_div

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyhudi.cli import files_plot
+from pyhudi.cli import plot_labels
 
 BASE_COLOR = "#4C72B0"
 LOG_COLOR = "#DD8452"
@@ -20,7 +20,7 @@ BAND_COLOR = "#55A868"
 
 
 def write(model: dict[str, Any], out: str) -> None:
-    files_plot.require_matplotlib()
+    plot_labels.require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -28,9 +28,9 @@ def write(model: dict[str, Any], out: str) -> None:
     fig = Figure(figsize=(min(6.0 * len(panels), 30.0), 4.8), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
-    x_unit, x_div = files_plot.unit_for(model["limits"]["max_file_size"])
+    x_unit, x_div = plot_labels.unit_for(model["limits"]["max_file_size"])
     tallest = max((b["base_bytes"] + b["log_bytes"] for p in panels for b in p["bins"]), default=0)
-    y_unit, y_div = files_plot.unit_for(tallest)
+    y_unit, y_div = plot_labels.unit_for(tallest)
     for i, (ax, panel) in enumerate(zip(axes, panels, strict=True)):
         _draw_panel(ax, model, panel, x_div, y_div)
         ax.set_xlabel(f"base file size ({x_unit})")
@@ -62,7 +62,7 @@ def _draw_panel(ax: Any, model: dict[str, Any], panel: dict[str, Any], x_div: in
         if b["files"]:
             ax.annotate(str(b["files"]), (left + width / 2, (b["base_bytes"] + b["log_bytes"]) / y_div),
                         ha="center", va="bottom", fontsize=7, xytext=(0, 1), textcoords="offset points")
-    small_text, max_text = files_plot.limit_labels(model)
+    small_text, max_text = plot_labels.limit_labels(model)
     small, max_size = lim["small_file_limit"], lim["max_file_size"]
     ax.axvspan(small / x_div, max_size * 1.1 / x_div, color=BAND_COLOR, alpha=0.12,
                label="well-sized [limit, 1.1x max]")
@@ -70,5 +70,5 @@ def _draw_panel(ax: Any, model: dict[str, Any], panel: dict[str, Any], x_div: in
         ax.axvline(small / x_div, color=LIMIT_COLOR, linestyle="--", linewidth=1.2, label=small_text)
     ax.axvline(max_size / x_div, color=MAX_COLOR, linestyle="-", linewidth=1.2, label=max_text)
     ax.set_xlim(0, bins[-1]["hi"] / x_div)
-    ax.set_title(f"{files_plot.panel_title(panel)}\n{files_plot.panel_subtitle(panel)}", fontsize=9)
+    ax.set_title(f"{plot_labels.panel_title(panel)}\n{plot_labels.panel_subtitle(panel)}", fontsize=9)
     ax.margins(y=0.12)

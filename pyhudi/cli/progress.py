@@ -124,9 +124,11 @@ def wanted(args: argparse.Namespace | None = None, environ: Any = None) -> bool:
 
 # --------------------------------------------------------------------------- Spark polling
 def _active_context() -> Any:
-    from pyspark import SparkContext
+    """The running SparkContext, or None; the Spark engine's module is the one that imports pyspark, and
+    only once a command asked for Spark (the status line is shown on the --master path only)."""
+    from pyhudi.engine.spark_session import active_context
 
-    return SparkContext._active_spark_context
+    return active_context()
 
 
 class StageTally:

@@ -1,13 +1,20 @@
 """`pyhudi streamer`: continuous ingest from a landing directory (Hudi's HoodieStreamer, for files).
 
-Each round is one Structured Streaming run with a one-shot trigger over Spark's file source: every
-file that landed since the last round becomes one commit (through `pyhudi.write_stream`'s sink, so a round
-replayed after a crash is skipped, and the table services configured in the properties run as for
-any write). Malformed records fail the round or, with `hoodie.errortable.enable=true`, go to the
-error table (pyhudi/streamer/). Between rounds, `--continuous` waits `--min-sync-interval-seconds`.
-SIGTERM or Ctrl-C only sets a flag: the round in flight finishes and commits, background table
-services finish, then the job exits 0. Spark's checkpoint (under `<target>/.hoodie/.aux/streamer/`)
-makes the next start resume where this one stopped.
+Without `--master` it runs in-process (pyhudi/streamer/local.py): each round reads the files that
+landed since the last commit with pyarrow and writes them as one commit; the commit's extraMetadata
+records the landing files it ingested, so a round replayed after a crash is skipped. Bad input fails the
+round; the error table needs Spark.
+
+With `--master`, each round is one Structured Streaming run with a one-shot trigger over Spark's file
+source: every file that landed since the last round becomes one commit (through `pyhudi.write_stream`'s
+sink, so a round replayed after a crash is skipped). Malformed records fail the round or, with
+`hoodie.errortable.enable=true`, go to the error table (pyhudi/streamer/). Spark's checkpoint (under
+`<target>/.hoodie/.aux/streamer/`) makes the next start resume where this one stopped. The two
+checkpoints are separate: keep one table on one of the two paths.
+
+Either way the table services configured in the properties run as for any write; between rounds,
+`--continuous` waits `--min-sync-interval-seconds`. SIGTERM or Ctrl-C only sets a flag: the round in
+flight finishes and commits, background table services finish, then the job exits 0.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import time
 from typing import Any
 
 from pyhudi.cli import progress
-from pyhudi.cli.common import non_negative_int
+from pyhudi.cli.common import add_master_argument, non_negative_int, require_spark
 from pyhudi.errors import HudiError
 
 FORMATS = ("json", "csv", "parquet")
@@ -36,18 +43,16 @@ def register(sub: Any) -> None:
     p.add_argument("--continuous", action="store_true", help="keep ingesting until SIGTERM / Ctrl-C")
     p.add_argument("--min-sync-interval-seconds", type=non_negative_int, default=0, metavar="N",
                    help="continuous mode: wait at least N seconds between rounds")
-    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    add_master_argument(p)
     progress.add_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pyhudi.model.properties import parse_properties
-    from pyhudi.spark_env import create_session
 
     with open(args.props, encoding="utf-8") as fh:
         props = parse_properties(fh.read())
-    spark = create_session(args.master, "pyhudi-streamer")
     stop = threading.Event()
 
     def request_stop(signum: int, _frame: Any) -> None:
@@ -55,14 +60,32 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
         stop.set()
 
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
-    streamer = Streamer(spark, args.source_dir, args.source_format, args.target, props)
-    streamer.show_progress = progress.wanted(args)
-    streamer.run(args.continuous, args.min_sync_interval_seconds, stop)
-    _finish_table_services(args.target)
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        _run_rounds(args, props, stop)
+    finally:  # a caller's own handlers (a test runner, an embedding program) come back
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     print("streamer: stopped", flush=True)
     return 0
+
+
+def _run_rounds(args: argparse.Namespace, props: dict[str, str], stop: threading.Event) -> None:
+    """On Spark with --master, else in-process; then background table services finish."""
+    if args.master:
+        require_spark()
+        from pyhudi.spark_env import create_session
+
+        streamer = Streamer(create_session(args.master, "pyhudi-streamer"), args.source_dir, args.source_format,
+                            args.target, props)
+        streamer.show_progress = progress.wanted(args)  # Spark stages: the Spark path only
+        streamer.run(args.continuous, args.min_sync_interval_seconds, stop)
+    else:
+        from pyhudi.streamer.local import LocalStreamer
+
+        LocalStreamer(args.source_dir, args.source_format, args.target, props, _report).run(
+            args.continuous, args.min_sync_interval_seconds, stop)
+    _finish_table_services(args.target)
 
 
 class Streamer:

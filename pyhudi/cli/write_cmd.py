@@ -1,12 +1,15 @@
 """`pyhudi write`: one batch of files (json, csv or parquet) into a Hudi table, from the shell.
 
 The streamer ingests what keeps landing; this is the one-shot form (a
-backfill, a fix-up file, a first load): Spark reads the source, `pyhudi.write`
+backfill, a fix-up file, a first load): the source is read, `pyhudi.write`
 writes it with the same properties file and `--option` keys the streamer and
 the table services take, and one line reports the commit (the streamer's
-commit summary). Everything that can be checked without Spark (the
-properties, option values, the source path) is checked before Spark starts.
-A status line shows the Spark stages while it runs (see progress.py).
+commit summary). By default everything runs in-process: pyarrow reads the
+files (streamer/arrow_source.py: the Spark file sources' rules) and the
+in-process engine writes them, no Java needed. With `--master`, Spark reads
+and writes instead, after everything that can be checked without Spark (the
+properties, option values, the source path) was checked, and a status line
+shows the Spark stages while it runs (see progress.py).
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ import time
 from typing import Any
 
 from pyhudi.cli import progress
-from pyhudi.cli.common import add_option_argument, parse_options
+from pyhudi.cli.common import (
+    add_master_argument,
+    add_option_argument,
+    parse_options,
+    require_spark,
+    spark_session,
+)
 from pyhudi.errors import HudiError
 
 PROG = "pyhudi write"
@@ -30,8 +39,9 @@ OPERATION_KEY = "hoodie.datasource.write.operation"
 
 def register(sub: Any) -> None:
     p = sub.add_parser("write", help="write a file or directory of json/csv/parquet into a table (one commit)",
-                       description="Read --source with Spark and write it into the Hudi table at --target as "
-                                   "one commit, with hoodie.* keys from --props and --option. Starts Spark.")
+                       description="Read --source and write it into the Hudi table at --target as one commit, "
+                                   "with hoodie.* keys from --props and --option. In-process (pyarrow, no Java) "
+                                   "unless --master asks for Spark.")
     p.add_argument("--source", required=True, metavar="PATH", help="file or directory to read")
     p.add_argument("--source-format", required=True, choices=FORMATS)
     p.add_argument("--target", required=True, metavar="PATH", help="Hudi table base path")
@@ -42,7 +52,7 @@ def register(sub: Any) -> None:
     p.add_argument("--mode", choices=MODES, default="append",
                    help="append (default), overwrite (replace the table's contents), error or ignore "
                         "if the table exists")
-    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    add_master_argument(p)
     progress.add_argument(p)
     p.set_defaults(func=run)
 
@@ -80,44 +90,49 @@ def _check_source(path: str) -> None:
         raise HudiError(f"--source {path!r} does not exist; give a file or a directory of {'/'.join(FORMATS)} files")
 
 
-def read_source(spark: Any, path: str, fmt: str) -> Any:
-    """The streamer's reading rules: csv with a header row and inferred column types."""
-    reader = spark.read.format(fmt)
-    if fmt == "csv":
-        reader = reader.option("header", "true").option("inferSchema", "true")
-    return reader.load(path)
-
-
 def run(args: argparse.Namespace) -> int:
     _check_source(args.source)
     options = write_options(args)
-    print(f"{PROG}: starting Spark ({args.master}) to write {args.source} into {args.target}", file=sys.stderr)
-    with progress.status(PROG, enabled=progress.wanted(args)):
-        instant, seconds = _write_with_spark(args, options)
+    if args.master:
+        require_spark()
+        print(f"{PROG}: starting Spark ({args.master}) to write {args.source} into {args.target}", file=sys.stderr)
+        with progress.status(PROG, enabled=progress.wanted(args)):  # Spark stages: the Spark path only
+            instant, seconds = _write_with_spark(args, options)
+    else:
+        instant, seconds = _write_in_process(args, options)
     if instant is None:
         print(f"{PROG}: {args.target} already exists; nothing written (--mode ignore)")
         return 0
-    from pyhudi.streaming import commit_summary
+    from pyhudi.streamer.commits import commit_summary
 
     print(commit_summary(args.target, instant, None, seconds, options), flush=True)
     return 0
 
 
-def _write_with_spark(args: argparse.Namespace, options: dict[str, str]) -> tuple[str | None, float]:
-    """A session we started is stopped, one that already existed (a notebook, the tests) is kept."""
-    from pyspark import SparkContext
-
+def _write_in_process(args: argparse.Namespace, options: dict[str, str]) -> tuple[str | None, float]:
+    """pyarrow reads the files, the in-process engine writes them: no Java, no pyspark."""
     import pyhudi
-    from pyhudi.spark_env import create_session
+    from pyhudi.streamer.arrow_source import read_source, table_schema, type_null_columns
 
-    created = SparkContext._active_spark_context is None
-    spark = create_session(args.master, app_name="pyhudi-write")
-    try:
-        df = read_source(spark, args.source, args.source_format)
+    table = read_source(args.source, args.source_format)
+    if table is None:
+        raise HudiError(f"--source {args.source!r} has no {args.source_format} records (no files, or only empty "
+                        "or hidden ones); nothing written")
+    table = type_null_columns(table, table_schema(args.target))
+    started = time.monotonic()
+    instant = pyhudi.write(table, args.target, options, mode=args.mode)
+    return instant, time.monotonic() - started
+
+
+def _write_with_spark(args: argparse.Namespace, options: dict[str, str]) -> tuple[str | None, float]:
+    """Spark reads (the streamer's rules: csv with a header row and inferred types) and writes; a session
+    we started is stopped, one that already existed (a notebook, the tests) is kept."""
+    import pyhudi
+
+    with spark_session(args.master, "pyhudi-write") as spark:
+        from pyhudi.engine.spark_session import read_files
+
+        df = read_files(spark, args.source, args.source_format)
         started = time.monotonic()
         instant = pyhudi.write(df, args.target, options, mode=args.mode)
         return instant, time.monotonic() - started
-    finally:
-        if created:
-            progress.settle_active()
-            spark.stop()  # type: ignore[attr-defined]

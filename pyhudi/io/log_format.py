@@ -496,27 +496,3 @@ class _Cursor:
 
 # The log-file name lives with the other file names in the model layer; re-exported here.
 LogFileName = _LogFileName
-
-
-# Content codecs live in log_blocks; expose them here lazily so callers can use one
-# import without creating an import cycle (log_blocks imports this module).
-_CODEC_NAMES = frozenset(
-    {
-        "encode_avro_data_block",
-        "encode_parquet_data_block",
-        "encode_delete_block",
-        "encode_rollback_block",
-        "decode_avro_data_block",
-        "avro_block_to_arrow",
-        "parquet_block_to_arrow",
-        "decode_delete_block",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _CODEC_NAMES:
-        from pyhudi.io import log_blocks
-
-        return getattr(log_blocks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

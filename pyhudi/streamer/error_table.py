@@ -61,7 +61,7 @@ def write_errors(errors: DataFrame, config: ErrorTableConfig, identifier: str, q
                  batch_id: int) -> str | None:
     """Commit `errors` to the error table; None when this micro-batch's errors are already there (replay)."""
     from pyhudi.api import write
-    from pyhudi.streaming import last_committed_batch, sink_metadata
+    from pyhudi.streamer.commits import last_committed_batch, sink_metadata
 
     last = last_committed_batch(config.base_path, identifier)
     if last is not None and batch_id <= last:

@@ -1,6 +1,7 @@
-"""`pyhudi write` run in-process on the shared session: the commit line on stdout, the status line's
+"""`pyhudi write --master local[2]` on the shared session: the commit line on stdout, the status line's
 summary on stderr (stderr is not a terminal here, so only the summary), the rows as both readers see
-them; then `pyhudi files --plot` before/after the second write."""
+them; a second write without --master continues the table in-process; then `pyhudi files --plot`
+before/after the second write."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_cli_write_with_status_line_then_plot(spark: Any, tmp_path: Path, capsys
     (landing / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     out, err = cli(capsys, "write", "--source", str(landing), "--source-format", "json", "--target", path,
-                   "--props", str(props), "--operation", "insert")
+                   "--props", str(props), "--operation", "insert", "--master", "local[2]")
     (first,) = completed_writes(path)
     assert out == f"commit {first}: 40 records in, 2 files created, 0 updated, 2 small files remaining, " \
                   f"{out.rsplit(', ', 1)[1]}"
@@ -58,7 +59,7 @@ def test_cli_write_with_status_line_then_plot(spark: Any, tmp_path: Path, capsys
     assert int(summary.group(1)) >= 1 and int(summary.group(2)) >= int(summary.group(1))
     assert "\r" not in err  # not a terminal: no in-place redraws
 
-    # An upsert from parquet with -o, without the status line.
+    # An upsert from parquet with -o, in-process (no --master) on the table Spark wrote: no status line.
     ids = range(0, 40, 3)  # 14 keys in both partitions
     updates = pa.table({"id": pa.array(ids, pa.int64()), "name": [f"b{i}" for i in ids],
                         "city": [("sf", "ny")[i % 2] for i in ids], "ts": pa.array([2] * len(ids), pa.int64())})

@@ -222,7 +222,7 @@ def test_demo_forwards_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
                  "--small-file-limit", "524288"]) == 0
     assert seen["path"] == "./demo" and seen["batches"] == 3 and seen["rows_per_batch"] == 1000
     assert seen["max_file_size"] == 1024 * 1024 and seen["small_file_limit"] == 524288
-    assert seen["master"] == "local[2]"
+    assert seen["master"] is None  # in-process unless --master asks for Spark
 
 
 def test_demo_uses_demo_module_options(monkeypatch: pytest.MonkeyPatch) -> None:

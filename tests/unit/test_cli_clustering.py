@@ -280,9 +280,10 @@ def test_show_completed_clustering(cow: ClusterTable, capsys: pytest.CaptureFixt
 # --------------------------------------------------------------------------- run (Spark replaced)
 def _no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*_a: Any, **_k: Any) -> list[str]:
-        raise AssertionError("Spark must not be started")
+        raise AssertionError("no engine may run (neither Spark nor in-process)")
 
     monkeypatch.setattr(clustering_cmd, "_cluster_with_spark", fail)
+    monkeypatch.setattr(clustering_cmd, "_cluster_in_process", fail)
 
 
 def _fake_spark(monkeypatch: pytest.MonkeyPatch, seen: list[tuple[Any, ...]], conflict_on: str | None = None) -> None:
@@ -307,6 +308,8 @@ def _fake_spark(monkeypatch: pytest.MonkeyPatch, seen: list[tuple[Any, ...]], co
         return todo
 
     monkeypatch.setattr(clustering_cmd, "_cluster_with_spark", fake)
+    # without --master: the in-process engine, recorded with master None
+    monkeypatch.setattr(clustering_cmd, "_cluster_in_process", lambda path, options, instant: fake(None, path, options, instant))
 
 
 def test_run_without_work_does_not_start_spark(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -367,7 +370,7 @@ def test_run_conflict_exits_3(cow: ClusterTable, capsys: pytest.CaptureFixture[s
     instant = cli_json(capsys, "clustering", str(cow.root), "schedule")["scheduled"]
     seen: list[tuple[Any, ...]] = []
     _fake_spark(monkeypatch, seen, conflict_on=instant)
-    code, out, err = cli(capsys, "clustering", str(cow.root), "run")
+    code, out, err = cli(capsys, "clustering", str(cow.root), "run", "--master", "local[2]")
     assert code == 3
     start, summary, error = err.splitlines()
     assert start == f"pyhudi clustering: starting Spark (local[2]) to run {instant}"

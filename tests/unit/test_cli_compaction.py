@@ -278,9 +278,10 @@ def test_show_completed_compaction(mor: Path, capsys: pytest.CaptureFixture[str]
 # --------------------------------------------------------------------------- run (Spark replaced)
 def _no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*_a: Any, **_k: Any) -> list[str]:
-        raise AssertionError("Spark must not be started")
+        raise AssertionError("no engine may run (neither Spark nor in-process)")
 
     monkeypatch.setattr(compaction_cmd, "_compact_with_spark", fail)
+    monkeypatch.setattr(compaction_cmd, "_compact_in_process", fail)
 
 
 def _fake_spark(monkeypatch: pytest.MonkeyPatch, seen: list[tuple[Any, ...]]) -> None:
@@ -300,6 +301,8 @@ def _fake_spark(monkeypatch: pytest.MonkeyPatch, seen: list[tuple[Any, ...]]) ->
         return todo
 
     monkeypatch.setattr(compaction_cmd, "_compact_with_spark", fake)
+    # without --master: the in-process engine, recorded with master None
+    monkeypatch.setattr(compaction_cmd, "_compact_in_process", lambda path, options, instant: fake(None, path, options, instant))
 
 
 def test_run_without_work_does_not_start_spark(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -359,17 +362,18 @@ def test_run_given_instant(mor: Path, capsys: pytest.CaptureFixture[str], monkey
 
 def test_run_without_progress(mor: Path, capsys: pytest.CaptureFixture[str],
                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """--no-progress (or PYHUDI_NO_PROGRESS=1) leaves stderr with the start line only."""
+    """--no-progress (or PYHUDI_NO_PROGRESS=1) leaves stderr with the start line only (the status line is
+    Spark's: it shows on the --master path only)."""
     seen: list[str | None] = []
     monkeypatch.setattr(compaction_cmd, "_compact_with_spark", lambda m, p, o, i: seen.append(i) or [])
     instant = cli_json(capsys, "compaction", str(mor), "schedule")["scheduled"]
-    code, _, err = cli(capsys, "compaction", str(mor), "run", "--no-progress")
+    code, _, err = cli(capsys, "compaction", str(mor), "run", "--master", "local[2]", "--no-progress")
     assert code == 0 and err == f"pyhudi compaction: starting Spark (local[2]) to run {instant}\n"
     monkeypatch.setenv("PYHUDI_NO_PROGRESS", "1")
-    code, _, err = cli(capsys, "compaction", str(mor), "run")
+    code, _, err = cli(capsys, "compaction", str(mor), "run", "--master", "local[2]")
     assert code == 0 and err == f"pyhudi compaction: starting Spark (local[2]) to run {instant}\n"
     monkeypatch.delenv("PYHUDI_NO_PROGRESS")
-    code, _, err = cli(capsys, "compaction", str(mor), "run")
+    code, _, err = cli(capsys, "compaction", str(mor), "run", "--master", "local[2]")
     assert code == 0 and err.splitlines()[1].startswith("pyhudi compaction run: done in ")
     assert seen == [None, None, None]
 
