@@ -135,3 +135,27 @@ def plant_metadata_table(root: pathlib.Path, inflight: str = "column_stats") -> 
     (meta / "files").mkdir()
     (meta / "files" / ".files-0000-0_00000000000000010.log.1_0-0-0").write_bytes(b"#HUDI#")
     return props
+
+
+# --------------------------------------------------------------------------- both engines (issue 17)
+def in_process_read_available() -> bool:
+    """Whether `pyhudi.read(path, options, filters, columns)` (the Arrow reader, no Spark) has landed."""
+    from importlib.util import find_spec
+
+    return find_spec("pyhudi.reader.arrow_read") is not None
+
+
+def arrow_read(path: str | os.PathLike[str], options: dict[str, str] | None = None,
+               spark_getter: Any = None) -> pa.Table:
+    """Read a table as Arrow with the in-process reader; until that reader exists, through Spark
+    (`spark_getter()` returns the session, so tests on the in-process path start no JVM once it does)."""
+    import pyhudi
+
+    if in_process_read_available():
+        result = pyhudi.read(str(path), options)
+        return result.read_all() if isinstance(result, pa.RecordBatchReader) else result
+    if spark_getter is None:
+        import pytest
+
+        pytest.fail("the in-process reader pyhudi.read(path, ...) has not landed and no Spark session was given")
+    return pyhudi.read(spark_getter(), str(path), options).toArrow()

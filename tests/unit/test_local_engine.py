@@ -1,0 +1,122 @@
+"""The in-process engine's task runner: results in item order, bounded parallelism, errors raised as
+themselves, a distinct write token per task, and `engine_for` picking the engine. No Spark here."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from pyhudi.engine import LocalEngine, TaskInfo, engine_for
+from pyhudi.engine.local import MAX_DEFAULT_PARALLELISM, default_parallelism
+from pyhudi.errors import CommitConflictError, HudiError
+
+
+class Concurrency:
+    """Counts tasks running at once; each task sleeps a little so overlaps really happen."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.max = 0
+        self.threads: set[int] = set()
+
+    def task(self, item: int, info: TaskInfo) -> list[tuple[int, int]]:
+        with self.lock:
+            self.now += 1
+            self.max = max(self.max, self.now)
+            self.threads.add(threading.get_ident())
+        try:
+            time.sleep(0.01 * (item % 3))  # uneven durations: completion order differs from item order
+            return [(item, info.partition_id)]
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+def test_results_keep_item_order_and_concatenate():
+    engine = LocalEngine(4)
+    out = engine.map_tasks(lambda i, _: [i] * (i % 3), list(range(20)))
+    assert out == [i for i in range(20) for _ in range(i % 3)]
+    assert engine.map_tasks(lambda i, _: [i], []) == []
+    assert engine.map_tasks(lambda i, _: [], [1, 2, 3]) == []
+
+
+@pytest.mark.parametrize("pool,asked,expected", [(3, None, 3), (4, 2, 2), (2, 16, 2), (1, None, 1)])
+def test_parallelism_is_bounded(pool, asked, expected):
+    """At most min(pool, asked) tasks at once (asking for more than the pool never grows it), and the
+    bound is reached when there is enough work."""
+    counter = Concurrency()
+    out = LocalEngine(pool).map_tasks(counter.task, list(range(24)), parallelism=asked)
+    assert [i for i, _ in out] == list(range(24))
+    assert counter.max == expected, f"{counter.max} tasks ran at once, expected {expected}"
+    assert counter.now == 0
+
+
+def test_parallelism_one_runs_in_the_calling_thread():
+    counter = Concurrency()
+    LocalEngine(1).map_tasks(counter.task, list(range(5)))
+    assert counter.threads == {threading.get_ident()}
+
+
+def test_default_parallelism_is_cores_capped():
+    assert 1 <= default_parallelism() <= MAX_DEFAULT_PARALLELISM
+    assert LocalEngine().parallelism == default_parallelism()
+    assert LocalEngine(0).parallelism == default_parallelism()  # the option's 0 means "cores, at most 8"
+    assert LocalEngine(-3).parallelism >= 1  # the option refuses negatives; the engine never runs zero
+    assert LocalEngine(5).parallelism == 5
+
+
+@pytest.mark.parametrize("pool", [1, 3])
+def test_exceptions_propagate_as_themselves(pool):
+    def fn(i: int, _: TaskInfo) -> list[int]:
+        if i == 7:
+            raise CommitConflictError(f"task {i} conflicts")
+        return [i]
+
+    with pytest.raises(CommitConflictError, match="task 7 conflicts") as info:
+        LocalEngine(pool).map_tasks(fn, list(range(12)))
+    assert isinstance(info.value, HudiError)
+
+    def boom(i: int, _: TaskInfo) -> list[int]:
+        raise ZeroDivisionError(i)
+
+    with pytest.raises(ZeroDivisionError):
+        LocalEngine(pool).map_tasks(boom, [1, 2])
+
+
+def test_tokens_are_distinct_per_task_and_per_stage():
+    """Two tasks (or two attempts) never share a write token, within a call or across calls, so their
+    files never share a name; the partition id is the item's position."""
+    engine = LocalEngine(3)
+    first = engine.map_tasks(lambda i, info: [(i, info)], list(range(10)))
+    second = engine.map_tasks(lambda i, info: [(i, info)], list(range(10)))
+    infos = [info for _, info in first + second]
+    assert [info.partition_id for _, info in first] == list(range(10))
+    tokens = [info.token() for info in infos]
+    assert len(set(tokens)) == len(tokens), tokens
+    assert len({info.stage_id for _, info in first}) == 1
+    assert {info.stage_id for _, info in first}.isdisjoint({info.stage_id for _, info in second})
+    token = first[3][1].token()
+    assert token == f"3-{first[3][1].stage_id}-{first[3][1].attempt_id}"
+    assert first[3][1].token(partition_id=9).startswith("9-")
+
+
+def test_engine_for_picks_the_engine():
+    local = engine_for(None)
+    assert isinstance(local, LocalEngine) and local.name == "local" and local.session is None
+    assert engine_for(None, 3).parallelism == 3
+    mine = LocalEngine(2)
+    assert engine_for(mine) is mine  # an engine passes through as is
+
+
+def test_engine_for_none_does_not_import_pyspark():
+    """Choosing the in-process engine must not load pyspark (checked in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pyhudi.engine import engine_for; e = engine_for(None, 2); "
+            "assert e.map_tasks(lambda i, t: [i * 2], [1, 2, 3]) == [2, 4, 6]; "
+            "assert 'pyspark' not in sys.modules, 'pyspark was imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
