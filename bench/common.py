@@ -318,13 +318,21 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def machine_info() -> dict[str, Any]:
-    import pyspark
+def _version(dist: str) -> str | None:
+    """An installed distribution's version without importing it (pyspark is optional)."""
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def machine_info() -> dict[str, Any]:
     return {
         "cores": os.cpu_count(), "cpu": _cpu_model(), "memory_bytes": _mem_total(),
         "os": platform.platform(), "python": platform.python_version(),
-        "pyspark": pyspark.__version__, "pyarrow": pa.__version__, "numpy": np.__version__,
+        "pyspark": _version("pyspark"), "pyarrow": pa.__version__, "numpy": np.__version__,
         "java": _java_version(), "pyhudi_commit": _git_commit(),
     }
 
@@ -625,23 +633,27 @@ class PhaseTimer:
 
 
 WRITE_STEPS = [
-    ("pyhudi.writer.client", "prepare_batch", "prepare"),
-    ("pyhudi.writer.client", "WriteClient._partition_counts", "count"),
     ("pyhudi.writer.client", "build_view", "view"),
-    ("pyhudi.writer.client", "tag_and_profile", "index+profile"),
     ("pyhudi.writer.client", "rollback_failed_writes", "rollback check"),
     ("pyhudi.writer.client", "WriteClient._plan", "plan"),
     ("pyhudi.writer.client", "WriteClient._start_instant", "instant"),
     ("pyhudi.writer.client", "WriteClient._run_handles", "write files"),
     ("pyhudi.writer.client", "WriteClient._run_bulk", "write files"),
-    ("pyhudi.writer.client", "WriteClient._run_bulk_direct", "write files"),
-    ("pyhudi.writer.client", "WriteClient._run_single_task", "one-task write"),
     ("pyhudi.writer.client", "WriteClient._reconcile_markers", "markers"),
     ("pyhudi.writer.client", "WriteClient._complete", "commit"),
     ("pyhudi.writer.client", "WriteClient._clustering_service", "clustering"),
     ("pyhudi.writer.client", "WriteClient._compaction_service", "compaction"),
     ("pyhudi.writer.client", "WriteClient._clean_service", "clean"),
     ("pyhudi.writer.client", "WriteClient._archive_service", "archive"),
+    # The Spark data path (issue 17 moved it out of WriteClient into SparkWriteClient).
+    ("pyhudi.writer.spark_write", "prepare_batch", "prepare"),
+    ("pyhudi.writer.spark_write", "SparkWriteClient._partition_counts", "count"),
+    ("pyhudi.writer.spark_write", "build_view", "view"),
+    ("pyhudi.writer.spark_write", "tag_and_profile", "index+profile"),
+    ("pyhudi.writer.spark_write", "SparkWriteClient._run_handles", "write files"),
+    ("pyhudi.writer.spark_write", "SparkWriteClient._run_bulk", "write files"),
+    ("pyhudi.writer.spark_write", "SparkWriteClient._run_bulk_direct", "write files"),
+    ("pyhudi.writer.spark_write", "SparkWriteClient._run_single_task", "one-task write"),
 ]
 """Finer, disjoint steps of `pyhudi.write` than WRITE_PHASES below (for profiling a batch): none contains
 another, so `other` = wall time - their sum (timeline loads, schema checks, heartbeats, marker cleanup)."""
