@@ -63,7 +63,9 @@ def tag_records(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.
     if cfg.index.type == "BUCKET" and view is not None and not op.is_overwrite:
         bucket_index.check_layout(view, cfg.index.bucket_num)
     if cfg.index.type == "BUCKET" and op is not WriteOperation.BULK_INSERT:
-        return _tag_bucket(cfg, records, view if committed else None)
+        # An overwrite replaces the partitions' file groups: every record goes to a new bucket file group
+        # (Hudi's bucket partitioner with isOverwrite), never into an existing group it then replaces.
+        return _tag_bucket(cfg, records, view if committed and not op.is_overwrite else None)
     n = records.num_rows
     if op is WriteOperation.BULK_INSERT or not (op.needs_tagging and committed):
         none = pa.nulls(n, pa.string())

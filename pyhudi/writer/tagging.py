@@ -46,7 +46,10 @@ def tag_and_profile(spark: SparkSession, storage: Storage, cfg: WriteConfig, key
     if cfg.index.type == "BUCKET" and view is not None and not cfg.operation.is_overwrite:
         _check_bucket_table(cfg, keyed, view, counts)
     if cfg.index.type == "BUCKET" and cfg.operation is not WriteOperation.BULK_INSERT:
-        return _tag_bucket(spark, cfg, keyed, counts, view if committed else None, level)
+        # An overwrite replaces the partitions' file groups: every record goes to a new bucket file group
+        # (Hudi's bucket partitioner with isOverwrite), never into an existing group it then replaces.
+        overwrite = cfg.operation.is_overwrite
+        return _tag_bucket(spark, cfg, keyed, counts, view if committed and not overwrite else None, level)
     if cfg.operation is WriteOperation.BULK_INSERT or not (cfg.operation.needs_tagging and committed):
         untagged = simple_index.with_empty_location(keyed).withColumn(IS_UPDATE, F.lit(False))
         return untagged.filter(~F.col(DELETE_FLAG)), insert_profile(cfg, counts)
