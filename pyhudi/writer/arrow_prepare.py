@@ -76,7 +76,16 @@ class ArrowBatchSpec:
 
     def prepare(self, batch: pa.RecordBatch | pa.Table) -> pa.Table:
         raw = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-        return prepare_table(normalize(drop_meta(raw)), self.target, self.keys, self.delete_all)
+        return prepare_table(self._typed_nulls(normalize(drop_meta(raw))), self.target, self.keys, self.delete_all)
+
+    def _typed_nulls(self, raw: pa.Table) -> pa.Table:
+        """Columns of Arrow's null type (pandas gives a column of only None that type) as nulls of the
+        table's type for the column (see `typed_null_columns`)."""
+        for i, field in enumerate(raw.schema):
+            if pa.types.is_null(field.type) and field.name in self.target.names:
+                typ = self.target.field(field.name).type
+                raw = raw.set_column(i, pa.field(field.name, typ), pa.nulls(raw.num_rows, typ))
+        return raw
 
     def null_ordering(self, prepared_raw: pa.Table) -> int:
         """Records without a precombine value where the write needs one."""
@@ -126,7 +135,7 @@ def normalize(table: pa.Table) -> pa.Table:
 def prepare_spec(schema: pa.Schema, config: WriteConfig, table_avro: dict[str, Any] | None) -> ArrowBatchSpec:
     """Check the batch's schema and derive its writer schema; raises before anything is written."""
     keygen = KeySpec.for_table(config.table)
-    incoming = incoming_schema(schema)
+    incoming = typed_null_columns(incoming_schema(schema), table_avro)
     op = config.operation
     need_partition = not config.index.is_global or op is not WriteOperation.DELETE
     check_fields(keygen, incoming, need_partition=need_partition)
@@ -143,6 +152,19 @@ def prepare_spec(schema: pa.Schema, config: WriteConfig, table_avro: dict[str, A
         keygen = KeySpec(keygen.record_key_fields, (), keygen.keygen_class, False, False)  # the index finds it
     precombine = config.precombine_field if ordering_required(config) else None
     return ArrowBatchSpec(avro, target, ArrowKeys(keygen, incoming), op is WriteOperation.DELETE, precombine)
+
+
+def typed_null_columns(incoming: pa.Schema, table_avro: dict[str, Any] | None) -> pa.Schema:
+    """A column holding only nulls has no type in Arrow (pandas gives a column of only None that type). Where
+    the table already has the column, it takes the table's type, so the batch writes nulls of that type
+    (Spark would refuse the NullType column outright: a deliberate difference, since a pandas batch
+    easily has a column that is None throughout). A new column still needs a type: arrow_to_avro refuses
+    it, naming the column."""
+    if table_avro is None or not any(pa.types.is_null(f.type) for f in incoming):
+        return incoming
+    table_types = S.avro_to_arrow(table_avro)
+    return pa.schema([f.with_type(table_types.field(f.name).type)
+                      if pa.types.is_null(f.type) and f.name in table_types.names else f for f in incoming])
 
 
 def bad_key_count(prepared: pa.Table) -> int:
