@@ -646,14 +646,14 @@ WRITE_STEPS = [
     ("pyhudi.writer.client", "WriteClient._clean_service", "clean"),
     ("pyhudi.writer.client", "WriteClient._archive_service", "archive"),
     # The Spark data path (issue 17 moved it out of WriteClient into SparkWriteClient).
-    ("pyhudi.writer.spark_write", "prepare_batch", "prepare"),
-    ("pyhudi.writer.spark_write", "SparkWriteClient._partition_counts", "count"),
-    ("pyhudi.writer.spark_write", "build_view", "view"),
-    ("pyhudi.writer.spark_write", "tag_and_profile", "index+profile"),
-    ("pyhudi.writer.spark_write", "SparkWriteClient._run_handles", "write files"),
-    ("pyhudi.writer.spark_write", "SparkWriteClient._run_bulk", "write files"),
-    ("pyhudi.writer.spark_write", "SparkWriteClient._run_bulk_direct", "write files"),
-    ("pyhudi.writer.spark_write", "SparkWriteClient._run_single_task", "one-task write"),
+    ("pyhudi.engine.spark.write", "prepare_batch", "prepare"),
+    ("pyhudi.engine.spark.write", "SparkWriteClient._partition_counts", "count"),
+    ("pyhudi.engine.spark.write", "build_view", "view"),
+    ("pyhudi.engine.spark.write", "tag_and_profile", "index+profile"),
+    ("pyhudi.engine.spark.write", "SparkWriteClient._run_handles", "write files"),
+    ("pyhudi.engine.spark.write", "SparkWriteClient._run_bulk", "write files"),
+    ("pyhudi.engine.spark.write", "SparkWriteClient._run_bulk_direct", "write files"),
+    ("pyhudi.engine.spark.write", "SparkWriteClient._run_single_task", "one-task write"),
 ]
 """Finer, disjoint steps of `pyhudi.write` than WRITE_PHASES below (for profiling a batch): none contains
 another, so `other` = wall time - their sum (timeline loads, schema checks, heartbeats, marker cleanup)."""

@@ -70,8 +70,8 @@ def archive(spark, path, options=None, dry_run=False):  # type: ignore[no-untype
 
 def write_stream(df, path, options, checkpoint_location, trigger=None):  # type: ignore[no-untyped-def]
     """Start a Structured Streaming query writing each micro-batch as one commit, exactly once.
-    See pyhudi.streaming.write_stream."""
-    from pyhudi.streaming import write_stream as _write_stream
+    See pyhudi.engine.spark.streaming.write_stream."""
+    from pyhudi.engine.spark.streaming import write_stream as _write_stream
 
     return _write_stream(df, path, options, checkpoint_location, trigger)
 

@@ -223,7 +223,7 @@ def read(spark: SparkSession | str | os.PathLike[str], *args: Any, **kwargs: Any
 
 def _read_spark(spark: SparkSession, path: str | os.PathLike[str], options: Mapping[str, Any] | None = None,
                 filters: Sequence[Sequence[Any]] | None = None) -> DataFrame:
-    from pyhudi.reader.reader import read as _read  # the Spark reader imports pyspark
+    from pyhudi.engine.spark.read import read as _read  # the Spark reader imports pyspark
 
     return _read(spark, path, dict(options or {}), filters)
 

@@ -7,7 +7,7 @@ We check the first up front with a plain message, and pin the second.
 
 Spark is optional (`pip install 'pyhudi[spark]'`): without a SparkSession everything runs in-process.
 When Spark is asked for (`--master`, `create_session`) and pyspark or Java is missing, the error says
-which and how to install it. pyspark itself is only imported by `pyhudi.engine.spark_session`.
+which and how to install it. pyspark itself is only imported by `pyhudi.engine.spark.session`.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ _HINTED: set[int] = set()
 
 
 def _spark_has_uds() -> bool:
-    from pyhudi.engine.spark_session import spark_version
+    from pyhudi.engine.spark.session import spark_version
 
     return spark_version() >= (4, 1)
 
@@ -139,10 +139,10 @@ def _hint_unix_domain_socket(sc: object) -> None:
 def create_session(master: str = "local[2]", app_name: str = "pyhudi", conf: dict[str, str] | None = None,
                    quiet: bool = True) -> object:
     """A SparkSession suitable for pyhudi's CLI, demo and tests (settings explained in
-    pyhudi.engine.spark_session.build_session). Raises JavaNotFoundError, naming what to install, when
+    pyhudi.engine.spark.session.build_session). Raises JavaNotFoundError, naming what to install, when
     pyspark or Java is missing."""
     check_spark()
     pin_python_environment()
-    from pyhudi.engine.spark_session import build_session
+    from pyhudi.engine.spark.session import build_session
 
     return build_session(master, app_name, dict(conf or {}), quiet, UDS_KEY)

@@ -157,7 +157,7 @@ def spark_session(master: str, app_name: str) -> Iterator[Any]:
     from pyhudi.spark_env import check_spark, create_session
 
     check_spark()
-    from pyhudi.engine.spark_session import command_session
+    from pyhudi.engine.spark.session import command_session
 
     with command_session(lambda: create_session(master, app_name=app_name),  # type: ignore[arg-type,return-value]
                          progress.settle_active) as spark:

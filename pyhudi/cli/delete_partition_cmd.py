@@ -91,6 +91,6 @@ def _delete_with_spark(args: argparse.Namespace, options: dict[str, str]) -> str
     import pyhudi
 
     with spark_session(args.master, "pyhudi-delete-partition") as spark:
-        from pyhudi.engine.spark_session import empty_frame
+        from pyhudi.engine.spark.session import empty_frame
 
         return pyhudi.write(empty_frame(spark), args.path, options, mode="append")

@@ -126,7 +126,7 @@ def wanted(args: argparse.Namespace | None = None, environ: Any = None) -> bool:
 def _active_context() -> Any:
     """The running SparkContext, or None; the Spark engine's module is the one that imports pyspark, and
     only once a command asked for Spark (the status line is shown on the --master path only)."""
-    from pyhudi.engine.spark_session import active_context
+    from pyhudi.engine.spark.session import active_context
 
     return active_context()
 

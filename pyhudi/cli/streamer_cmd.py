@@ -112,9 +112,9 @@ class Streamer:
         schema = self._schema()
         if schema is None:
             return  # nothing has landed yet
-        from pyhudi.streamer.sink import StreamerSink, await_round
-        from pyhudi.streamer.source import read_landing
-        from pyhudi.streaming import start_stream
+        from pyhudi.engine.spark.streamer_sink import StreamerSink, await_round
+        from pyhudi.engine.spark.streamer_source import read_landing
+        from pyhudi.engine.spark.streaming import start_stream
 
         sink = StreamerSink(self.target, self.props, self.checkpoint, _report, self.fmt, schema)
         query = start_stream(read_landing(self.spark, self.fmt, self.source_dir, schema), sink, self.checkpoint,
@@ -123,7 +123,7 @@ class Streamer:
 
     def _schema(self) -> Any:
         if self._schema_cache is None:
-            from pyhudi.streamer.source import landing_schema
+            from pyhudi.engine.spark.streamer_source import landing_schema
 
             self._schema_cache = landing_schema(self.spark, self.fmt, self.source_dir, self.target)
         return self._schema_cache

@@ -130,7 +130,7 @@ def _write_with_spark(args: argparse.Namespace, options: dict[str, str]) -> tupl
     import pyhudi
 
     with spark_session(args.master, "pyhudi-write") as spark:
-        from pyhudi.engine.spark_session import read_files
+        from pyhudi.engine.spark.session import read_files
 
         df = read_files(spark, args.source, args.source_format)
         started = time.monotonic()

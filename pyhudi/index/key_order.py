@@ -16,18 +16,16 @@ another exactly when the strings are, so it suffices to fix that one case:
   0xF6, which never occur in UTF-8, moves them after the supplementary characters and keeps their own
   order: byte order of the rewritten strings is Java's order (`utf16_sort_keys`).
 * Spark compares binary values as unsigned bytes, and big-endian UTF-16 bytes compare as Java compares
-  code units, so `encode(key, 'UTF-16BE')` is a Spark column in Java's order (`spark_sort_key`).
+  code units, so `encode(key, 'UTF-16BE')` is a Spark column in Java's order
+  (`pyhudi.engine.spark.keygen.spark_sort_key`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
-if TYPE_CHECKING:
-    from pyspark.sql import Column
 
 # Lead bytes of U+E000..U+FFFF in UTF-8, and the never-used bytes they are moved to.
 _BMP_HIGH_LEADS = (b"\xee", b"\xef")
@@ -63,10 +61,3 @@ def java_min_max(keys: Keys) -> tuple[str, str] | None:
 
 def _restore(sort_key: bytes) -> str:
     return sort_key.translate(_RESTORE).decode("utf-8")
-
-
-def spark_sort_key(key: Column) -> Column:
-    """A Spark binary column that compares as Java compares the string column `key`."""
-    from pyspark.sql import functions as F
-
-    return F.encode(key, "UTF-16BE")

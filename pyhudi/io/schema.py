@@ -24,17 +24,13 @@ How Hudi gets there (read in apache/hudi):
 from __future__ import annotations
 
 import copy
-import functools
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import InvalidRecordError, SchemaMismatchError
-
-if TYPE_CHECKING:
-    from pyspark.sql import types as T
 
 AvroType = Any  # str (primitive or name reference) | list (union) | dict (complex or annotated)
 
@@ -109,70 +105,6 @@ def _field(name: str, base: AvroType, nullable: bool, doc: str | None = None) ->
     if nullable:
         f["default"] = None
     return f
-
-
-# ----------------------------------------------------------------------------- Spark -> Avro
-
-def spark_to_avro(schema: T.StructType, table_name: str) -> dict:
-    """The Avro schema Hudi's Spark writer stores in `extraMetadata.schema` for a DataFrame schema."""
-    name, namespace = record_name(table_name)
-    return _struct_to_avro(schema, name, namespace, "")
-
-
-def _struct_to_avro(st: T.StructType, name: str, namespace: str, prefix: str) -> dict:
-    full = _full(name, namespace)
-    fields: list[dict] = []
-    for f in st.fields:
-        column = prefix + f.name
-        _check_field_name(f.name, column)
-        if any(g["name"] == f.name for g in fields):
-            raise SchemaMismatchError(f"Column '{column}' appears twice; Avro records need unique names.")
-        doc = (f.metadata or {}).get("comment")
-        fields.append(_field(f.name, _spark_type_to_avro(f.dataType, full, f.name, column), f.nullable,
-                             doc if isinstance(doc, str) else None))
-    return {"type": "record", "name": name, "namespace": namespace, "fields": fields}
-
-
-@functools.cache
-def _spark_simple() -> dict[type, AvroType]:
-    """Spark's atomic types -> Avro (built on first use: pyspark is imported only by Spark callers)."""
-    from pyspark.sql import types as T
-
-    return {
-        T.BooleanType: "boolean", T.ByteType: "int", T.ShortType: "int", T.IntegerType: "int",
-        T.LongType: "long", T.FloatType: "float", T.DoubleType: "double", T.StringType: "string",
-        T.CharType: "string", T.VarcharType: "string", T.BinaryType: "bytes",
-        T.DateType: {"type": "int", "logicalType": "date"},
-        T.TimestampType: {"type": "long", "logicalType": "timestamp-micros"},
-        T.TimestampNTZType: {"type": "long", "logicalType": "local-timestamp-micros"},
-    }
-
-
-def _spark_type_to_avro(dt: T.DataType, parent_full: str, fname: str, column: str) -> AvroType:
-    from pyspark.sql import types as T
-
-    simple = _spark_simple()
-    if type(dt) in simple:
-        return copy.deepcopy(simple[type(dt)])
-    if isinstance(dt, T.DecimalType):
-        return _decimal(dt.precision, dt.scale, f"{parent_full}.{fname}")
-    if isinstance(dt, T.ArrayType):
-        items = _spark_type_to_avro(dt.elementType, parent_full, fname, column + ".element")
-        return {"type": "array", "items": _wrap(items, dt.containsNull)}
-    if isinstance(dt, T.MapType):
-        if not isinstance(dt.keyType, T.StringType):
-            raise SchemaMismatchError(
-                f"Column '{column}' is {dt.simpleString()}, but Avro (and so Hudi) maps only allow string "
-                "keys. Convert the keys to strings or store the map as an array of key/value structs.")
-        values = _spark_type_to_avro(dt.valueType, parent_full, fname, column + ".value")
-        return {"type": "map", "values": _wrap(values, dt.valueContainsNull)}
-    if isinstance(dt, T.StructType):
-        return _struct_to_avro(dt, fname, parent_full, column + ".")
-    raise SchemaMismatchError(
-        f"Column '{column}' has Spark type {dt.simpleString()}, which Hudi cannot store in Avro"
-        + (" (a column of only nulls has no type)" if isinstance(dt, T.NullType) else "")
-        + ". Cast it to a supported type (string, numeric, boolean, binary, date, timestamp, decimal, "
-          "array, map, struct) before writing.")
 
 
 # ----------------------------------------------------------------------------- Arrow -> Avro
@@ -446,89 +378,113 @@ _ARROW_READ_TYPES: dict[tuple[str, str | None], pa.DataType] = {
 }
 
 
-@functools.cache
-def _spark_read_types() -> dict[tuple[str, str | None], T.DataType]:
-    """The same table for Spark (spark-avro's toSqlType), built on first use by a Spark caller."""
-    from pyspark.sql import types as T
+class TypeBuilder(Protocol):
+    """Builds one engine's column types while `convert` walks an Avro schema (spark-avro's toSqlType rules
+    are the walk; Arrow, Spark SQL and Spark's type names are the builders)."""
 
-    return {
-        ("boolean", None): T.BooleanType(), ("int", None): T.IntegerType(), ("long", None): T.LongType(),
-        ("float", None): T.FloatType(), ("double", None): T.DoubleType(), ("string", None): T.StringType(),
-        ("enum", None): T.StringType(), ("bytes", None): T.BinaryType(), ("null", None): T.NullType(),
-        ("int", "date"): T.DateType(), ("int", "time-millis"): T.IntegerType(), ("long", "time-micros"): T.LongType(),
-        ("long", "timestamp-millis"): T.TimestampType(), ("long", "timestamp-micros"): T.TimestampType(),
-        ("long", "local-timestamp-millis"): T.TimestampNTZType(),
-        ("long", "local-timestamp-micros"): T.TimestampNTZType(),
-    }
+    def primitive(self, key: tuple[str, str | None]) -> Any: ...
+    def struct(self, fields: list[tuple[str, Any, bool]]) -> Any: ...
+    def array(self, element: Any, nullable: bool) -> Any: ...
+    def map(self, value: Any, nullable: bool) -> Any: ...
+    def decimal(self, precision: int, scale: int) -> Any: ...
+    def fixed(self, size: int) -> Any: ...
 
 
-def _read_type(key: tuple[str, str | None], spark: bool) -> Any:
-    return _spark_read_types()[key] if spark else _ARROW_READ_TYPES[key]
+class _ArrowTypes:
+    def primitive(self, key: tuple[str, str | None]) -> Any:
+        return _ARROW_READ_TYPES[key]
+
+    def struct(self, fields: list[tuple[str, Any, bool]]) -> Any:
+        return pa.struct([pa.field(n, t, nl) for n, t, nl in fields])
+
+    def array(self, element: Any, nullable: bool) -> Any:
+        return pa.list_(pa.field("element", element, nullable))
+
+    def map(self, value: Any, nullable: bool) -> Any:
+        return pa.map_(pa.string(), pa.field("value", value, nullable))
+
+    def decimal(self, precision: int, scale: int) -> Any:
+        return (pa.decimal128 if precision <= 38 else pa.decimal256)(precision, scale)
+
+    def fixed(self, size: int) -> Any:
+        return pa.binary(size)
 
 
-def avro_to_spark(avro: dict) -> T.StructType:
-    """Spark read schema, following spark-avro's `SchemaConverters.toSqlType` (as Hudi's reader does)."""
-    from pyspark.sql import types as T
+_SQL_NAMES = {  # Spark's simpleString of each read type (spark-avro's toSqlType), for error messages
+    ("boolean", None): "boolean", ("int", None): "int", ("long", None): "bigint", ("float", None): "float",
+    ("double", None): "double", ("string", None): "string", ("enum", None): "string", ("bytes", None): "binary",
+    ("null", None): "void", ("int", "date"): "date", ("int", "time-millis"): "int", ("long", "time-micros"): "bigint",
+    ("long", "timestamp-millis"): "timestamp", ("long", "timestamp-micros"): "timestamp",
+    ("long", "local-timestamp-millis"): "timestamp_ntz", ("long", "local-timestamp-micros"): "timestamp_ntz",
+}
 
-    dt = _convert(_expand(avro, None, {}), True)[0]
-    if not isinstance(dt, T.StructType):
-        raise SchemaMismatchError("A Hudi table schema must be an Avro record.")
-    return dt
+
+class _SqlNames:
+    """Spark SQL type names (`DataType.simpleString`) without pyspark: users of either engine read
+    schema errors in the names Hudi's Spark writer would print."""
+
+    def primitive(self, key: tuple[str, str | None]) -> Any:
+        return _SQL_NAMES[key]
+
+    def struct(self, fields: list[tuple[str, Any, bool]]) -> Any:
+        return "struct<" + ",".join(f"{n}:{t}" for n, t, _ in fields) + ">"
+
+    def array(self, element: Any, nullable: bool) -> Any:
+        return f"array<{element}>"
+
+    def map(self, value: Any, nullable: bool) -> Any:
+        return f"map<string,{value}>"
+
+    def decimal(self, precision: int, scale: int) -> Any:
+        return f"decimal({precision},{scale})"
+
+    def fixed(self, size: int) -> Any:
+        return "binary"
+
+
+def convert(avro: dict, types: TypeBuilder) -> Any:
+    """The read type of an Avro record schema, built by `types`."""
+    return _convert(_expand(avro, None, {}), types)[0]
 
 
 def avro_to_arrow(avro: dict) -> pa.Schema:
     """Arrow read schema, as pyarrow reads Hudi's parquet (timestamp-micros -> `timestamp[us, tz=UTC]`,
     local-timestamp-micros -> `timestamp[us]`); also `conform_table`'s target. List elements are
     named `element` like Spark's Arrow export (pyarrow ignores child names in type equality)."""
-    dt = _convert(_expand(avro, None, {}), False)[0]
+    dt = convert(avro, _ArrowTypes())
     if not pa.types.is_struct(dt):
         raise SchemaMismatchError("A Hudi table schema must be an Avro record.")
     return pa.schema(list(dt))
 
 
-def _struct(fields: list[tuple[str, Any, bool]], spark: bool) -> Any:
-    if spark:
-        from pyspark.sql import types as T
-
-        return T.StructType([T.StructField(n, t, nl) for n, t, nl in fields])
-    return pa.struct([pa.field(n, t, nl) for n, t, nl in fields])
-
-
-def _convert(t: AvroType, spark: bool) -> tuple[Any, bool]:
-    """(Spark or Arrow type, nullable); nullability comes from the union, as in spark-avro."""
-    if spark:
-        from pyspark.sql import types as T
+def _convert(t: AvroType, types: TypeBuilder) -> tuple[Any, bool]:
+    """(type, nullable); nullability comes from the union, as in spark-avro."""
     if isinstance(t, list):
         rest = [x for x in t if _kind(x) != "null"]
         nullable = len(rest) < len(t)
         kinds = tuple(sorted(_kind(x) for x in rest))
         if len(rest) == 1:
-            return _convert(rest[0], spark)[0], nullable
+            return _convert(rest[0], types)[0], nullable
         if kinds in (("int", "long"), ("double", "float")):  # Spark widens these two unions
-            return _read_type(("long" if kinds[0] == "int" else "double", None), spark), nullable
+            return types.primitive(("long" if kinds[0] == "int" else "double", None)), nullable
         # Other unions become a struct of member0, member1, ... (all nullable), like spark-avro.
-        members = [(f"member{i}", _convert(x, spark)[0], True) for i, x in enumerate(rest)]
-        return _struct(members, spark), nullable
+        members = [(f"member{i}", _convert(x, types)[0], True) for i, x in enumerate(rest)]
+        return types.struct(members), nullable
     kind, logical = _kind(t), _logical(t)
     if kind in ("record", "error"):
-        return _struct([(f["name"], *_convert(f["type"], spark)) for f in t["fields"]], spark), False
+        return types.struct([(f["name"], *_convert(f["type"], types)) for f in t["fields"]]), False
     if kind == "array":
-        et, nl = _convert(t["items"], spark)
-        return (T.ArrayType(et, nl) if spark else pa.list_(pa.field("element", et, nl))), False
+        return types.array(*_convert(t["items"], types)), False
     if kind == "map":
-        vt, nl = _convert(t["values"], spark)
-        return (T.MapType(T.StringType(), vt, nl) if spark
-                else pa.map_(pa.string(), pa.field("value", vt, nl))), False
+        return types.map(*_convert(t["values"], types)), False
     if kind in ("fixed", "bytes") and logical == "decimal":
-        p, s = int(t["precision"]), int(t.get("scale", 0))
-        arrow_decimal = pa.decimal128 if p <= 38 else pa.decimal256
-        return (T.DecimalType(p, s) if spark else arrow_decimal(p, s)), False
+        return types.decimal(int(t["precision"]), int(t.get("scale", 0))), False
     # Unknown logical types are ignored, as Avro does.
     key = (kind, logical) if (kind, logical) in _ARROW_READ_TYPES else (kind, None)
     if key in _ARROW_READ_TYPES:
-        return _read_type(key, spark), kind == "null"
+        return types.primitive(key), kind == "null"
     if kind == "fixed":
-        return (T.BinaryType() if spark else pa.binary(int(t["size"]))), False
+        return types.fixed(int(t["size"])), False
     raise SchemaMismatchError(f"Unsupported Avro type {kind!r}.")
 
 
@@ -575,7 +531,7 @@ def evolve(table: dict | None, incoming: dict, *, reconcile: bool = False, set_n
 
 
 def _spark_name(t: AvroType) -> str:
-    return str(_convert(t, True)[0].simpleString())
+    return str(_convert(t, _SqlNames())[0])
 
 
 def _merge_record(tab: dict, inc: dict, prefix: str, on_missing: str, missing: list[str]) -> dict:

@@ -12,10 +12,6 @@ than Hudi does, so an upsert into a Hudi-written table would duplicate its keys.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pyspark.sql import Column
 
 ESCAPED = [chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
 _ESCAPED_SET = frozenset(ESCAPED)
@@ -28,14 +24,3 @@ def escape_path_name(value: str) -> str:
 
 def unescape_path_name(text: str) -> str:
     return _HEX_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
-
-
-def escape_path_name_column(value: Column) -> Column:
-    """The same escaping as a Spark expression; `%` goes first so no escape is escaped twice."""
-    from pyspark.sql import functions as F
-
-    out = F.replace(value, F.lit("%"), F.lit("%25"))
-    for ch in ESCAPED:
-        if ch != "%":
-            out = F.replace(out, F.lit(ch), F.lit(f"%{ord(ch):02X}"))
-    return out

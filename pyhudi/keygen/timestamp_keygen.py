@@ -16,8 +16,8 @@ output zone: the zone the parse produced; for a number: the JVM default zone), e
 `escapePathName` when URL-encoding is on, and prefixes `field=` when hive-style.
 
 pyhudi computes this in Python (`partition_text`) and, on the Spark path, in a pandas UDF over the value's
-exact text (`spark_partition_column`): correctness over speed, and partition values repeat, so each
-batch formats each distinct value once. The Arrow direct-input path declines these key generators.
+exact text (`pyhudi.engine.spark.keygen.spark_partition_column`): correctness over speed, and partition
+values repeat, so each batch formats each distinct value once. The Arrow direct-input path declines these key generators.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,10 +43,6 @@ from pyhudi.keygen.java_date_format import (
     parse_first,
 )
 from pyhudi.keygen.path_escape import escape_path_name
-
-if TYPE_CHECKING:
-    from pyspark.sql import Column
-    from pyspark.sql.types import DataType
 
 PREFIX = "hoodie.keygen.timebased."
 OLD_PREFIX = "hoodie.deltastreamer.keygen.timebased."
@@ -147,28 +143,20 @@ def _java_split(text: str, regex: str) -> list[str]:
     return parts
 
 
-def check_field_type(settings: TimestampSettings, name: str, dtype: DataType) -> None:
-    """Refuse a Spark column type Hudi's generator fails on for every row, before anything is written."""
-    from pyspark.sql import types as T
-
-    numeric = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType,
-               T.DateType, T.TimestampType, T.TimestampNTZType)
-    _check_kind(settings, name, dtype.simpleString(), isinstance(dtype, T.StringType),
-                isinstance(dtype, numeric) and not isinstance(dtype, T.BooleanType))
-
-
 def check_arrow_field_type(settings: TimestampSettings, name: str, dtype: pa.DataType) -> None:
-    """`check_field_type` for an Arrow column type."""
+    """Refuse an Arrow column type Hudi's generator fails on for every row, before anything is written
+    (the Spark engine's `check_field_type` does the same for Spark types)."""
     if pa.types.is_dictionary(dtype):
         dtype = dtype.value_type
     t = pa.types
     is_string = t.is_string(dtype) or t.is_large_string(dtype)
     numeric = t.is_integer(dtype) or t.is_floating(dtype) or t.is_decimal(dtype) or t.is_date(dtype) or \
         t.is_timestamp(dtype)
-    _check_kind(settings, name, str(dtype), is_string, numeric)
+    check_kind(settings, name, str(dtype), is_string, numeric)
 
 
-def _check_kind(settings: TimestampSettings, name: str, shown: str, is_string: bool, numeric: bool) -> None:
+def check_kind(settings: TimestampSettings, name: str, shown: str, is_string: bool, numeric: bool) -> None:
+    """The type check shared by the Arrow and Spark callers: `shown` names the type in the error."""
     if is_string:
         if not settings.parses_strings:
             raise InvalidRecordError(
@@ -303,75 +291,3 @@ def arrow_partition_column(formatter: PartitionFormatter, column: pa.Array | pa.
         texts.append(formatter.text(None, kind))
         indices = pc.fill_null(indices, len(dictionary))
     return pa.array(texts, pa.string()).take(indices)
-
-
-# --------------------------------------------------------------------------- Spark
-
-def value_text(col: Column, dtype: DataType) -> tuple[Column, str]:
-    """The value's exact text for the Python formatter, and its kind (string, long, double, decimal)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import (
-        DateType,
-        DecimalType,
-        DoubleType,
-        FloatType,
-        StringType,
-        TimestampNTZType,
-        TimestampType,
-    )
-
-    if isinstance(dtype, StringType):
-        return col, "string"
-    if isinstance(dtype, (FloatType, DoubleType)):
-        return col.cast("double").cast("string"), "double"  # float widened first: exact
-    if isinstance(dtype, DecimalType):
-        return col.cast("string"), "decimal"
-    if isinstance(dtype, DateType):
-        return F.unix_date(col).cast("string"), "long"
-    if isinstance(dtype, TimestampType):
-        return F.unix_micros(col).cast("string"), "long"
-    if isinstance(dtype, TimestampNTZType):
-        return ntz_micros(col).cast("string"), "long"  # the Avro local-timestamp-micros long
-    return col.cast("long").cast("string"), "long"
-
-
-def spark_partition_column(formatter: PartitionFormatter, dtype: DataType) -> Column:
-    """The partition path piece as a Spark column: a pandas UDF over the value's exact text."""
-    import pandas as pd
-    from pyspark.sql import functions as F
-    from pyspark.sql.functions import pandas_udf
-
-    text, kind = value_text(F.col(formatter.field), dtype)
-    run = formatter.batch()
-
-    def timestamp_partition(values: Any) -> Any:
-        return run(values, kind)
-
-    # Series -> Series: a scalar pandas UDF (the hints are set here, where pandas is imported).
-    timestamp_partition.__annotations__ = {"values": pd.Series, "return": pd.Series}
-    return pandas_udf(timestamp_partition, "string")(text)  # type: ignore[call-overload,no-any-return]
-
-
-def ntz_micros(col: Column) -> Column:
-    """Microseconds of a TIMESTAMP_NTZ since 1970-01-01 00:00 (the Avro local-timestamp-micros long Hudi
-    prints), from its wall-clock fields: `cast(... as timestamp)` would shift it by the session time zone."""
-    from pyspark.sql import functions as F
-
-    days = F.unix_date(col.cast("date")).cast("long")
-    clock = F.hour(col).cast("long") * 3600 + F.minute(col).cast("long") * 60
-    micros = (F.date_part(F.lit("SECOND"), col) * 1000000).cast("long")
-    return (days * 86400 + clock) * 1000000 + micros
-
-
-def jvm_default_zone() -> str:
-    """The JVM default time zone id of the active Spark driver (where Hudi would print numeric values
-    without an output zone), or UTC without a session."""
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        return "UTC"
-    try:
-        return str(spark.sparkContext._jvm.java.util.TimeZone.getDefault().getID())  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001 - Spark Connect has no JVM gateway: Hudi's default is moot there
-        return "UTC"

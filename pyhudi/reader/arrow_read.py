@@ -1,6 +1,6 @@
 """Reads without Spark: a planned read (`reader/plan.py`) loaded in-process into Arrow.
 
-Same plan, same options and same rows as the Spark loader (`reader/reader.py`), so
+Same plan, same options and same rows as the Spark loader (`engine/spark/read.py`), so
 `pyhudi.read(path, ...)` equals `pyhudi.read(spark, path, ...)` as a set of rows. A unit of work is
 one file slice (partition, file id): a base file alone is read with `pyarrow.parquet`, reading only the
 columns the query needs, and skipping the row groups whose statistics exclude a filter that parquet

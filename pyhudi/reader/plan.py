@@ -5,7 +5,7 @@ read-optimized (latest base files or merged slices, optionally as of `as.of.inst
 (refused for cleaned instants, `time_travel.check_readable`), and incremental (the range from
 `incremental.resolve`; files whose slices may hold rows of the range). Partition filters prune
 directories before they are listed, typed by the schema rows are read with. The loaders turn a plan
-into rows: `reader/reader.py` with Spark, `reader/arrow_read.py` in-process. Nothing here imports
+into rows: `engine/spark/read.py` with Spark, `reader/arrow_read.py` in-process. Nothing here imports
 pyspark.
 """
 

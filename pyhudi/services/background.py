@@ -22,6 +22,7 @@ runs with spark.scheduler.mode=FAIR.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -43,21 +44,14 @@ class _TableJobs:
 _tables: dict[str, _TableJobs] = {}
 
 
-def _spark_context() -> object | None:
-    try:
-        from pyspark import SparkContext
-    except ImportError:  # pragma: no cover - pyspark is a dependency
-        return None
-    return SparkContext._active_spark_context
-
-
 def _in_pool(name: str, pool: str | None) -> None:
-    """Put this thread's Spark jobs in the services' scheduler pool, with a readable description."""
-    sc = _spark_context()
-    if sc is None:
+    """Put this thread's Spark jobs in the services' scheduler pool, with a readable description. Only when
+    Spark is already loaded: an in-process writer never imports it."""
+    if "pyspark" not in sys.modules:
         return
-    sc.setLocalProperty("spark.scheduler.pool", pool or None)  # type: ignore[attr-defined]
-    sc.setJobDescription(f"pyhudi background {name}")  # type: ignore[attr-defined]
+    from pyhudi.engine.spark.session import set_thread_pool
+
+    set_thread_pool(pool, f"pyhudi background {name}")
 
 
 def submit(table_uri: str, name: str, job: Callable[[], object], pool: str | None = None) -> Future[object] | None:

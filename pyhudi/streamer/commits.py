@@ -2,7 +2,7 @@
 
 As Hudi's HoodieStreamingSink does, every streaming commit carries `_hudi_streaming_sink_checkpoint`, a
 JSON map {identifier: batchId}; a batch whose id is not greater than the one stored for its identifier is
-already in the table. The Spark sink (pyhudi/streaming.py) and the in-process streamer
+already in the table. The Spark sink (pyhudi/engine/spark/streaming.py) and the in-process streamer
 (streamer/local.py) both read and write it through this module, which imports no pyspark.
 """
 

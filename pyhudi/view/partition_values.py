@@ -1,6 +1,6 @@
 """Typed partition values and Spark's comparison semantics, for pruning that never drops a match.
 
-A partition directory holds the *text* the key generator rendered for a value (keygen/keygen.py:
+A partition directory holds the *text* the key generator rendered for a value (engine/spark/keygen.py:
 the value's Spark string cast, timestamps as epoch microseconds, `__HIVE_DEFAULT_PARTITION__` for
 null and, for strings, the empty string). Pruning must decide what the row filter applied later
 would decide for the rows inside, so the text is mapped back to the values that could have

@@ -4,7 +4,7 @@ Engine-neutral (no Spark): the instant's lifecycle (take a time, requested -> in
 markers, conflict check, complete; withdraw or roll back on failure), recovery of earlier failed writes,
 the plan (small files, buckets, MOR log targets), delete_partition's commit and the table services run
 after a commit. How records are prepared, tagged and handed to write tasks is the engine's part:
-`spark_write.SparkWriteClient` (a Spark DataFrame; rows stay on the executors) and
+`engine.spark.write.SparkWriteClient` (a Spark DataFrame; rows stay on the executors) and
 `local_write.LocalWriteClient` (Arrow data, tasks in this process).
 
 Order of events (each step either fails before anything exists, or is undone

@@ -72,7 +72,7 @@ def write_table(data: Any, path: str, options: Mapping[str, Any] | None, mode: s
 
 
 def _spark_write(df: Any, storage: Storage, config: WriteConfig, replace_all: bool) -> str:
-    from pyhudi.writer.spark_write import SparkWriteClient
+    from pyhudi.engine.spark.write import SparkWriteClient
 
     try:
         result = SparkWriteClient(df.sparkSession, storage, config).write(df, replace_all=replace_all)

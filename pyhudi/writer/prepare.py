@@ -3,7 +3,7 @@ writer schema (evolution), and the precombine (ordering) rules.
 
 A batch is checked before anything is written: key/partition/precombine columns exist, and its schema can
 be written into the table's (a new nullable column is fine, a safe widening is fine, anything else is a
-SchemaMismatchError). The Spark path builds its records with Spark expressions (spark_prepare.py), the
+SchemaMismatchError). The Spark path builds its records with Spark expressions (engine/spark/prepare.py), the
 in-process path with Arrow compute (arrow_prepare.py).
 """
 

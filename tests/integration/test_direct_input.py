@@ -18,15 +18,15 @@ import pytest
 
 import pyhudi
 from pyhudi.config.registry import Options
+from pyhudi.engine.spark import direct as spark_direct
+from pyhudi.engine.spark.prepare import prepare_batch
 from pyhudi.errors import InvalidRecordError
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action
 from pyhudi.timeline.timeline import ActiveTimeline
-from pyhudi.writer import spark_direct
 from pyhudi.writer.config import build_write_config, resolve_table_config
 from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG
-from pyhudi.writer.spark_prepare import prepare_batch
 from tests.helpers import hudi_rs
 
 pytestmark = [pytest.mark.spark]

@@ -18,7 +18,7 @@ import pytest
 
 import pyhudi
 from pyhudi.errors import HudiError, InvalidConfigError, InvalidRecordError
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.model.properties import parse_properties
 from tests.helpers import hudi_rs
 
@@ -210,7 +210,7 @@ def test_spark_column_types_match_hudis_avro_values(spark, ddl, value, ts_type, 
     no write)."""
     from pyspark.sql import functions as F
 
-    from pyhudi.keygen.keygen import KeyGenerator
+    from pyhudi.engine.spark.keygen import KeyGenerator
     from pyhudi.keygen.timestamp_keygen import settings_from
 
     props = {TB + "timestamp.type": ts_type, TB + "output.dateformat": "yyyy/MM/dd", TB + "timezone": "UTC"}

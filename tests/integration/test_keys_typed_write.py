@@ -20,10 +20,10 @@ import pytest
 
 import pyhudi
 from pyhudi.config.registry import Options
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
-from pyhudi.writer import spark_direct
+from pyhudi.engine.spark import direct as spark_direct
+from pyhudi.engine.spark.prepare import prepare_batch
+from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.writer.config import build_write_config, resolve_table_config
-from pyhudi.writer.spark_prepare import prepare_batch
 from tests.helpers import hudi_rs
 
 pytestmark = pytest.mark.spark
@@ -130,8 +130,8 @@ def test_spark_decimal_text_matches_java_for_random_values(spark, precision, sca
 
     from pyspark.sql.types import DecimalType, LongType, StructField, StructType
 
+    from pyhudi.engine.spark.keygen import KeyGenerator
     from pyhudi.keygen.java_text import java_decimal
-    from pyhudi.keygen.keygen import KeyGenerator
 
     rng = random.Random(precision * 100 + scale)
     unscaled = [0, 1, -1, 10**precision - 1, -(10**precision - 1)]

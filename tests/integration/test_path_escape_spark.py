@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyhudi.keygen.path_escape import escape_path_name, escape_path_name_column
+from pyhudi.engine.spark.keygen import escape_path_name_column
+from pyhudi.keygen.path_escape import escape_path_name
 
 pytestmark = pytest.mark.spark
 

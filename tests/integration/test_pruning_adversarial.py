@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import pyhudi
-from pyhudi.reader.reader import plan_and_read
+from pyhudi.engine.spark.read import plan_and_read
 from tests.helpers import hudi_rs
 
 pytestmark = pytest.mark.spark

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import pyhudi
+from pyhudi.engine.spark.read import plan_and_read
 from pyhudi.errors import SchemaMismatchError
-from pyhudi.reader.reader import plan_and_read
 from pyhudi.storage import Storage
 from tests.helpers import _norm, hudi_rs, rows_by_key
 from tests.integration.table_checks import tree_snapshot

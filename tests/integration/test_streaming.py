@@ -9,8 +9,8 @@ import re
 import pytest
 
 import pyhudi
+from pyhudi.engine.spark.streaming import BATCH_ID_KEY, QUERY_ID_KEY, SINK_CHECKPOINT_KEY
 from pyhudi.errors import InvalidConfigError
-from pyhudi.streaming import BATCH_ID_KEY, QUERY_ID_KEY, SINK_CHECKPOINT_KEY
 from tests.helpers import hudi_rs, rows_by_key
 
 pytestmark = pytest.mark.spark

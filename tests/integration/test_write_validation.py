@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyhudi
+from pyhudi.engine.spark.keygen import spark_sort_key
 from pyhudi.errors import InvalidConfigError, InvalidRecordError
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER
-from pyhudi.index.key_order import spark_sort_key
 from tests.unit.test_key_order import EMOJI, FULL_WIDTH_A, java_compare, java_sorted
 
 pytestmark = pytest.mark.spark

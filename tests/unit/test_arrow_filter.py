@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyhudi.engine.spark.schema import avro_to_spark
 from pyhudi.errors import InvalidConfigError
 from pyhudi.io import schema as S
 from pyhudi.reader import arrow_filter as AF
@@ -183,7 +184,7 @@ def test_arrow_kind_equals_spark_kind(avro_type):
     pytest.importorskip("pyspark")
     avro = {"type": "record", "name": "r", "fields": [{"name": "c", "type": ["null", avro_type], "default": None}]}
     arrow_kind = column_kind(S.avro_to_arrow(avro), "c")
-    spark_kind = column_kind(S.avro_to_spark(avro), "c")
+    spark_kind = column_kind(avro_to_spark(avro), "c")
     assert arrow_kind == spark_kind
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pyhudi.config.registry import Options
+from pyhudi.engine.spark.keygen import KeyGenerator
 from pyhudi.errors import InvalidConfigError
-from pyhudi.keygen.keygen import KeyGenerator
 from pyhudi.keygen.timestamp_keygen import PartitionFormatter
 from pyhudi.model.table_config import TableConfig
 from pyhudi.writer.config import resolve_table_config

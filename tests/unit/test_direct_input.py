@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from pyhudi.keygen.keygen import KeyGenerator
+from pyhudi.engine.spark.keygen import KeyGenerator
 from pyhudi.writer.binpack import pack_balanced
 from pyhudi.writer.direct_input import DirectInput, InputUnit
 

@@ -14,8 +14,6 @@ import functools
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "pyhudi"
 SPARK_ALLOWED = ("pyhudi.engine.spark",)  # the Spark engine: pyhudi/engine/spark*.py (or a spark* package)
@@ -240,12 +238,6 @@ def test_no_import_cycles() -> None:
     assert not found, "import cycles among pyhudi modules:\n" + "\n".join(found)
 
 
-_PYSPARK_TODAY = pyspark_importers()
-
-
-@pytest.mark.xfail(bool(_PYSPARK_TODAY), strict=False,
-                   reason="issue 17: modules outside pyhudi/engine/spark* still importing pyspark: "
-                          + ", ".join(_PYSPARK_TODAY))
 def test_pyspark_only_in_the_spark_engine() -> None:
     offenders = pyspark_importers()
     assert not offenders, ("modules outside pyhudi/engine/spark* import pyspark (move the Spark code into "

@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import DateType, DecimalType, StructField, StructType
 
+from pyhudi.engine.spark.keygen import KeyGenerator
 from pyhudi.keygen.arrow_keys import ArrowKeys, supports
 from pyhudi.keygen.java_text import java_decimal, java_local_date
-from pyhudi.keygen.keygen import KeyGenerator
 
 JAVADOC_BIGDECIMAL = [
     (123, 0, "123"), (-123, 0, "-123"), (123, -1, "1.23E+3"), (123, -3, "1.23E+5"), (123, 1, "12.3"),
@@ -69,7 +69,7 @@ def test_java_decimal_matches_decimal_spec(unscaled, scale):
 
 
 def _arrow_keys(fields: list[StructField], key: str, partition: str) -> tuple[ArrowKeys, KeyGenerator]:
-    from pyhudi.writer.spark_direct import arrow_schema  # the Spark caller's boundary into Arrow types
+    from pyhudi.engine.spark.direct import arrow_schema  # the Spark caller's boundary into Arrow types
 
     schema = arrow_schema(StructType(fields))
     kg = KeyGenerator((key,), (partition,), "org.apache.hudi.keygen.SimpleKeyGenerator", False, False)

@@ -19,17 +19,16 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import types as T
 
+from pyhudi.engine.spark.schema import avro_to_spark, spark_to_avro
 from pyhudi.errors import InvalidRecordError, SchemaMismatchError
 from pyhudi.io.schema import (
     META_FIELDS,
     avro_to_arrow,
-    avro_to_spark,
     canonicalize,
     conform_table,
     evolve,
     from_json,
     record_name,
-    spark_to_avro,
     to_json,
     with_meta_fields,
     without_meta_fields,

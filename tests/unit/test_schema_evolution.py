@@ -7,8 +7,9 @@ from pyspark.sql import types as T
 
 from pyhudi.config import keys as K
 from pyhudi.config.registry import Options
+from pyhudi.engine.spark.schema import spark_to_avro
 from pyhudi.errors import SchemaMismatchError
-from pyhudi.io.schema import evolve, spark_to_avro
+from pyhudi.io.schema import evolve
 
 
 def _f(name: str, dt: T.DataType, nullable: bool = True) -> T.StructField:
@@ -115,7 +116,7 @@ def test_options_are_declared_with_hudi_defaults() -> None:
 # --------------------------------------------------------------------------- which base files Spark can read
 
 def test_spark_reads_only_the_widenings_its_parquet_reader_performs() -> None:
-    from pyhudi.reader.spark_files import spark_reads_as
+    from pyhudi.engine.spark.read_files import spark_reads_as
 
     read = _s(_f("v", T.LongType()), _f("m", T.DoubleType()), _f("s", _s(_f("f", T.FloatType()))))
     assert spark_reads_as(_s(_f("v", T.IntegerType()), _f("m", T.IntegerType())), read)  # older file: no `s`
@@ -127,7 +128,7 @@ def test_spark_reads_only_the_widenings_its_parquet_reader_performs() -> None:
 
 
 def test_arrow_read_paths_only_when_a_floating_column_exists() -> None:
-    from pyhudi.reader.spark_files import arrow_read_paths
+    from pyhudi.engine.spark.read_files import arrow_read_paths
 
     paths = ["p/f1_0-1-1_20240101000000000.parquet"]
     assert arrow_read_paths(paths, _s(_f("v", T.LongType())), None) == []

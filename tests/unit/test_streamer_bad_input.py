@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from pyhudi.engine.spark.streamer_error_table import ErrorTableConfig
+from pyhudi.engine.spark.streamer_source import display_path, read_failure
 from pyhudi.errors import InvalidConfigError, MalformedRecordError, SchemaMismatchError
-from pyhudi.streamer.error_table import ErrorTableConfig
 from pyhudi.streamer.reasons import classify, csv_reason, json_reason, truncate
-from pyhudi.streamer.source import display_path, read_failure
 
 FIELDS = [("id", "bigint"), ("name", "string"), ("fare", "double"), ("ok", "boolean"), ("day", "date"),
           ("n", "int"), ("tags", "array<string>")]
@@ -142,8 +142,8 @@ class _Persisted:
 
 @pytest.mark.parametrize("strategy", ["ROLLBACK_COMMIT", "LOG_ERROR"])
 def test_error_table_write_failure_strategy(monkeypatch, strategy):
+    from pyhudi.engine.spark import streamer_sink as sink_module
     from pyhudi.errors import HudiError
-    from pyhudi.streamer import sink as sink_module
 
     def failing_write(*_args):
         raise OSError("disk full")

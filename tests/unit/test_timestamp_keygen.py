@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyhudi.config.registry import Options
+from pyhudi.engine.spark.keygen import KeyGenerator
 from pyhudi.errors import InvalidConfigError, InvalidRecordError
 from pyhudi.keygen.java_date_format import UTC, compile_pattern, format_instant, java_zone, parse_first
-from pyhudi.keygen.keygen import KeyGenerator
 from pyhudi.keygen.timestamp_keygen import PartitionFormatter, settings_from
 from pyhudi.writer.config import resolve_table_config
 
@@ -298,8 +298,8 @@ def test_existing_hudi_table_takes_write_options():
 def test_arrow_path_declines_timestamp_partition_fields():
     from pyspark.sql.types import LongType, StructField, StructType
 
+    from pyhudi.engine.spark.direct import arrow_schema
     from pyhudi.keygen.arrow_keys import supports
-    from pyhudi.writer.spark_direct import arrow_schema
 
     schema = arrow_schema(StructType([StructField("id", LongType()), StructField("createTime", LongType())]))
     plain = KeyGenerator(("id",), ("createTime",), "org.apache.hudi.keygen.SimpleKeyGenerator", False, False)

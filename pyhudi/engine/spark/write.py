@@ -1,8 +1,8 @@
 """The Spark write client: a Spark DataFrame written by Spark executors; its rows never pass through the
 driver. The engine-neutral lifecycle (instant, recovery, plan, commit, services) is `client.WriteClient`;
-this module is Spark's data path: prepare with Spark expressions (spark_prepare.py), the count job,
+this module is Spark's data path: prepare with Spark expressions (prepare.py), the count job,
 tagging joins (tagging.py), routing with `repartition` + `mapInArrow`, the one-task write
-(single_task.py) and the direct parquet input (spark_direct.py)."""
+(writer/single_task.py) and the direct parquet input (direct.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from pyhudi.config import keys as K
-from pyhudi.index import simple as simple_index
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator
+from pyhudi.engine.spark import direct as spark_direct
+from pyhudi.engine.spark import index_simple as simple_index
+from pyhudi.engine.spark import tasks as spark_tasks
+from pyhudi.engine.spark.bulk import layout
+from pyhudi.engine.spark.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator
+from pyhudi.engine.spark.prepare import PreparedBatch, null_ordering_flag, prepare_batch
+from pyhudi.engine.spark.tagging import tag_and_profile
+from pyhudi.engine.spark.tasks import run_bucket_task, run_bulk_task, run_direct_bulk_task
+from pyhudi.engine.spark.udf import arrow_udf
 from pyhudi.model.upgrade import upgrade_for_write
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.spark_env import ensure_worker_python
@@ -25,7 +32,7 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
-from pyhudi.writer import single_task, spark_direct, spark_tasks
+from pyhudi.writer import single_task
 from pyhudi.writer.client import WriteClient, WriteResult
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.direct_input import DirectInput
@@ -34,11 +41,6 @@ from pyhudi.writer.partitioner import BucketPlan
 from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG, null_ordering_error, table_schema
 from pyhudi.writer.profile import WorkloadProfile
 from pyhudi.writer.routing import make_router, partition_salts
-from pyhudi.writer.spark_bulk import layout
-from pyhudi.writer.spark_prepare import PreparedBatch, null_ordering_flag, prepare_batch
-from pyhudi.writer.spark_tasks import run_bucket_task, run_bulk_task, run_direct_bulk_task
-from pyhudi.writer.spark_udf import arrow_udf
-from pyhudi.writer.tagging import tag_and_profile
 
 # One logger for the write client whichever engine runs it (a child of the engine-neutral client's).
 log = logging.getLogger("pyhudi.writer.client.spark")

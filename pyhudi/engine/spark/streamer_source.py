@@ -79,7 +79,7 @@ def _infer(spark: Any, fmt: str, source_dir: str, merge: bool = True) -> StructT
 
 def _table_struct(target: str) -> StructType | None:
     """The target table's data columns (no meta columns), or None when there is no table yet."""
-    from pyhudi.io import schema as S
+    from pyhudi.engine.spark.schema import avro_to_spark
     from pyhudi.model.table_config import load_table_config
     from pyhudi.storage import Storage
     from pyhudi.timeline.timeline import ActiveTimeline
@@ -89,7 +89,7 @@ def _table_struct(target: str) -> StructType | None:
     if not storage.exists(".hoodie/hoodie.properties"):
         return None
     avro = table_schema(ActiveTimeline.load(storage), load_table_config(storage))
-    return None if avro is None else S.avro_to_spark(avro)
+    return None if avro is None else avro_to_spark(avro)
 
 
 def read_landing(spark: Any, fmt: str, source_dir: str, schema: StructType) -> DataFrame:

@@ -22,9 +22,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructType
 
+from pyhudi.engine.spark.streamer_source import CORRUPT_COL, SOURCE_FILE_COL, display_path
 from pyhudi.errors import MalformedRecordError
 from pyhudi.streamer import reasons
-from pyhudi.streamer.source import CORRUPT_COL, SOURCE_FILE_COL, display_path
 
 ERROR_TYPE_COL = "_pyhudi_error_type"
 CREATION_REASON_COL = "_pyhudi_creation_reason"
@@ -46,7 +46,7 @@ class RecordRules:
     def from_options(cls, options: Mapping[str, Any], target: str) -> RecordRules:
         """The rules pyhudi.write would apply to `target` with `options` (the table's keys win if it exists)."""
         from pyhudi.config.registry import Options
-        from pyhudi.keygen.keygen import KeyGenerator
+        from pyhudi.engine.spark.keygen import KeyGenerator
         from pyhudi.model.table_config import load_table_config
         from pyhudi.storage import Storage
         from pyhudi.writer.config import build_write_config, resolve_table_config

@@ -12,11 +12,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyhudi.config.registry import size_in_bytes
-from pyhudi.index import bloom as bloom_index
+from pyhudi.engine.spark import index_bloom as bloom_index
+from pyhudi.engine.spark import index_simple as simple_index
 from pyhudi.index import bucket as bucket_index
-from pyhudi.index import log_index
-from pyhudi.index import simple as simple_index
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.config import WriteConfig
@@ -70,7 +69,7 @@ def tag_and_profile(spark: SparkSession, storage: Storage, cfg: WriteConfig, key
 def _check_bucket_table(cfg: WriteConfig, keyed: DataFrame, view: FileSystemView,
                         counts: dict[str, tuple[int, int]]) -> None:
     """Refuse a BUCKET write the table's file groups cannot serve, before anything is written."""
-    from pyhudi.writer.spark_bulk import check_new_buckets
+    from pyhudi.engine.spark.bulk import check_new_buckets
 
     bucket_index.check_layout(view, cfg.index.bucket_num)
     if cfg.operation is WriteOperation.BULK_INSERT:
@@ -84,7 +83,7 @@ def _tag(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFra
     partitions = view.partition_paths if cfg.index.is_global else [p for p in counts if p in known]
     if cfg.index.type == "INMEMORY":
         slices = [s for p in partitions for s in view.latest_merged_file_slices(p)]
-        existing = log_index.existing_locations(spark, storage, slices)
+        existing = simple_index.existing_log_aware_locations(spark, storage, slices)
         return simple_index.tag(keyed, existing, global_index=False, update_partition_path=False)
     base_files = [bf for p in partitions for bf in view.latest_base_files(p)]
     if cfg.index.type == "BLOOM":
@@ -111,7 +110,7 @@ def _broadcastable(spark: SparkSession, records: int) -> bool:
 
 def _tag_bucket(spark: SparkSession, cfg: WriteConfig, keyed: DataFrame, counts: dict[str, tuple[int, int]],
                 view: FileSystemView | None, level: StorageLevel | None) -> tuple[DataFrame, WorkloadProfile]:
-    from pyhudi.writer.spark_udf import arrow_udf
+    from pyhudi.engine.spark.udf import arrow_udf
 
     fields = cfg.index.bucket_hash_fields or cfg.table.record_key_fields
     n = cfg.index.bucket_num

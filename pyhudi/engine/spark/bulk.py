@@ -6,12 +6,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from pyhudi.engine.spark.udf import arrow_udf
 from pyhudi.errors import UnsupportedTableError
 from pyhudi.index import bucket as bucket_index
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.bulk_insert import BUCKET_COL, BucketSpec
-from pyhudi.writer.spark_udf import arrow_udf
 
 
 def with_bucket_ids(df: DataFrame, spec: BucketSpec) -> DataFrame:

@@ -20,12 +20,19 @@ every type's form are in `java_text`): decimals as Java's `BigDecimal.toString`
 as epoch microseconds (Hudi's default without `consistent.logical.timestamp`),
 float/double and other scalars via Spark's string cast, which calls Java's
 `toString` for them; binary and nested values are refused.
+
+The Spark column forms of the engine-neutral key helpers live here too (TimestampBasedKeyGenerator's pandas
+UDF, Hive's path escaping, Java's key order), so that `pyhudi.keygen` and `pyhudi.index` never import pyspark.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from typing import Any
+
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.functions import pandas_udf
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -39,7 +46,7 @@ from pyspark.sql.types import (
 
 from pyhudi.errors import InvalidRecordError
 from pyhudi.keygen import timestamp_keygen as TS
-from pyhudi.keygen.path_escape import escape_path_name_column
+from pyhudi.keygen.path_escape import ESCAPED
 from pyhudi.keygen.spec import (
     DEFAULT_PARTITION,
     EMPTY_KEY,
@@ -52,7 +59,8 @@ from pyhudi.keygen.spec import (
 )
 
 __all__ = ["DEFAULT_PARTITION", "EMPTY_KEY", "NULL_KEY", "PARTITION_COL", "PARTITION_SPEC_KEY", "RECORD_KEY_COL",
-           "KeyGenerator", "custom_partition_types", "field_type"]
+           "KeyGenerator", "check_field_type", "custom_partition_types", "escape_path_name_column", "field_type",
+           "jvm_default_zone", "ntz_micros", "spark_partition_column", "spark_sort_key", "value_text"]
 
 
 def field_type(schema: StructType, dotted: str) -> DataType | None:
@@ -82,7 +90,7 @@ def _as_text(name: str, dtype: DataType) -> Column:
     if isinstance(dtype, TimestampType):
         return F.unix_micros(col).cast("string")
     if isinstance(dtype, TimestampNTZType):
-        return TS.ntz_micros(col).cast("string")
+        return ntz_micros(col).cast("string")
     _check_text_type(name, dtype)
     if isinstance(dtype, DecimalType):
         return _java_decimal(col, dtype.scale)
@@ -135,7 +143,7 @@ class KeyGenerator(KeySpec):
             if dtype is None:
                 continue
             if i >= len(self.record_key_fields) and name in timestamp_fields and self.timestamp is not None:
-                TS.check_field_type(self.timestamp, name, dtype)
+                check_field_type(self.timestamp, name, dtype)
             else:
                 _check_text_type(name, dtype)
 
@@ -165,13 +173,13 @@ class KeyGenerator(KeySpec):
         if not self.is_partitioned:
             return F.lit("")
         types = self.partition_types or ("SIMPLE",) * len(self.partition_fields)
-        default_zone = TS.jvm_default_zone() if self.uses_timestamps else "UTC"
+        default_zone = jvm_default_zone() if self.uses_timestamps else "UTC"
         pieces = []
         for name, kind in zip(self.partition_fields, types):
             dtype = field_type(schema, name)
             if kind == "TIMESTAMP" and self.timestamp is not None:
                 fmt = TS.PartitionFormatter(self.timestamp, name, self.hive_style, self.urlencode, default_zone)
-                pieces.append(TS.spark_partition_column(fmt, dtype))  # type: ignore[arg-type]
+                pieces.append(spark_partition_column(fmt, dtype))  # type: ignore[arg-type]
                 continue
             value = _as_text(name, dtype)  # type: ignore[arg-type]
             value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(value)
@@ -181,3 +189,83 @@ class KeyGenerator(KeySpec):
                 value = F.concat(F.lit(f"{name}="), value)
             pieces.append(value)
         return pieces[0] if len(pieces) == 1 else F.concat_ws("/", *pieces)
+
+
+# --------------------------------------------------------------------------- TimestampBasedKeyGenerator
+
+def check_field_type(settings: TS.TimestampSettings, name: str, dtype: DataType) -> None:
+    """Refuse a Spark column type Hudi's generator fails on for every row, before anything is written."""
+    numeric = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType,
+               T.DateType, T.TimestampType, T.TimestampNTZType)
+    TS.check_kind(settings, name, dtype.simpleString(), isinstance(dtype, T.StringType),
+                  isinstance(dtype, numeric) and not isinstance(dtype, T.BooleanType))
+
+
+def value_text(col: Column, dtype: DataType) -> tuple[Column, str]:
+    """The value's exact text for the Python formatter, and its kind (string, long, double, decimal)."""
+    if isinstance(dtype, T.StringType):
+        return col, "string"
+    if isinstance(dtype, (T.FloatType, T.DoubleType)):
+        return col.cast("double").cast("string"), "double"  # float widened first: exact
+    if isinstance(dtype, DecimalType):
+        return col.cast("string"), "decimal"
+    if isinstance(dtype, T.DateType):
+        return F.unix_date(col).cast("string"), "long"
+    if isinstance(dtype, TimestampType):
+        return F.unix_micros(col).cast("string"), "long"
+    if isinstance(dtype, TimestampNTZType):
+        return ntz_micros(col).cast("string"), "long"  # the Avro local-timestamp-micros long
+    return col.cast("long").cast("string"), "long"
+
+
+def spark_partition_column(formatter: TS.PartitionFormatter, dtype: DataType) -> Column:
+    """The partition path piece as a Spark column: a pandas UDF over the value's exact text."""
+    import pandas as pd
+
+    text, kind = value_text(F.col(formatter.field), dtype)
+    run = formatter.batch()
+
+    def timestamp_partition(values: Any) -> Any:
+        return run(values, kind)
+
+    # Series -> Series: a scalar pandas UDF (the hints are set here, where pandas is imported).
+    timestamp_partition.__annotations__ = {"values": pd.Series, "return": pd.Series}
+    return pandas_udf(timestamp_partition, "string")(text)  # type: ignore[call-overload,no-any-return]
+
+
+def ntz_micros(col: Column) -> Column:
+    """Microseconds of a TIMESTAMP_NTZ since 1970-01-01 00:00 (the Avro local-timestamp-micros long Hudi
+    prints), from its wall-clock fields: `cast(... as timestamp)` would shift it by the session time zone."""
+    days = F.unix_date(col.cast("date")).cast("long")
+    clock = F.hour(col).cast("long") * 3600 + F.minute(col).cast("long") * 60
+    micros = (F.date_part(F.lit("SECOND"), col) * 1000000).cast("long")
+    return (days * 86400 + clock) * 1000000 + micros
+
+
+def jvm_default_zone() -> str:
+    """The JVM default time zone id of the active Spark driver (where Hudi would print numeric values
+    without an output zone), or UTC without a session."""
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return "UTC"
+    try:
+        return str(spark.sparkContext._jvm.java.util.TimeZone.getDefault().getID())  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - Spark Connect has no JVM gateway: Hudi's default is moot there
+        return "UTC"
+
+
+# --------------------------------------------------------------------------- paths and key order
+
+def escape_path_name_column(value: Column) -> Column:
+    """`path_escape.escape_path_name` as a Spark expression; `%` goes first so no escape is escaped twice."""
+    out = F.replace(value, F.lit("%"), F.lit("%25"))
+    for ch in ESCAPED:
+        if ch != "%":
+            out = F.replace(out, F.lit(ch), F.lit(f"%{ord(ch):02X}"))
+    return out
+
+
+def spark_sort_key(key: Column) -> Column:
+    """A Spark binary column that compares as Java compares the string column `key` (big-endian UTF-16
+    bytes compare as Java's `String.compareTo` compares code units; see `pyhudi.index.key_order`)."""
+    return F.encode(key, "UTF-16BE")

@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.types import StructType
 
+from pyhudi.engine.spark.schema import avro_to_spark
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import read_parquet
 from pyhudi.storage import Storage
@@ -84,7 +85,7 @@ def _readable_instants(schema: StructType, timeline: ActiveTimeline | None) -> d
     for inst in timeline.completed().actions(*WRITE_ACTIONS).instants:
         text = timeline.commit_metadata(inst).schema
         if text:
-            written = S.avro_to_spark(S.with_meta_fields(S.without_meta_fields(S.from_json(text))))
+            written = avro_to_spark(S.with_meta_fields(S.without_meta_fields(S.from_json(text))))
             out[inst.timestamp] = spark_reads_as(written, schema)
     return out
 

@@ -3,6 +3,13 @@
 Items are small (plans, file names, key ranges), never rows: a Spark DataFrame's rows stay on the
 executors. Each item becomes one Spark partition (up to the parallelism asked for), so a slow task does
 not hold up others queued behind it in the same partition.
+
+This package is the only part of pyhudi that imports pyspark. Besides `SparkEngine` it holds Spark's data
+paths over the engine-neutral planning: session.py (building/finding sessions, scheduler pools), write.py
+(`SparkWriteClient`) with prepare.py, tagging.py, index_simple.py, index_bloom.py, bulk.py, direct.py,
+tasks.py and udf.py; read.py, read_mor.py and read_files.py (`pyhudi.read(spark, ...)`); schema.py and
+keygen.py (Spark types and column expressions); streaming.py (Structured Streaming sink) and
+streamer_*.py (the streamer's landing reads, validation, error table and foreachBatch sink).
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import AtomicType, BooleanType, StructField, StructType, TimestampNTZType
 
-from pyhudi.io import schema as S
+from pyhudi.engine.spark.keygen import KeyGenerator
+from pyhudi.engine.spark.schema import avro_to_spark
 from pyhudi.keygen.arrow_keys import supports
-from pyhudi.keygen.keygen import KeyGenerator
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.direct_input import DirectInput, InputUnit
 from pyhudi.writer.operation import WriteOperation
@@ -42,7 +42,7 @@ def detect(df: DataFrame, cfg: WriteConfig, target_avro: dict[str, Any]) -> Dire
     if files is None:
         return None
     delete = cfg.operation is WriteOperation.DELETE
-    target = pa.schema([]) if delete else arrow_schema(S.avro_to_spark(target_avro))
+    target = pa.schema([]) if delete else arrow_schema(avro_to_spark(target_avro))
     conf = df.sparkSession._jsparkSession.sessionState().conf()  # type: ignore[attr-defined]
     read_types = tuple((f.name, _arrow_type(f)) for f in incoming.fields)
     return DirectInput(

@@ -25,10 +25,9 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from pyhudi.errors import HudiError, InvalidRecordError, SchemaMismatchError
-from pyhudi.streamer.error_table import ROLLBACK_COMMIT, ErrorTableConfig, write_errors
-from pyhudi.streamer.source import new_columns_error, read_failure, unknown_parquet_columns
-from pyhudi.streamer.validate import (
+from pyhudi.engine.spark.streamer_error_table import ROLLBACK_COMMIT, ErrorTableConfig, write_errors
+from pyhudi.engine.spark.streamer_source import new_columns_error, read_failure, unknown_parquet_columns
+from pyhudi.engine.spark.streamer_validate import (
     FileStats,
     RecordRules,
     error_records,
@@ -38,7 +37,8 @@ from pyhudi.streamer.validate import (
     schema_fields,
     with_checks,
 )
-from pyhudi.streaming import BatchWriter
+from pyhudi.engine.spark.streaming import BatchWriter
+from pyhudi.errors import HudiError, InvalidRecordError, SchemaMismatchError
 
 log = logging.getLogger(__name__)
 

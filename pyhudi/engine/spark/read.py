@@ -16,10 +16,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from pyhudi.engine.spark.read_files import read_base_files
+from pyhudi.engine.spark.read_mor import read_mor
+from pyhudi.engine.spark.schema import avro_to_spark
 from pyhudi.io import schema as S
-from pyhudi.reader.mor import read_mor
 from pyhudi.reader.plan import COMMIT_TIME, PlannedRead, ReadPlan, meta_names, plan_read, planned_merge_spec
-from pyhudi.reader.spark_files import read_base_files
 from pyhudi.spark_env import ensure_worker_python
 from pyhudi.view.partitions import Condition
 
@@ -54,7 +55,7 @@ def _incremental_filter(plan: ReadPlan) -> Column:
 
 def _spark_schema(plan: ReadPlan) -> StructType:
     assert plan.avro is not None
-    return S.avro_to_spark(S.with_meta_fields(plan.avro))
+    return avro_to_spark(S.with_meta_fields(plan.avro))
 
 
 def _load(spark: SparkSession, planned: PlannedRead) -> DataFrame:

@@ -18,9 +18,15 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyhudi.engine.spark.index_simple import (
+    LOC_FILE_ID,
+    LOC_INSTANT,
+    PARTITION,
+    RECORD_KEY,
+    with_empty_location,
+)
+from pyhudi.engine.spark.keygen import spark_sort_key
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, read_footer_filter
-from pyhudi.index.key_order import spark_sort_key
-from pyhudi.index.simple import LOC_FILE_ID, LOC_INSTANT, PARTITION, RECORD_KEY, with_empty_location
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import BaseFile
 from pyhudi.writer.config import IndexConfig

@@ -82,3 +82,14 @@ def read_files(spark: SparkSession, path: str, fmt: str) -> Any:
     if fmt == "csv":
         reader = reader.option("header", "true").option("inferSchema", "true")
     return reader.load(path)
+
+
+def set_thread_pool(pool: str | None, description: str) -> None:
+    """Run this thread's next Spark jobs in the FAIR scheduler pool `pool` (None: the default pool), under
+    `description` (background table services, so a micro-batch's tasks are not queued behind theirs).
+    Nothing to do without a running SparkContext."""
+    sc = SparkContext._active_spark_context
+    if sc is None:
+        return
+    sc.setLocalProperty("spark.scheduler.pool", pool or None)  # type: ignore[arg-type]
+    sc.setJobDescription(description)

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyhudi.index import log_index
 from pyhudi.index.locations import DELETE_FLAG, LOC_FILE_ID, LOC_INSTANT, LOC_PARTITION, PARTITION, RECORD_KEY
 from pyhudi.storage import Storage
-from pyhudi.view.file_system_view import BaseFile
+from pyhudi.view.file_system_view import BaseFile, FileSlice
 
 __all__ = ["DELETE_FLAG", "LOC_FILE_ID", "LOC_INSTANT", "LOC_PARTITION", "PARTITION", "RECORD_KEY"]
 KEY_SCHEMA = f"{RECORD_KEY} string, {PARTITION} string"
@@ -26,7 +27,7 @@ def existing_locations(spark: SparkSession, storage: Storage, base_files: Sequen
     if not base_files:
         return None
     paths = [storage.uri(bf.path) for bf in base_files]
-    from pyhudi.reader.spark_files import read_parquet_files
+    from pyhudi.engine.spark.read_files import read_parquet_files
 
     df = read_parquet_files(spark, paths, KEY_SCHEMA)
     name = F.col("_metadata.file_name")
@@ -36,6 +37,21 @@ def existing_locations(spark: SparkSession, storage: Storage, base_files: Sequen
         F.regexp_extract(name, r"^([^_]+)_", 1).alias(LOC_FILE_ID),
         F.regexp_extract(name, r"_([0-9]+)\.parquet$", 1).alias(LOC_INSTANT),
     )
+
+
+def existing_log_aware_locations(spark: SparkSession, storage: Storage,
+                                 slices: Sequence[FileSlice]) -> DataFrame | None:
+    """The INMEMORY index's lookup: keys of base files (Spark's reader) and of log files (executors)."""
+    base = existing_locations(spark, storage, [s.base_file for s in slices if s.base_file])
+    logs = [(s.partition, s.file_id, s.base_instant, lf.path) for s in slices for lf in s.log_files]
+    if not logs:
+        return base
+    log_df = spark.createDataFrame(logs, log_index.LOGS_SCHEMA).repartition(
+        max(1, min(len(logs), spark.sparkContext.defaultParallelism * 2)))
+    base_uri = storage.base_uri
+    in_logs = log_df.mapInArrow(lambda it: log_index.log_keys_batches(base_uri, it), log_index.KEYS_SCHEMA)
+    union = in_logs if base is None else base.unionByName(in_logs)
+    return union.dropDuplicates(["_loc_key", LOC_PARTITION, LOC_FILE_ID])
 
 
 def with_empty_location(df: DataFrame) -> DataFrame:

@@ -17,8 +17,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import AtomicType, StructField, StructType
 
-from pyhudi.io import schema as S
-from pyhudi.keygen.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator, field_type
+from pyhudi.engine.spark.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator, field_type
+from pyhudi.engine.spark.schema import avro_to_spark, spark_to_avro
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.prepare import (
@@ -90,12 +90,12 @@ def prepare_batch(df: DataFrame, config: WriteConfig, table_avro: dict[str, Any]
     keygen.check_types(incoming, need_partition=need_partition)
     _check_precombine(config, incoming)
     if op is WriteOperation.DELETE:
-        target_avro = S.spark_to_avro(incoming, config.table.name) if table_avro is None else table_avro
+        target_avro = spark_to_avro(incoming, config.table.name) if table_avro is None else table_avro
         target = StructType([])
     else:
-        incoming_avro = S.spark_to_avro(incoming, config.table.name)
+        incoming_avro = spark_to_avro(incoming, config.table.name)
         target_avro = writer_schema(config, table_avro, incoming_avro)
-        target = S.avro_to_spark(target_avro)
+        target = avro_to_spark(target_avro)
 
     def columns() -> list[Column]:
         internal = {
@@ -119,7 +119,7 @@ def _delete_flag(df: DataFrame, op: WriteOperation) -> Column:
 
 
 def data_struct(avro: dict[str, Any]) -> StructType:
-    return S.avro_to_spark(avro)
+    return avro_to_spark(avro)
 
 
 def struct_field_names(struct: StructType) -> list[str]:

@@ -16,8 +16,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from pyhudi.engine.spark.read_files import read_base_files
 from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
-from pyhudi.reader.spark_files import read_base_files
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSlice
@@ -48,7 +48,7 @@ def _merge_task(base_uri: str, spec: MergeSpec, batches: Iterator[pa.RecordBatch
 
 def read_mor(spark: SparkSession, storage: Storage, slices: list[FileSlice], schema: StructType,
              spec: MergeSpec, timeline: ActiveTimeline | None = None) -> DataFrame:
-    """`timeline` tells which base files Spark cannot read with the latest schema (spark_files)."""
+    """`timeline` tells which base files Spark cannot read with the latest schema (read_files)."""
     plan = split_slices(slices)
     parts: list[DataFrame] = []
     if plan.base_only:
