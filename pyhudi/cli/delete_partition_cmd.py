@@ -77,7 +77,7 @@ def empty_batch(t: OpenTable) -> pa.Table:
     """No rows, the table's columns (its latest schema; key and partition fields as strings when no commit
     records one): the partitions are named by the option, the batch only has to pass the schema checks."""
     from pyhudi.io import schema as S
-    from pyhudi.writer.prepare import table_schema
+    from pyhudi.timeline.table_schema import table_schema
 
     avro = table_schema(t.timeline, t.config)
     if avro is not None:

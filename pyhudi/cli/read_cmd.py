@@ -75,7 +75,7 @@ def _typed(col: str, raw: str, schema: pa.Schema | None) -> Any:
 def table_arrow_schema(path: str) -> pa.Schema | None:
     """The latest schema, with the meta columns (filters may name them too)."""
     from pyhudi.io import schema as S
-    from pyhudi.writer.prepare import table_schema
+    from pyhudi.timeline.table_schema import table_schema
 
     t = open_table(path)
     avro = table_schema(t.timeline, t.config)

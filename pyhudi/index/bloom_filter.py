@@ -162,23 +162,31 @@ def _hash_group(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nb_ha
             signed = data[ends[sel] - back].view(np.int8).astype(np.int32) << (8 * (back - 1))
             tail[sel] ^= signed.view(np.uint32)
     has_tail = left > 0
+    all_tail, no_tail = bool(has_tail.all()), not has_tail.any()
     length32 = lengths.astype(np.uint32)
     out = np.empty((nb_hash, n), np.int64)
     modulus = np.uint32(vector_size)
-    seed = np.zeros(n, np.uint32)
+    h = np.zeros(n, np.uint32)  # round i's seed is round i - 1's hash: updated in place
+    tmp = np.empty(n, np.uint32)
     for i in range(nb_hash):
-        h = seed ^ length32
+        h ^= length32
         for j in range(nb):
             h *= _M
             h ^= mixed[j]
-        h = np.where(has_tail, (h ^ tail) * _M, h)
-        h ^= h >> np.uint32(13)
+        if all_tail:  # every key has tail bytes: no per-key select (none has: nothing to do)
+            h ^= tail
+            h *= _M
+        elif not no_tail:
+            h = np.where(has_tail, (h ^ tail) * _M, h)
+        np.right_shift(h, np.uint32(13), out=tmp)
+        h ^= tmp
         h *= _M
-        h ^= h >> np.uint32(15)
+        np.right_shift(h, np.uint32(15), out=tmp)
+        h ^= tmp
         # Java: Math.abs(h % v) with truncating %, which equals |h| mod v. |h| fits uint32 (the int32
         # abs of -2^31 wraps to -2^31, whose uint32 view is 2^31), and uint32 % is twice as fast.
-        np.remainder(np.abs(h.view(np.int32)).view(np.uint32), modulus, out=out[i], casting="unsafe")
-        seed = h
+        np.abs(h.view(np.int32), out=tmp.view(np.int32))
+        np.remainder(tmp, modulus, out=out[i], casting="unsafe")
     return out
 
 

@@ -29,7 +29,7 @@ from pyhudi.reader import incremental
 from pyhudi.reader.log_merge import MergeSpec
 from pyhudi.reader.time_travel import check_readable, format_query_instant
 from pyhudi.storage import Storage
-from pyhudi.timeline.instant import WRITE_ACTIONS, Action
+from pyhudi.timeline.table_schema import table_schema as schema_as_of
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
@@ -90,21 +90,6 @@ def plan_read(path: str | os.PathLike[str], options: dict[str, Any] | None,
     else:
         plan = _snapshot_plan(opts, config, timeline, view, query, pfilter)
     return PlannedRead(storage, config, view, plan, pfilter, opts)
-
-
-def schema_as_of(timeline: ActiveTimeline, config: TableConfig, as_of: str | None = None) -> dict[str, Any] | None:
-    """The table's Avro schema (no meta fields) as of `as_of`: the newest completed write's at or before
-    it, else the create schema."""
-    writes = timeline.completed().actions(*WRITE_ACTIONS, Action.COMMIT)
-    for inst in reversed(writes.instants):
-        if as_of is not None and inst.timestamp > as_of:
-            continue
-        meta = timeline.commit_metadata(inst)
-        if meta.schema:
-            return S.without_meta_fields(S.from_json(meta.schema))
-    if config.create_schema:
-        return S.without_meta_fields(S.from_json(config.create_schema))
-    return None
 
 
 def _avro(config: TableConfig, timeline: ActiveTimeline, as_of: str | None) -> dict[str, Any]:

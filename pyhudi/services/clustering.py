@@ -36,6 +36,7 @@ from pyhudi.services.clustering_plan import ClusteringPlanDraft, draft_plan, to_
 from pyhudi.services.layout import order
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
 from pyhudi.transaction.conflicts import check_clustering
 from pyhudi.transaction.heartbeat import Heartbeat, is_expired, owner_is_gone
@@ -50,7 +51,6 @@ from pyhudi.writer.markers import (
     undo_marked_files,
 )
 from pyhudi.writer.partition_meta import ensure_partition_metadata
-from pyhudi.writer.prepare import table_schema
 
 log = logging.getLogger(__name__)
 DEFAULT_HEARTBEAT_MS = 60000  # hoodie.client.heartbeat.interval_in_ms

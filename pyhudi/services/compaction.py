@@ -34,6 +34,7 @@ from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
@@ -46,7 +47,6 @@ from pyhudi.writer.markers import (
     undo_marked_files,
 )
 from pyhudi.writer.partition_meta import ensure_partition_metadata
-from pyhudi.writer.prepare import table_schema
 
 log = logging.getLogger(__name__)
 

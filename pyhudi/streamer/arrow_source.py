@@ -133,8 +133,8 @@ def table_schema(target: str) -> pa.Schema | None:
     from pyhudi.io import schema as S
     from pyhudi.model.table_config import load_table_config
     from pyhudi.storage import Storage
+    from pyhudi.timeline.table_schema import table_schema as avro_schema
     from pyhudi.timeline.timeline import ActiveTimeline
-    from pyhudi.writer.prepare import table_schema as avro_schema
 
     storage = Storage(target)
     try:

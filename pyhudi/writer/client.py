@@ -49,6 +49,7 @@ from pyhudi.services import clean as cleaner
 from pyhudi.services.rollback import rollback_failed_writes, rollback_pending_write
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.transaction.conflicts import Footprint, check_write, footprint
 from pyhudi.transaction.heartbeat import Heartbeat
@@ -68,7 +69,7 @@ from pyhudi.writer.partitioner import (
     plan_bucket_index,
     plan_buckets,
 )
-from pyhudi.writer.prepare import null_ordering_error, ordering_required, table_schema
+from pyhudi.writer.prepare import null_ordering_error, ordering_required
 from pyhudi.writer.profile import WorkloadProfile
 from pyhudi.writer.record_size import average_record_size
 from pyhudi.writer.small_files import small_file_candidates

@@ -70,7 +70,7 @@ def tag_records(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.
     if op is WriteOperation.BULK_INSERT or not (op.needs_tagging and committed):
         none = pa.nulls(n, pa.string())
         records = _with_location(records, none, none)
-        records = records.filter(pc.invert(records.column(DELETE_FLAG)))
+        records = _without_deletes(records)
         return records, profile_of(op, records)
     assert view is not None
     fids, insts, parts = _locate(engine, storage, cfg, records, view)
@@ -80,6 +80,14 @@ def tag_records(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.
     located = pc.is_valid(records.column(LOC_FILE_ID))
     records = records.filter(pc.or_(located, pc.invert(records.column(DELETE_FLAG))))
     return records, profile_of(op, records)
+
+
+def _without_deletes(records: pa.Table) -> pa.Table:
+    """Records minus delete markers; the table itself (no copy of every column) when there are none."""
+    flags = records.column(DELETE_FLAG)
+    if not flags.null_count and not pc.any(flags).as_py():
+        return records
+    return records.filter(pc.invert(flags))
 
 
 def _with_location(records: pa.Table, fids: pa.Array, insts: pa.Array) -> pa.Table:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from pyhudi.model.file_names import new_file_id_prefix
 from pyhudi.writer.binpack import fill_open_bins, split_evenly_capped
 from pyhudi.writer.config import SizingConfig
+from pyhudi.writer.key_md5 import md5_prefixes
 from pyhudi.writer.profile import WorkloadProfile
 
 Column: TypeAlias = "pa.Array | pa.ChunkedArray"
@@ -138,7 +139,7 @@ class BucketPlan:
             return numbers[0]
         total = max(1, total)
         # numpy's % floors like Python's, and both divide exactly-converted integers below 2**53
-        r = (key_hashes(record_keys.to_pylist()) % total) / total
+        r = (key_hashes(record_keys) % total) / total
         idx = np.searchsorted(np.asarray(weights, dtype=np.float64), r, side="left")
         chosen = np.asarray(numbers, dtype=np.int64)[np.minimum(idx, len(numbers) - 1)]
         return np.where(idx < len(numbers), chosen, numbers[0])
@@ -151,8 +152,11 @@ def _one_array(column: Column) -> pa.Array:
     return column
 
 
-def key_hashes(record_keys: list[str]) -> np.ndarray:
-    """`key_hash` of many keys, without building a Python int per key."""
+def key_hashes(record_keys: list[str] | pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """`key_hash` of many keys, without building a Python int per key. An Arrow column (UTF-8 already) is
+    hashed by numpy over all keys at once (key_md5.py: same digests, several times faster than a loop)."""
+    if isinstance(record_keys, (pa.Array, pa.ChunkedArray)):
+        return md5_prefixes(record_keys)
     md5 = hashlib.md5
     return np.frombuffer(b"".join([md5(k.encode("utf-8")).digest()[:8] for k in record_keys]), dtype="<i8")
 

@@ -15,9 +15,6 @@ from typing import Any
 from pyhudi.config import keys as K
 from pyhudi.errors import InvalidRecordError
 from pyhudi.io import schema as S
-from pyhudi.model.table_config import TableConfig
-from pyhudi.timeline.instant import WRITE_ACTIONS, Action
-from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.operation import WriteOperation
 
@@ -26,20 +23,6 @@ BAD_KEY = "_pyhudi_bad_key"
 IS_DELETED_FIELD = "_hoodie_is_deleted"
 META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
                 "_hoodie_file_name", "_hoodie_operation")
-
-
-def table_schema(timeline: ActiveTimeline, config: TableConfig, as_of: str | None = None) -> dict[str, Any] | None:
-    """The table's Avro schema (no meta fields): newest completed write's, else the create schema."""
-    writes = timeline.completed().actions(*WRITE_ACTIONS, Action.COMMIT)
-    for inst in reversed(writes.instants):
-        if as_of is not None and inst.timestamp > as_of:
-            continue
-        meta = timeline.commit_metadata(inst)
-        if meta.schema:
-            return S.without_meta_fields(S.from_json(meta.schema))
-    if config.create_schema:
-        return S.without_meta_fields(S.from_json(config.create_schema))
-    return None
 
 
 def precombine_missing(config: WriteConfig, columns: Sequence[str]) -> None:

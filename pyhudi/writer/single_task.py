@@ -237,6 +237,8 @@ def _run_buckets(ctx: HandleContext, storage: Storage, plan: BucketPlan, records
     bounds = np.searchsorted(routes[order], np.arange(plan.num_buckets + 1))
     work = [(b, order[bounds[b.number]:bounds[b.number + 1]]) for b in plan.buckets]
     work = [(b, rows) for b, rows in work if len(rows)]
+    if len(work) > 1:  # several takes: from one contiguous copy, not from every chunk each time
+        records = records.combine_chunks()
 
     def run(item: tuple[Bucket, np.ndarray]) -> list[WriteStat]:
         bucket, rows = item

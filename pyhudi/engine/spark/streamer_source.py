@@ -82,8 +82,8 @@ def _table_struct(target: str) -> StructType | None:
     from pyhudi.engine.spark.schema import avro_to_spark
     from pyhudi.model.table_config import load_table_config
     from pyhudi.storage import Storage
+    from pyhudi.timeline.table_schema import table_schema
     from pyhudi.timeline.timeline import ActiveTimeline
-    from pyhudi.writer.prepare import table_schema
 
     storage = Storage(target)
     if not storage.exists(".hoodie/hoodie.properties"):

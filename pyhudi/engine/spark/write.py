@@ -30,6 +30,7 @@ from pyhudi.model.write_stat import WriteStat
 from pyhudi.spark_env import ensure_worker_python
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action
+from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
 from pyhudi.writer import single_task
@@ -38,7 +39,7 @@ from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.direct_input import DirectInput
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import BucketPlan
-from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG, null_ordering_error, table_schema
+from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG, null_ordering_error
 from pyhudi.writer.profile import WorkloadProfile
 from pyhudi.writer.routing import make_router, partition_salts
 
