@@ -281,6 +281,7 @@ def test_randomized_alternating_engines(request, tmp_path, table_type, seed):
     assert used.get("local", 0) >= 3 and used.get("spark", 0) >= 3, used
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [11, 12, 13])
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -288,6 +289,7 @@ def test_randomized_local_engine_long(request, tmp_path, table_type, seed):
     run_workload(request, tmp_path, table_type, steps=60, seed=seed, pick=_local)
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 @pytest.mark.parametrize("table_type,index", [("COPY_ON_WRITE", "BLOOM"), ("COPY_ON_WRITE", "GLOBAL_SIMPLE"),
                                               ("MERGE_ON_READ", "SIMPLE"), ("MERGE_ON_READ", "GLOBAL_BLOOM")])
@@ -295,6 +297,7 @@ def test_randomized_local_engine_other_indexes(request, tmp_path, table_type, in
     run_workload(request, tmp_path, table_type, steps=40, seed=31, pick=_local, **{"hoodie.index.type": index})
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.parametrize("seed", [21, 22])
@@ -303,6 +306,7 @@ def test_randomized_alternating_engines_long(request, tmp_path, table_type, seed
     run_workload(request, tmp_path, table_type, steps=40, seed=seed, pick=_alternate)
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.parametrize("table_type,seed", [("COPY_ON_WRITE", 1), ("MERGE_ON_READ", 2)])

@@ -98,6 +98,7 @@ def test_small_arrow_batches_end_well_sized_local_engine(request, tmp_path, tabl
     check_sizes(path, table_type)
 
 
+@pytest.mark.extended
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
