@@ -145,3 +145,14 @@ def existing_buckets(view: FileSystemView, partitions: Sequence[str]) -> dict[tu
             if b is not None:
                 out[(p, b)] = fid
     return out
+
+
+def refuse_taken_buckets(taken: Sequence[tuple[str, int]], existing: dict[tuple[str, int], str]) -> None:
+    """bulk_insert creates bucket file groups; one for a bucket that already has a group would give the
+    bucket two groups, which the index cannot serve (both engines refuse it before writing)."""
+    if taken:
+        part, b = taken[0]
+        raise UnsupportedTableError(
+            f"bulk_insert with hoodie.index.type=BUCKET would write a second file group for bucket {b} of "
+            f"partition {part!r} (file group {existing[(part, b)]!r} has it; {len(taken)} bucket(s) in all), "
+            "which breaks the bucket index; write these records with operation insert or upsert")

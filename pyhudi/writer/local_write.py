@@ -29,7 +29,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.engine.base import TaskInfo
-from pyhudi.errors import UnsupportedTableError
 from pyhudi.index import bucket as bucket_index
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.model.upgrade import upgrade_for_write
@@ -274,11 +273,6 @@ def _check_new_buckets(records: pa.Table, bucket: tuple[tuple[str, ...], int],
     fields, n = bucket
     bids = bucket_index.bucket_ids(mine.column(RECORD_KEY_COL).combine_chunks(), fields, n).to_pylist()
     taken = sorted({(p, b) for p, b in zip(mine.column(PARTITION_COL).to_pylist(), bids) if (p, b) in existing})
-    if taken:
-        part, b = taken[0]
-        raise UnsupportedTableError(
-            f"bulk_insert with hoodie.index.type=BUCKET would write a second file group for bucket {b} of "
-            f"partition {part!r} (file group {existing[(part, b)]!r} has it; {len(taken)} bucket(s) in all), "
-            "which breaks the bucket index; write these records with operation insert or upsert")
+    bucket_index.refuse_taken_buckets(taken, existing)
 
 

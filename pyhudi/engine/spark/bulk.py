@@ -7,7 +7,6 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from pyhudi.engine.spark.udf import arrow_udf
-from pyhudi.errors import UnsupportedTableError
 from pyhudi.index import bucket as bucket_index
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.view.file_system_view import FileSystemView
@@ -33,12 +32,7 @@ def check_new_buckets(keyed: DataFrame, view: FileSystemView, spec: BucketSpec,
             .groupBy(PARTITION_COL, BUCKET_COL).count().collect())
     taken = sorted((str(r[PARTITION_COL]), int(r[BUCKET_COL])) for r in rows
                    if (str(r[PARTITION_COL]), int(r[BUCKET_COL])) in existing)
-    if taken:
-        part, b = taken[0]
-        raise UnsupportedTableError(
-            f"bulk_insert with hoodie.index.type=BUCKET would write a second file group for bucket {b} of "
-            f"partition {part!r} (file group {existing[(part, b)]!r} has it; {len(taken)} bucket(s) in all), "
-            "which breaks the bucket index; write these records with operation insert or upsert")
+    bucket_index.refuse_taken_buckets(taken, existing)
 
 
 def layout(df: DataFrame, sort_mode: str, parallelism: int, precombine: str | None, combine: bool,
