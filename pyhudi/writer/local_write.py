@@ -39,6 +39,7 @@ from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
 from pyhudi.writer.arrow_prepare import ArrowBatchSpec, ArrowSource, arrow_source, bad_key_count, prepare_spec
+from pyhudi.writer.binpack import pack_balanced
 from pyhudi.writer.bulk_insert import BUCKET_COL, by_partition, write_tables
 from pyhudi.writer.client import WriteClient, WriteResult, _Rejected
 from pyhudi.writer.config import WriteConfig
@@ -183,13 +184,7 @@ class LocalWriteClient(WriteClient):
         if limit > 1 and BUCKET_COL not in table.column_names:
             parts = [rows for _, rows in by_partition(table)]
             if len(parts) > 1:
-                bins: list[list[pa.Table]] = [[] for _ in range(min(limit, len(parts)))]
-                loads = [0] * len(bins)
-                for rows in sorted(parts, key=lambda t: -t.num_rows):
-                    i = loads.index(min(loads))
-                    bins[i].append(rows)
-                    loads[i] += rows.num_rows
-                return bins
+                return pack_balanced(parts, lambda t: t.num_rows, limit)
         by_size = max(1, int(table.nbytes // max(1, cfg.sizing.max_file_size)))
         return [[chunk] for chunk in _split(table, max(1, min(limit, by_size)))]
 
