@@ -101,26 +101,40 @@ class _BucketWriter:
 def by_partition(table: pa.Table, column: str = PARTITION_COL) -> Iterator[tuple[object, pa.Table]]:
     """The table's rows per value of `column` (the table partition), values in ascending order, rows in
     their order: the table itself when it holds one value (no copy), else one stable gather and zero-copy
-    slices (one pass, where a filter per value would scan every column once per value). The values are
-    dictionary-encoded first, so the sort is over small integers, not strings."""
-    parts = table.column(column)
-    if pc.count_distinct(parts).as_py() <= 1:
-        if table.num_rows:
-            yield parts[0].as_py(), table
+    slices (one pass, where a filter per value would scan every column once per value)."""
+    groups = partition_groups(table, column)
+    if not groups:
         return
+    if len(groups) == 1:
+        yield groups[0][0], table
+        return
+    ordered = table.take(pa.array(np.concatenate([rows for _, rows in groups])))
+    lo = 0
+    for value, rows in groups:
+        yield value, ordered.slice(lo, len(rows))
+        lo += len(rows)
+
+
+def partition_groups(table: pa.Table, column: str = PARTITION_COL) -> list[tuple[object, np.ndarray]]:
+    """(value, row indices) per value of `column`, values ascending, indices ascending: what to gather,
+    so that a caller can gather each group where it is written (in parallel tasks) instead of up front.
+    The values are dictionary-encoded first, so the sort is over small integers, not strings."""
+    parts = table.column(column)
+    if not table.num_rows:
+        return []
+    if pc.count_distinct(parts).as_py() <= 1:
+        return [(parts[0].as_py(), np.arange(table.num_rows))]
     encoded = pc.dictionary_encode(parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts)
     values = encoded.dictionary
     rank = np.empty(len(values), dtype=np.int64)
     rank[pc.sort_indices(values).to_numpy()] = np.arange(len(values))
     codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
-    order = np.argsort(codes, kind="stable")
-    ordered = table.take(pa.array(order))
+    small = codes.astype(np.int16) if len(values) < (1 << 15) else codes  # numpy radix-sorts 16-bit keys
+    order = np.argsort(small, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(values) + 1))
     by_rank = values.take(pa.array(np.argsort(rank)))
-    for r in range(len(values)):
-        lo, hi = int(bounds[r]), int(bounds[r + 1])
-        if hi > lo:
-            yield by_rank[r].as_py(), ordered.slice(lo, hi - lo)
+    return [(by_rank[r].as_py(), order[bounds[r]:bounds[r + 1]]) for r in range(len(values))
+            if bounds[r + 1] > bounds[r]]
 
 
 def write_tables(ctx: HandleContext, tables: Iterator[pa.Table], pid: int, token: str) -> list[str]:

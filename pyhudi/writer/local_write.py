@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
 from pyhudi.writer.arrow_prepare import ArrowBatchSpec, ArrowSource, arrow_source, bad_key_count, prepare_spec
 from pyhudi.writer.binpack import pack_balanced
-from pyhudi.writer.bulk_insert import BUCKET_COL, by_partition, write_tables
+from pyhudi.writer.bulk_insert import BUCKET_COL, by_partition, partition_groups, write_tables
 from pyhudi.writer.client import WriteClient, WriteResult, _Rejected
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.dispatch import run_handle
@@ -168,25 +169,28 @@ class LocalWriteClient(WriteClient):
         if source.table is not None:
             chunks = self._bulk_chunks(self._laid_out(source.table, bucket))
 
-        def run(chunk: list[pa.Table] | None, info: TaskInfo) -> list[WriteStat]:
-            tables = iter(chunk) if chunk is not None else self._streamed(spec, source, bucket, existing)
+        def run(chunk: list[Callable[[], pa.Table]] | None, info: TaskInfo) -> list[WriteStat]:
+            tables = (rows() for rows in chunk) if chunk is not None else \
+                self._streamed(spec, source, bucket, existing)
             stats = write_tables(ctx, tables, info.partition_id, info.token())
             return [WriteStat.from_json(json.loads(s)) for s in stats]
 
         return self.engine.map_tasks(run, chunks, description="bulk_insert")
 
-    def _bulk_chunks(self, table: pa.Table) -> list[list[pa.Table]]:
-        """An in-memory input's tasks (at most the engine's or the configured parallelism). Several table
-        partitions: whole partitions per task, balanced by rows, so no partition gets an extra file per task.
-        One partition: contiguous slices, at most one per max-file-size of Arrow data."""
+    def _bulk_chunks(self, table: pa.Table) -> list[list[Callable[[], pa.Table]]]:
+        """An in-memory input's tasks (at most the engine's or the configured parallelism), each a list of
+        row sets a task gathers itself (the gathers then run in parallel). Several table partitions: whole
+        partitions per task, balanced by rows, so no partition gets an extra file per task. One partition:
+        contiguous slices, at most one per max-file-size of Arrow data."""
         cfg = self.config
         limit = cfg.parallelism if cfg.parallelism > 0 else self.engine.parallelism
         if limit > 1 and BUCKET_COL not in table.column_names:
-            parts = [rows for _, rows in by_partition(table)]
-            if len(parts) > 1:
-                return pack_balanced(parts, lambda t: t.num_rows, limit)
+            groups = partition_groups(table)
+            if len(groups) > 1:
+                packed = pack_balanced([rows for _, rows in groups], len, limit)
+                return [[partial(_gather, table, rows) for rows in chunk] for chunk in packed]
         by_size = max(1, int(table.nbytes // max(1, cfg.sizing.max_file_size)))
-        return [[chunk] for chunk in _split(table, max(1, min(limit, by_size)))]
+        return [[partial(_identity, chunk)] for chunk in _split(table, max(1, min(limit, by_size)))]
 
     def _streamed(self, spec: ArrowBatchSpec, source: ArrowSource, bucket: tuple[tuple[str, ...], int] | None,
                   existing: dict[tuple[str, int], str]) -> Iterator[pa.Table]:
@@ -234,6 +238,14 @@ class LocalWriteClient(WriteClient):
         if cfg.bulk_insert_sort_mode in ("GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION_AND_SORT"):
             return records.sort_by([(PARTITION_COL, "ascending"), (RECORD_KEY_COL, "ascending")])
         return records
+
+
+def _gather(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    return table.take(pa.array(rows))
+
+
+def _identity(table: pa.Table) -> pa.Table:
+    return table
 
 
 def _split(table: pa.Table, parts: int) -> list[pa.Table]:
