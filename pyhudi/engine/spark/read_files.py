@@ -17,6 +17,7 @@ archived) through executors that read them with pyarrow and conform them.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -50,22 +51,69 @@ def read_parquet_files(spark: SparkSession, paths: Sequence[str], schema: Struct
 
 def read_base_files(spark: SparkSession, storage: Storage, paths: Sequence[str], schema: StructType,
                     target: pa.Schema | None, timeline: ActiveTimeline | None) -> DataFrame:
-    """Base files (relative paths) read with the table schema `schema` (`target` is its Arrow form)."""
-    arrow = set(arrow_read_paths(paths, schema, timeline)) if target is not None else set()
+    """Base files (relative paths) read with the table schema `schema` (`target` is its Arrow form).
+
+    Where the cluster has no Hadoop file system for the table's scheme (s3:// without hadoop-aws, gs://
+    without the GCS connector), every file is read on the executors with pyarrow through `Storage`, so
+    the rows still never pass through the driver."""
+    native = spark_reads_scheme(spark, storage.base_uri)
+    if target is None:
+        arrow: set[str] = set()
+    else:
+        arrow = set(paths) if not native else set(arrow_read_paths(paths, schema, timeline))
     parts = []
     spark_paths = [p for p in paths if p not in arrow]
     if spark_paths or not arrow:
-        parts.append(read_parquet_files(spark, [storage.uri(p) for p in spark_paths], schema))
+        parts.append(read_parquet_files(spark, [spark_uri(spark, storage.uri(p)) for p in spark_paths], schema))
     if arrow:
         assert target is not None
         rows = spark.createDataFrame([(p,) for p in sorted(arrow)], "path string")
         rows = rows.repartition(max(1, min(len(arrow), spark.sparkContext.defaultParallelism * 4)))
-        base_uri, target_json = storage.base_uri, _schema_bytes(target)
-        parts.append(rows.mapInArrow(lambda it: _read_task(base_uri, target_json, it), schema))
+        target_json = _schema_bytes(target)
+        parts.append(rows.mapInArrow(lambda it: _read_task(storage, target_json, it), schema))
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
     return out
+
+
+def _scheme(uri: str) -> str:
+    return uri.split("://", 1)[0].lower() if "://" in uri else "file"
+
+
+def _hadoop_has(spark: SparkSession, scheme: str) -> bool | None:
+    """Whether the cluster's Hadoop configuration has a file system for `scheme` (None: cannot tell, e.g.
+    Spark Connect, where the driver's JVM is not reachable)."""
+    try:
+        session: Any = spark  # private handles to the driver's JVM (absent under Spark Connect)
+        jvm, conf = session._jvm, session._jsc.hadoopConfiguration()
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
+        return True
+    except AttributeError:
+        return None
+    except Exception:  # noqa: BLE001 - py4j raises Py4JJavaError (UnsupportedFileSystemException) here
+        return False
+
+
+def spark_reads_scheme(spark: SparkSession, uri: str) -> bool:
+    """Whether Spark's own parquet reader can open files under `uri`: local paths always; an object store
+    only when the cluster has a connector for it (s3:// is also read through s3a:// when only that is
+    configured, as on a cluster with hadoop-aws). Unknown (Spark Connect): assume it can, since such
+    clusters read their object stores natively; a missing connector then fails loudly, never silently."""
+    scheme = _scheme(uri)
+    if scheme == "file":
+        return True
+    found = _hadoop_has(spark, scheme)
+    if found is None or found:
+        return True
+    return scheme == "s3" and bool(_hadoop_has(spark, "s3a"))
+
+
+def spark_uri(spark: SparkSession, uri: str) -> str:
+    """`uri` as Spark's reader should open it: s3:// becomes s3a:// on a cluster that only knows s3a."""
+    if _scheme(uri) == "s3" and _hadoop_has(spark, "s3") is False and _hadoop_has(spark, "s3a"):
+        return "s3a://" + uri.split("://", 1)[1]
+    return uri
 
 
 def arrow_read_paths(paths: Sequence[str], schema: StructType, timeline: ActiveTimeline | None) -> list[str]:
@@ -121,9 +169,8 @@ def _schema_bytes(schema: pa.Schema) -> bytes:
     return bytes(schema.serialize())
 
 
-def _read_task(base_uri: str, target_bytes: bytes, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _read_task(storage: Storage, target_bytes: bytes, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     target = pa.ipc.read_schema(pa.py_buffer(target_bytes))
-    storage = Storage(base_uri)
     for batch in batches:
         for path in batch.column("path").to_pylist():
             raw = read_parquet(storage, path)
@@ -131,4 +178,5 @@ def _read_task(base_uri: str, target_bytes: bytes, batches: Iterator[pa.RecordBa
             yield from table.to_batches(max_chunksize=10000)
 
 
-__all__ = ["arrow_read_paths", "read_base_files", "read_parquet_files", "spark_reads_as"]
+__all__ = ["arrow_read_paths", "read_base_files", "read_parquet_files", "spark_reads_as", "spark_reads_scheme",
+           "spark_uri"]

@@ -37,8 +37,7 @@ def split_slices(slices: list[FileSlice]) -> MorRead:
     return MorRead(base_only, merged)
 
 
-def _merge_task(base_uri: str, spec: MergeSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    storage = Storage(base_uri)
+def _merge_task(storage: Storage, spec: MergeSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for fid, base, logs in zip(batch.column("file_id").to_pylist(), batch.column("base_path").to_pylist(),
                                    batch.column("log_paths").to_pylist()):
@@ -58,8 +57,7 @@ def read_mor(spark: SparkSession, storage: Storage, slices: list[FileSlice], sch
                  json.dumps([lf.path for lf in s.log_files])) for s in plan.merged]
         descs = spark.createDataFrame(rows, SLICE_SCHEMA)
         descs = descs.repartition(max(1, min(len(rows), spark.sparkContext.defaultParallelism * 4)))
-        base_uri = storage.base_uri
-        parts.append(descs.mapInArrow(lambda it: _merge_task(base_uri, spec, it), schema))
+        parts.append(descs.mapInArrow(lambda it: _merge_task(storage, spec, it), schema))
     if not parts:
         return spark.createDataFrame([], schema)
     out = parts[0]
