@@ -152,6 +152,20 @@ def probe(spec: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the systems
 
 
+def with_meta_columns(table: pa.Table, key: str, partition: str) -> pa.Table:
+    """The table with the five `_hoodie_*` columns pyhudi's files carry (commit time, sequence number, record
+    key, partition path, file name), in front: a raw write of it is a raw write of the same content."""
+    import numpy as np
+
+    n = table.num_rows
+    instant = "20261126000000000"
+    seqno = pc.binary_join_element_wise(f"{instant}_0_", pc.cast(pa.array(np.arange(n)), pa.string()), "")
+    meta = {"_hoodie_commit_time": pa.repeat(pa.scalar(instant), n), "_hoodie_commit_seqno": seqno,
+            "_hoodie_record_key": table.column(key), "_hoodie_partition_path": table.column(partition),
+            "_hoodie_file_name": pa.repeat(pa.scalar("f" * 36 + "-0_0-0-0_" + instant + ".parquet"), n)}
+    return pa.table({**meta, **{c: table.column(c) for c in table.column_names}})
+
+
 def raw_write(table: pa.Table, out: str, partition: str, rows_per_file: int, threads: int,
               page_size: int) -> int:
     """The reference: split by partition value, then plain `pq.write_table` per file on `threads` threads."""
@@ -214,6 +228,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
             result["phases"] = split
             phases.close()
     elif kind == "raw":
+        if spec.get("with_meta"):
+            table = with_meta_columns(table, "uuid", spec["partition"])
         result = measure(lambda: raw_write(table, out, spec["partition"], spec["rows_per_file"], spec["threads"],
                                            spec["page_size"]))
     elif kind == "delta_write":

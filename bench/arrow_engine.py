@@ -59,8 +59,10 @@ from common import MB, fmt_bytes, median  # noqa: E402
 CHILD = Path(__file__).resolve().parent / "_arrow_child.py"
 WORKLOADS = ("load", "merge", "memory", "stream")
 STREAM_SYSTEMS = ("cow", "mor", "cow_cluster", "delta")
-LOAD_SYSTEMS = ("raw", "raw_1", "bulk_insert", "bulk_insert_nometa", "insert", "upsert")
+LOAD_SYSTEMS = ("raw", "raw_1", "raw_meta", "bulk_insert", "bulk_insert_nometa", "insert", "upsert")
 LOAD_LABELS = {"raw": "raw pyarrow write_table ({t} threads)", "raw_1": "raw pyarrow write_table (1 thread)",
+               "raw_meta": "raw pyarrow write_table ({t} threads) of the same columns as pyhudi's files "
+                           "(the 5 meta columns built before the timing)",
                "bulk_insert": "pyhudi bulk_insert",
                "bulk_insert_nometa": "pyhudi bulk_insert, hoodie.populate.meta.fields=false",
                "insert": "pyhudi insert (auto-sized)",
@@ -302,7 +304,8 @@ def run_load(args: Any, work: Path, children: Children, problems: list[str]) -> 
     def spec(key: str, out: str) -> dict[str, Any]:
         if key.startswith("raw"):
             return {"kind": "raw", "input": staged, "out": out, "partition": "city", "rows_per_file": rows_per_file,
-                    "threads": 1 if key == "raw_1" else threads, "page_size": 1 << 20}
+                    "threads": 1 if key == "raw_1" else threads, "page_size": 1 << 20,
+                    "with_meta": key == "raw_meta"}
         if key == "bulk_insert_nometa":  # context: what the meta columns and the bloom filter cost
             return {"kind": "pyhudi", "input": staged, "out": out, "phases": True,
                     "options": {**hudi_options(args, "trips_load", "bulk_insert", "city", args.load_max_file_size),
