@@ -3,8 +3,8 @@
 Reads go through the engine as tasks (one per file whose keys are read); matching is Arrow compute:
 
 * SIMPLE / GLOBAL_SIMPLE: `_hoodie_record_key` of the latest base files of the partitions the batch
-  touches (all partitions for a global index), cached per file (single_task.stored_keys: base files never
-  change);
+  touches (all partitions for a global index), cached per file (`stored_keys`: base files never change);
+  the one-task write (single_task.py) looks its keys up with the same `locate_in_files`;
 * BLOOM / GLOBAL_BLOOM: a file is read only if one of the batch's keys of its partition lies within its
   footer key range (Java's string order, key_order) and passes its bloom filter; survivors are confirmed
   against the file's keys;
@@ -17,6 +17,8 @@ A global index moves a record whose key lives in another partition: into that pa
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +33,7 @@ from pyhudi.index import log_index
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, read_footer_filter
 from pyhudi.index.key_order import utf16_sort_keys
 from pyhudi.index.locations import LOC_FILE_ID, LOC_INSTANT
+from pyhudi.io.base_file import read_parquet
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import FileSystemView
@@ -38,7 +41,6 @@ from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.handles import DELETE_FLAG, IS_UPDATE
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.profile import WorkloadProfile
-from pyhudi.writer.single_task import stored_keys
 
 BUCKET_COL = "_pyhudi_bucket_id"
 
@@ -121,14 +123,23 @@ def _key_files(cfg: WriteConfig, view: FileSystemView, partitions: Sequence[str]
 def _locate(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.Table, view: FileSystemView
             ) -> tuple[pa.Array, pa.Array, pa.Array]:
     """(fileId, instant, partition) where each record's key is stored, null where it is not."""
-    parts = records.column(PARTITION_COL).combine_chunks()
-    keys = records.column(RECORD_KEY_COL).combine_chunks()
     known = set(view.partition_paths)
     touched = view.partition_paths if cfg.index.is_global else [
-        p for p in pc.unique(parts).to_pylist() if p in known]
+        p for p in pc.unique(records.column(PARTITION_COL)).to_pylist() if p in known]
     files = _key_files(cfg, view, touched)
-    bloom = cfg.index.type in ("BLOOM", "GLOBAL_BLOOM")
-    global_index = cfg.index.is_global
+    return locate_in_files(engine, storage, files, records, global_index=cfg.index.is_global,
+                           bloom=cfg.index.type in ("BLOOM", "GLOBAL_BLOOM"),
+                           prune_by_ranges=cfg.index.prune_by_ranges)
+
+
+def locate_in_files(engine: Engine, storage: Storage, files: Sequence[KeyFile], records: pa.Table,
+                    global_index: bool = False, bloom: bool = False, prune_by_ranges: bool = True
+                    ) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """(fileId, instant, partition) of the file among `files` storing each record's key (in the record's
+    partition unless the index is global), null where none does. One engine task per file; the one-task
+    write passes a sequential engine and its layout's SIMPLE files."""
+    parts = records.column(PARTITION_COL).combine_chunks()
+    keys = records.column(RECORD_KEY_COL).combine_chunks()
     by_part: dict[str, pa.Array] = {}
     if not global_index:
         for p in {f.partition for f in files}:
@@ -140,14 +151,21 @@ def _locate(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.Tabl
         if wanted is None or not len(wanted):
             return []
         if bloom and kf.base_path is not None:
-            wanted = _bloom_candidates(storage, kf.base_path, wanted, cfg.index.prune_by_ranges)
+            wanted = _bloom_candidates(storage, kf.base_path, wanted, prune_by_ranges)
             if not len(wanted):
                 return []
-        stored = _file_keys(storage, kf)
-        return [(kf, wanted.filter(pc.is_in(wanted, value_set=stored)))]
+        return [(kf, _present(wanted, _file_keys(storage, kf)))]
 
-    found = engine.map_tasks(lookup, files, description="index lookup")
+    found = engine.map_tasks(lookup, list(files), description="index lookup")
     return _assign(records.num_rows, parts, keys, found, global_index)
+
+
+def _present(wanted: pa.Array, stored: pa.Array) -> pa.Array:
+    """The keys of `wanted` (distinct) that `stored` holds. The hash table is built on the smaller side: a
+    micro-batch's few keys against a large file's, or a few stored keys against a large batch."""
+    if len(stored) <= len(wanted):
+        return wanted.filter(pc.is_in(wanted, value_set=stored))
+    return pc.unique(stored.filter(pc.is_in(stored, value_set=wanted)))
 
 
 def _file_keys(storage: Storage, kf: KeyFile) -> pa.Array:
@@ -157,6 +175,31 @@ def _file_keys(storage: Storage, kf: KeyFile) -> pa.Array:
     if not arrays:
         return pa.array([], pa.string())
     return pa.chunked_array(arrays, pa.string()).combine_chunks() if len(arrays) > 1 else arrays[0]
+
+
+# Record keys of base files, per process: base files never change once written, so a process (or a Python
+# worker Spark reuses for the next micro-batch) reads only the files written since.
+_KEY_CACHE: OrderedDict[str, pa.Array] = OrderedDict()
+_KEY_CACHE_MAX_BYTES = 256 * 1024 * 1024
+_KEY_CACHE_LOCK = threading.Lock()  # the in-process engine looks keys up from several threads
+
+
+def stored_keys(storage: Storage, path: str) -> pa.Array:
+    """The `_hoodie_record_key` column of a base file, from the bounded per-process cache."""
+    uri = storage.uri(path)
+    with _KEY_CACHE_LOCK:
+        cached = _KEY_CACHE.get(uri)
+        if cached is not None:
+            _KEY_CACHE.move_to_end(uri)
+            return cached
+    keys = read_parquet(storage, path, columns=["_hoodie_record_key"]).column(0).combine_chunks()
+    with _KEY_CACHE_LOCK:
+        _KEY_CACHE[uri] = keys
+        total = sum(k.nbytes for k in _KEY_CACHE.values())
+        while total > _KEY_CACHE_MAX_BYTES and len(_KEY_CACHE) > 1:
+            _, dropped = _KEY_CACHE.popitem(last=False)
+            total -= dropped.nbytes
+    return keys
 
 
 def _bloom_candidates(storage: Storage, path: str, keys: pa.Array, by_ranges: bool) -> pa.Array:

@@ -4,6 +4,9 @@ The lifecycle, plan and commit are the engine-neutral `client.WriteClient`'s; th
 path, run on the in-process engine (`engine/local.py`: tasks on a bounded thread pool):
 
 * prepare (arrow_prepare.py): schema checks, the Avro writer schema, keys with Arrow compute;
+* a streamed insert (local_stream.py): the stream's first chunk is planned as below (small files topped
+  up), its new-file records and the rest of the stream roll into new files as bulk_insert's do, one
+  instant, bounded memory; combine.before.insert and the BUCKET index materialize;
 * insert / upsert / delete / insert_overwrite(_table): the input is materialized as prepared records
   (keys, partition paths, the data columns conformed: about the input's own Arrow size), checked for null
   keys and null precombine values before anything is written, tagged (local_tagging.py), profiled, planned
@@ -42,10 +45,11 @@ from pyhudi.view.builder import build_view
 from pyhudi.writer.arrow_prepare import ArrowBatchSpec, ArrowSource, arrow_source, bad_key_count, prepare_spec
 from pyhudi.writer.binpack import pack_balanced
 from pyhudi.writer.bulk_insert import BUCKET_COL, by_partition, partition_groups, write_tables
-from pyhudi.writer.client import WriteClient, WriteResult, _Rejected
+from pyhudi.writer.client import WriteResult
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.dispatch import run_handle
 from pyhudi.writer.handles import HandleContext, dedupe
+from pyhudi.writer.local_stream import StreamedInsert, materialize_reason
 from pyhudi.writer.local_tagging import LOC_FILE_ID, LOC_INSTANT, tag_records
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import Bucket, BucketPlan
@@ -56,7 +60,7 @@ log = logging.getLogger(__name__)
 BULK_SORT_CHUNK_ROWS = 1 << 20  # rows a streamed bulk_insert sorts / combines at once
 
 
-class LocalWriteClient(WriteClient):
+class LocalWriteClient(StreamedInsert):
     def __init__(self, storage: Storage, config: WriteConfig, engine: Any = None) -> None:
         super().__init__(engine, storage, config)
 
@@ -72,6 +76,10 @@ class LocalWriteClient(WriteClient):
         spec = prepare_spec(source.schema, cfg, None if replace_all else table_avro)
         if cfg.operation is WriteOperation.BULK_INSERT:
             result = self._write_bulk(spec, source, timeline)
+        elif source.table is None and materialize_reason(cfg) is None:
+            first, rest = self._first_chunk(spec, source, timeline)
+            result = self._write_records(first, spec, timeline, replace_all) if rest is None else \
+                self._write_stream(first, rest, spec)
         else:
             result = self._write_records(self._prepared(spec, source), spec, timeline, replace_all)
         self._inline_services()
@@ -198,17 +206,7 @@ class LocalWriteClient(WriteClient):
         chunk: list[pa.Table] = []
         rows = 0
         reorders = self.config.bulk_insert_sort_mode != "NONE" or self.config.combine_before_write
-        for batch in source.batches:
-            if not batch.num_rows:
-                continue
-            prepared = spec.prepare(batch)
-            bad = bad_key_count(prepared)
-            if bad:
-                raise _Rejected(self._bad_keys(bad))
-            missing = spec.null_ordering(prepared)
-            if missing:
-                raise _Rejected(null_ordering_error(self.config, missing))
-            prepared = prepared.drop_columns([BAD_KEY])
+        for prepared in self._checked_batches(spec, source.batches):
             if bucket is not None:
                 _check_new_buckets(prepared, bucket, existing)
             if not reorders and bucket is None:

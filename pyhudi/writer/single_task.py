@@ -19,8 +19,6 @@ pending clustering); the driver turns those into the same exceptions the distrib
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -29,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.io.base_file import read_parquet
+from pyhudi.engine.local import LocalEngine
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.storage import Storage
@@ -38,6 +36,7 @@ from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.dispatch import run_handle
 from pyhudi.writer.handles import IS_UPDATE, HandleContext, is_delete
+from pyhudi.writer.local_tagging import KeyFile, locate_in_files
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import (
     Bucket,
@@ -57,6 +56,7 @@ _OUT = pa.schema([("kind", pa.string()), ("payload", pa.string())])
 ERR_BAD_KEYS = "bad_keys"
 ERR_NULL_ORDERING = "null_ordering"
 ERR_CLUSTERING = "updates_under_clustering"
+_IN_TASK = LocalEngine(1)  # the one task's own lookups run one after the other, in its thread
 
 
 @dataclass(frozen=True)
@@ -138,58 +138,12 @@ def bad_keys_refusal(records: pa.Table) -> dict[str, object] | None:
 
 def _locate(storage: Storage, layout: TableLayout, records: pa.Table) -> tuple[pa.Array, pa.Array]:
     """(fileId, base instant) of every record whose key is stored in its partition's latest base files
-    (null otherwise): the SIMPLE index, reading only the record-key column of each file."""
-    n = records.num_rows
-    fids = np.full(n, None, dtype=object)
-    insts = np.full(n, None, dtype=object)
-    parts = records.column(PARTITION_COL).combine_chunks()
-    keys = records.column(RECORD_KEY_COL).combine_chunks()
-    for part in pc.unique(parts).to_pylist():
-        stored = layout.base_files.get(part, ())
-        if not stored:
-            continue
-        rows = np.nonzero(pc.equal(parts, part).to_numpy(zero_copy_only=False))[0]
-        part_keys = keys.take(pa.array(rows))
-        file_keys = [stored_keys(storage, sf.path) for sf in stored]
-        # One probe of every stored key against the batch's keys, then map the few hits back.
-        owner = np.repeat(np.arange(len(stored)), [len(k) for k in file_keys])
-        all_keys = pa.chunked_array(file_keys, pa.string())
-        hit = np.nonzero(pc.is_in(all_keys, value_set=part_keys).to_numpy(zero_copy_only=False))[0]
-        if not len(hit):
-            continue
-        found = all_keys.take(pa.array(hit)).combine_chunks()
-        where = pc.index_in(part_keys, value_set=found).to_numpy(zero_copy_only=False)
-        located = ~np.isnan(where.astype(float))
-        src = owner[hit[where[located].astype(np.int64)]]
-        fids[rows[located]] = np.array([sf.file_id for sf in stored], dtype=object)[src]
-        insts[rows[located]] = np.array([sf.base_instant for sf in stored], dtype=object)[src]
-    return pa.array(fids, pa.string()), pa.array(insts, pa.string())
-
-
-# Record keys of base files, per worker process: base files never change once written, so a Python
-# worker that Spark reuses for the next micro-batch reads only the files written since.
-_KEY_CACHE: OrderedDict[str, pa.Array] = OrderedDict()
-_KEY_CACHE_MAX_BYTES = 256 * 1024 * 1024
-
-
-_KEY_CACHE_LOCK = threading.Lock()  # the in-process engine looks keys up from several threads
-
-
-def stored_keys(storage: Storage, path: str) -> pa.Array:
-    uri = storage.uri(path)
-    with _KEY_CACHE_LOCK:
-        cached = _KEY_CACHE.get(uri)
-        if cached is not None:
-            _KEY_CACHE.move_to_end(uri)
-            return cached
-    keys = read_parquet(storage, path, columns=["_hoodie_record_key"]).column(0).combine_chunks()
-    with _KEY_CACHE_LOCK:
-        _KEY_CACHE[uri] = keys
-        total = sum(k.nbytes for k in _KEY_CACHE.values())
-        while total > _KEY_CACHE_MAX_BYTES and len(_KEY_CACHE) > 1:
-            _, dropped = _KEY_CACHE.popitem(last=False)
-            total -= dropped.nbytes
-    return keys
+    (null otherwise): the SIMPLE index, reading only the record-key column of each file, with the
+    in-process write's lookup (local_tagging.locate_in_files) run file after file in this task."""
+    touched = [p for p in pc.unique(records.column(PARTITION_COL)).to_pylist() if p in layout.base_files]
+    files = [KeyFile(p, sf.file_id, sf.base_instant, sf.path) for p in touched for sf in layout.base_files[p]]
+    fids, insts, _ = locate_in_files(_IN_TASK, storage, files, records)
+    return fids, insts
 
 
 def _profile(op: WriteOperation, records: pa.Table, file_ids: pa.Array, instants: pa.Array) -> WorkloadProfile:
