@@ -30,7 +30,7 @@ from pyhudi.model.file_names import new_file_id_prefix
 from pyhudi.storage import Storage
 from pyhudi.writer.handles import HandleContext, create_handle, with_meta, without_deletes
 from pyhudi.writer.partition_meta import ensure_partition_metadata
-from pyhudi.writer.partitioner import Bucket, BucketKind
+from pyhudi.writer.partitioner import Bucket, BucketKind, grouped
 
 BUCKET_COL = "_pyhudi_bucket_id"
 # BUCKET index layout: (hash fields, number of buckets)
@@ -129,9 +129,7 @@ def partition_groups(table: pa.Table, column: str = PARTITION_COL) -> list[tuple
     rank = np.empty(len(values), dtype=np.int64)
     rank[pc.sort_indices(values).to_numpy()] = np.arange(len(values))
     codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
-    small = codes.astype(np.int16) if len(values) < (1 << 15) else codes  # numpy radix-sorts 16-bit keys
-    order = np.argsort(small, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(values) + 1))
+    order, bounds = grouped(codes, len(values))
     by_rank = values.take(pa.array(np.argsort(rank)))
     return [(by_rank[r].as_py(), order[bounds[r]:bounds[r + 1]]) for r in range(len(values))
             if bounds[r + 1] > bounds[r]]

@@ -52,7 +52,7 @@ from pyhudi.writer.handles import HandleContext, dedupe
 from pyhudi.writer.local_stream import StreamedInsert, materialize_reason
 from pyhudi.writer.local_tagging import LOC_FILE_ID, LOC_INSTANT, tag_records
 from pyhudi.writer.operation import WriteOperation
-from pyhudi.writer.partitioner import Bucket, BucketPlan
+from pyhudi.writer.partitioner import Bucket, BucketPlan, grouped
 from pyhudi.writer.prepare import BAD_KEY, null_ordering_error
 from pyhudi.writer.profile import WorkloadProfile
 
@@ -127,8 +127,7 @@ class LocalWriteClient(StreamedInsert):
         records = tagged.drop_columns([LOC_FILE_ID, LOC_INSTANT]).combine_chunks()
         ctx = replace(self._handle_context(avro_schema, instant, plan, []), salts=())
         storage = Storage(self.storage.base_uri)
-        order = np.argsort(routes, kind="stable")
-        bounds = np.searchsorted(routes[order], np.arange(plan.num_buckets + 1))
+        order, bounds = grouped(routes, plan.num_buckets)
         work = [(b, order[bounds[b.number]:bounds[b.number + 1]]) for b in plan.buckets]
         work = [(b, rows) for b, rows in work if len(rows)]
         # Biggest buckets first: the pool finishes sooner when the long tasks start early.
