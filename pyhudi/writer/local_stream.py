@@ -134,14 +134,19 @@ class StreamedInsert(WriteClient):
             if rows * avg >= target or nbytes >= by_arrow:
                 rest = _peeked(batches)
                 break
+        return self._checked_records(spec, source, tables), rest
+
+    def _checked_records(self, spec: ArrowBatchSpec, source: ArrowSource, tables: list[pa.Table]) -> pa.Table:
+        """Prepared batches as one table, refused (nothing written yet) if a key or a required precombine
+        value is null."""
         records = pa.concat_tables(tables) if tables else spec.prepare(source.schema.empty_table())
         bad = bad_key_count(records)
         if bad:
             raise self._bad_keys(bad)
         missing = spec.null_ordering(records)
         if missing:
-            raise null_ordering_error(cfg, missing)
-        return records.drop_columns([BAD_KEY]), rest
+            raise null_ordering_error(self.config, missing)
+        return records.drop_columns([BAD_KEY])
 
     def _small_file_room(self, timeline: ActiveTimeline) -> int:
         """Bytes the table's small files (every partition) may still take: the first chunk grows by that

@@ -53,7 +53,6 @@ from pyhudi.writer.local_stream import StreamedInsert, materialize_reason
 from pyhudi.writer.local_tagging import LOC_FILE_ID, LOC_INSTANT, tag_records
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import Bucket, BucketPlan, grouped
-from pyhudi.writer.prepare import BAD_KEY, null_ordering_error
 from pyhudi.writer.profile import WorkloadProfile
 
 log = logging.getLogger(__name__)
@@ -87,15 +86,7 @@ class LocalWriteClient(StreamedInsert):
 
     def _prepared(self, spec: ArrowBatchSpec, source: ArrowSource) -> pa.Table:
         """The whole batch prepared, checked for null keys and null precombine values (nothing written yet)."""
-        tables = [spec.prepare(b) for b in source.batches]
-        records = pa.concat_tables(tables) if tables else spec.prepare(source.schema.empty_table())
-        bad = bad_key_count(records)
-        if bad:
-            raise self._bad_keys(bad)
-        missing = spec.null_ordering(records)
-        if missing:
-            raise null_ordering_error(self.config, missing)
-        return records.drop_columns([BAD_KEY])
+        return self._checked_records(spec, source, [spec.prepare(b) for b in source.batches])
 
     def _partitions_of(self, source: ArrowSource) -> list[str]:
         """delete_partition's partitions from the records' partition paths (null keys refused)."""
