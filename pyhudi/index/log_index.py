@@ -40,10 +40,9 @@ def log_file_keys(storage: Storage, path: str) -> list[str]:
     return keys
 
 
-def log_keys_batches(base_uri: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def log_keys_batches(storage: Storage, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(key, partition, fileId, instant) batches for batches of log files (LOGS_SCHEMA rows): an engine task
     that runs where the logs are read, so keys never pass through the driver."""
-    storage = Storage(base_uri)
     for batch in batches:
         for part, fid, inst, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
             keys = log_file_keys(storage, path)

@@ -137,7 +137,7 @@ def partition_groups(table: pa.Table, column: str = PARTITION_COL) -> list[tuple
 
 def write_tables(ctx: HandleContext, tables: Iterator[pa.Table], pid: int, token: str) -> list[str]:
     """One create handle per table partition the task sees, fed table by table; the write stats."""
-    storage = Storage(ctx.base_uri)
+    storage = ctx.storage
     writers: dict[object, _PartitionWriter | _BucketWriter] = {}
     seen: set[str] = set()
     for table in tables:

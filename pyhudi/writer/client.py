@@ -430,7 +430,7 @@ class WriteClient:
                         salts: list[int], combine: bool | None = None) -> HandleContext:
         cfg = self.config
         return HandleContext(
-            base_uri=self.storage.base_uri, instant=instant, operation=cfg.operation,
+            storage=self.storage, instant=instant, operation=cfg.operation,
             file_schema=S.avro_to_arrow(S.with_meta_fields(avro_schema)),
             avro_schema_with_meta=S.to_json(S.with_meta_fields(avro_schema)),
             populate_meta=cfg.table.populate_meta_fields, precombine_field=cfg.precombine_field,

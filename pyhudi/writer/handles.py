@@ -50,9 +50,10 @@ ROLLOVER_TARGET = 0.97
 
 @dataclass(frozen=True)
 class HandleContext:
-    """Everything a task needs, shipped once in the closure; small and picklable."""
+    """Everything a task needs, shipped once in the closure; small and picklable (the storage pickles as
+    its URI and explicit storage options, so executors reach the same store the same way)."""
 
-    base_uri: str
+    storage: Storage
     instant: str
     operation: WriteOperation
     file_schema: pa.Schema  # meta columns + data columns, as written
@@ -69,6 +70,10 @@ class HandleContext:
     # Every record needs a non-null precombine value (writer/prepare.ordering_required); the one-task
     # write checks it in its task, the distributed write in its count job.
     require_ordering: bool = False
+
+    @property
+    def base_uri(self) -> str:
+        return self.storage.base_uri
 
 
 # --------------------------------------------------------------------------- record prep

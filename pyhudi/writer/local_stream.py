@@ -186,7 +186,7 @@ class StreamedInsert(WriteClient):
         pending, head = _split_by_plan(tagged, plan)
         del tagged
         ctx = replace(self._handle_context(spec.avro_schema, instant, plan, []), salts=())
-        storage = Storage(self.storage.base_uri)
+        storage = self.storage
         stream_pid = plan.num_buckets  # after every bucket number: its own write token and sequence numbers
         heads = [head]
 

@@ -117,7 +117,7 @@ class LocalWriteClient(StreamedInsert):
         # One contiguous copy first: a take per bucket from a many-chunk table costs far more in total.
         records = tagged.drop_columns([LOC_FILE_ID, LOC_INSTANT]).combine_chunks()
         ctx = replace(self._handle_context(avro_schema, instant, plan, []), salts=())
-        storage = Storage(self.storage.base_uri)
+        storage = self.storage
         order, bounds = grouped(routes, plan.num_buckets)
         work = [(b, order[bounds[b.number]:bounds[b.number + 1]]) for b in plan.buckets]
         work = [(b, rows) for b, rows in work if len(rows)]

@@ -57,7 +57,7 @@ FILE_SCHEMA = S.avro_to_arrow(AVRO)
 
 def _ctx(root: Path, instant: str) -> HandleContext:
     return HandleContext(
-        base_uri=str(root), instant=instant, operation=WriteOperation.UPSERT, file_schema=FILE_SCHEMA,
+        storage=Storage(str(root)), instant=instant, operation=WriteOperation.UPSERT, file_schema=FILE_SCHEMA,
         avro_schema_with_meta=S.to_json(AVRO), populate_meta=True, precombine_field=None,
         event_time_ordering=False, combine=False, allow_duplicate_on_inserts=True, sizing=SizingConfig(),
         parquet=ParquetSettings(), buckets=(), salts=())

@@ -36,8 +36,7 @@ RANGES_SCHEMA = FILES_SCHEMA + ", b_min string, b_max string"
 FOUND_SCHEMA = f"f_key string, f_part string, {LOC_FILE_ID} string, {LOC_INSTANT} string"
 
 
-def _ranges(base_uri: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    storage = Storage(base_uri)
+def _ranges(storage: Storage, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         mins, maxs = [], []
         for path in batch.column("b_path").to_pylist():
@@ -50,13 +49,12 @@ def _ranges(base_uri: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
                                          names=list(batch.schema.names) + ["b_min", "b_max"])
 
 
-def _check_file(base_uri: str, table: pa.Table) -> pa.Table:
+def _check_file(storage: Storage, table: pa.Table) -> pa.Table:
     """Keys of one file's candidates that really are in that file."""
     empty = pa.table({"f_key": pa.array([], pa.string()), "f_part": pa.array([], pa.string()),
                       LOC_FILE_ID: pa.array([], pa.string()), LOC_INSTANT: pa.array([], pa.string())})
     if table.num_rows == 0:
         return empty
-    storage = Storage(base_uri)
     path = table.column("b_path")[0].as_py()
     keys = pc.unique(table.column(RECORD_KEY))
     with storage.open_input_file(path) as f:
@@ -82,12 +80,11 @@ def tag(spark: SparkSession, storage: Storage, keyed: DataFrame, base_files: Seq
         cfg: IndexConfig) -> DataFrame:
     if not base_files:
         return with_empty_location(keyed)
-    base_uri = storage.base_uri
     files = spark.createDataFrame([(bf.partition, bf.file_id, bf.instant, bf.path) for bf in base_files],
                                   FILES_SCHEMA)
     files = files.repartition(max(1, min(len(base_files), spark.sparkContext.defaultParallelism * 2)))
     if cfg.prune_by_ranges:
-        ranges = files.mapInArrow(lambda it: _ranges(base_uri, it), RANGES_SCHEMA)
+        ranges = files.mapInArrow(lambda it: _ranges(storage, it), RANGES_SCHEMA)
     else:
         ranges = files.withColumn("b_min", F.lit(None).cast("string")).withColumn("b_max", F.lit(None).cast("string"))
     # Ranges compare in Hudi's order (Java's String.compareTo, see key_order): footers written by Hudi
@@ -99,7 +96,7 @@ def tag(spark: SparkSession, storage: Storage, keyed: DataFrame, base_files: Seq
         ranges["b_min"].isNull() | (keys["k_sort"] >= ranges["b_min_sort"])) & (
         ranges["b_max"].isNull() | (keys["k_sort"] <= ranges["b_max_sort"]))
     candidates = keys.join(F.broadcast(ranges), in_range, "inner")
-    found = candidates.groupBy("b_path").applyInArrow(lambda t: _check_file(base_uri, t), FOUND_SCHEMA)
+    found = candidates.groupBy("b_path").applyInArrow(lambda t: _check_file(storage, t), FOUND_SCHEMA)
     cond = (keyed[RECORD_KEY] == found["f_key"]) & (keyed[PARTITION] == found["f_part"])
     joined = keyed.join(found, cond, "left")
     return joined.select(*[keyed[c] for c in keyed.columns], found[LOC_FILE_ID], found[LOC_INSTANT])

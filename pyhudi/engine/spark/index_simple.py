@@ -48,8 +48,7 @@ def existing_log_aware_locations(spark: SparkSession, storage: Storage,
         return base
     log_df = spark.createDataFrame(logs, log_index.LOGS_SCHEMA).repartition(
         max(1, min(len(logs), spark.sparkContext.defaultParallelism * 2)))
-    base_uri = storage.base_uri
-    in_logs = log_df.mapInArrow(lambda it: log_index.log_keys_batches(base_uri, it), log_index.KEYS_SCHEMA)
+    in_logs = log_df.mapInArrow(lambda it: log_index.log_keys_batches(storage, it), log_index.KEYS_SCHEMA)
     union = in_logs if base is None else base.unionByName(in_logs)
     return union.dropDuplicates(["_loc_key", LOC_PARTITION, LOC_FILE_ID])
 

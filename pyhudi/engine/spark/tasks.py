@@ -11,7 +11,6 @@ import pyarrow.compute as pc
 from pyspark import TaskContext
 
 from pyhudi.model.file_names import write_token
-from pyhudi.storage import Storage
 from pyhudi.writer.bulk_insert import write_tables
 from pyhudi.writer.direct_input import DirectInput, InputUnit
 from pyhudi.writer.dispatch import run_handle
@@ -37,7 +36,7 @@ def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> It
     if salts != [ctx.salts[pid]]:
         raise RuntimeError(f"task {pid} received rows of salts {salts}, expected only {ctx.salts[pid]}")
     token = write_token(pid, tc.stageId(), tc.taskAttemptId())
-    stats = run_handle(ctx, Storage(ctx.base_uri), bucket, records, token, pid)
+    stats = run_handle(ctx, ctx.storage, bucket, records, token, pid)
     rows = [json.dumps(s.to_json()) for s in stats]
     yield pa.RecordBatch.from_pydict({"stat": rows}, schema=STAT_SCHEMA)
 
@@ -64,7 +63,7 @@ def run_direct_single_task(ctx: HandleContext, layout: TableLayout, direct: Dire
 
 
 def _outcome_rows(ctx: HandleContext, layout: TableLayout, records: pa.Table) -> list[tuple[str, str]]:
-    outcome = write_batch(ctx, layout, Storage(ctx.base_uri), records, _task_token)
+    outcome = write_batch(ctx, layout, ctx.storage, records, _task_token)
     return [("error", json.dumps(o)) if isinstance(o, dict) else ("stat", json.dumps(o.to_json()))
             for o in outcome]
 
