@@ -69,6 +69,16 @@ class HollowCommitError(TimelineError):
     """An incremental read would skip a write that is still in flight (a "hollow commit")."""
 
 
+class StorageError(HudiError, OSError):
+    """A storage operation failed for good (after retries): the message names the operation, the path
+    and what to check. Also an OSError, so code that handles I/O errors keeps handling it."""
+
+
+class ConditionalWriteUnsupportedError(StorageError):
+    """The store does not support conditional writes (If-None-Match / If-Match), which the operation
+    needs to be safe with concurrent writers."""
+
+
 _WORKER_ERROR = re.compile(r"pyhudi\.errors\.(\w+): (.*)")
 
 

@@ -9,13 +9,19 @@ The storage contract the timeline relies on (also in docs/architecture.md):
 * `create_exclusive(path, data)`: succeeds for exactly one caller when several
   race to create the same path. Local file systems use O_CREAT|O_EXCL. Object
   stores without conditional PUT get check-then-put, which is only safe with a
-  single writer; that limitation is documented for OCC users.
+  single writer; that limitation is documented for OCC users. Object stores with conditional PUT
+  (S3 `If-None-Match: *`, GCS generation preconditions, Azure `If-None-Match`) create exclusively
+  with one conditional PUT (`storage/object_store.py`); `supports_conditional_create()` says which.
+* `read_with_etag` / `put_if_match` / `delete_if_match`: compare-and-swap on one object (ETag on
+  object stores; inode, mtime and size under a lock file locally), for the lock provider.
 * `delete` is idempotent; listing never returns temp files.
 * A process killed inside `write_atomic`/`create_exclusive` leaves its temp file behind (never the
   target); `purge_temp_files` (run by the cleaner) deletes temp files older than an hour.
 
 Paths handed to this class are relative to the table's base path and use `/`.
-Instances are picklable (only the URI travels) so executors rebuild them.
+Instances are picklable (the URI and the explicit `storage_options` travel) so executors rebuild them.
+Object stores fail transiently: their requests are retried with backoff (`storage/retry.py`) and
+what still fails is a `StorageError`.
 """
 
 from __future__ import annotations
@@ -25,12 +31,18 @@ import posixpath
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from pyhudi.errors import ConditionalWriteUnsupportedError, StorageError
 from pyhudi.faults import armed, fault_point
+from pyhudi.storage import local_cas
+from pyhudi.storage.config import Location, parse_location, resolve_options
+
+if TYPE_CHECKING:
+    from pyhudi.storage.object_store import ObjectBackend
 
 TEMP_DIR = ".hoodie/.aux/.pyhudi-tmp"
 TEMP_FILE_MAX_AGE_S = 3600  # a temp file lives for one write_atomic call; an older one was left by a crash
@@ -65,8 +77,13 @@ def _normalize_uri(uri: str) -> str:
 class Storage:
     """File access rooted at a table's base path."""
 
-    def __init__(self, base_uri: str, filesystem: pafs.FileSystem | None = None) -> None:
+    def __init__(self, base_uri: str, filesystem: pafs.FileSystem | None = None,
+                 storage_options: dict[str, str] | None = None) -> None:
         self.base_uri = _normalize_uri(base_uri)
+        self.storage_options = dict(storage_options or {})
+        self._loc: Location = parse_location(self.base_uri)
+        self._obj: ObjectBackend | None = None
+        self._explicit_fs = filesystem is not None
         if filesystem is not None:
             self._fs: pafs.FileSystem | None = filesystem
             self._root = self.base_uri.split("://", 1)[-1] if "://" in self.base_uri else self.base_uri
@@ -74,19 +91,26 @@ class Storage:
             self._fs = None
             self._root = ""
 
-    # -- pickling: executors rebuild the filesystem from the URI -------------------------
+    # -- pickling: executors rebuild the clients from the URI and the options ----------------
     def __getstate__(self) -> dict[str, Any]:
-        return {"base_uri": self.base_uri}
+        state = {"base_uri": self.base_uri}
+        if self.storage_options:
+            state["storage_options"] = self.storage_options  # type: ignore[assignment]
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.base_uri = state["base_uri"]
-        self._fs = None
-        self._root = ""
+        self.__init__(state["base_uri"], storage_options=state.get("storage_options"))  # type: ignore[misc]
 
     @property
     def fs(self) -> pafs.FileSystem:
+        """pyarrow's file system for callers that want one (configured from the same options on object
+        stores, where Storage's own requests and streams go through obstore: see object_store.py)."""
         if self._fs is None:
-            if "://" in self.base_uri:
+            if self._loc.is_object_store:
+                from pyhudi.storage.object_store import build_arrow_fs
+
+                fs, root = build_arrow_fs(self._loc, resolve_options(self._loc, self.storage_options))
+            elif "://" in self.base_uri:
                 fs, root = pafs.FileSystem.from_uri(self.base_uri)
             else:
                 fs, root = pafs.LocalFileSystem(), self.base_uri
@@ -94,7 +118,18 @@ class Storage:
         return self._fs
 
     @property
+    def _object(self) -> ObjectBackend | None:
+        """The object-store backend (None for local paths and for an explicitly given file system)."""
+        if self._obj is None and self._loc.is_object_store and not self._explicit_fs:
+            from pyhudi.storage.object_store import ObjectBackend
+
+            self._obj = ObjectBackend(self._loc, resolve_options(self._loc, self.storage_options))
+        return self._obj
+
+    @property
     def is_local(self) -> bool:
+        if self._fs is None and self._loc.is_object_store:
+            return False
         return isinstance(self.fs, pafs.LocalFileSystem)
 
     def full_path(self, rel: str) -> str:
@@ -116,30 +151,48 @@ class Storage:
 
     # -- reads -------------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
+        if self._object is not None:
+            return self._object.head(rel) is not None or self._object.has_children(rel)
         return self.fs.get_file_info(self.full_path(rel)).type != pafs.FileType.NotFound
 
     def is_dir(self, rel: str) -> bool:
+        if self._object is not None:
+            return self._object.head(rel) is None and self._object.has_children(rel)
         return self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.Directory
 
     def size(self, rel: str) -> int:
+        if self._object is not None:
+            meta = self._object.head(rel)
+            return int(meta["size"]) if meta else 0
         info = self.fs.get_file_info(self.full_path(rel))
         return int(info.size or 0)
 
     def mtime_ms(self, rel: str) -> int | None:
+        if self._object is not None:
+            meta = self._object.head(rel)
+            return int(meta["last_modified"].timestamp() * 1000) if meta else None
         info = self.fs.get_file_info(self.full_path(rel))
         if info.type == pafs.FileType.NotFound or info.mtime_ns is None:
             return None
         return int(info.mtime_ns // 1_000_000)
 
     def read_bytes(self, rel: str) -> bytes:
+        if self._object is not None:
+            return self._object.read(rel)[0]
         with self.fs.open_input_stream(self.full_path(rel)) as f:
             return bytes(f.read())
 
     def open_input_file(self, rel: str) -> pa.NativeFile:
+        if self._object is not None:
+            from pyhudi.storage.object_files import open_input_file
+
+            return open_input_file(self._object, rel)
         return self.fs.open_input_file(self.full_path(rel))
 
     def list_dir(self, rel: str) -> list[FileInfo]:
         """Direct children of a directory; a missing directory lists as empty."""
+        if self._object is not None:
+            return self._list_objects(rel)
         base = self.full_path(rel)
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True, recursive=False))
@@ -156,13 +209,33 @@ class Storage:
             ))
         return out
 
+    def _list_objects(self, rel: str) -> list[FileInfo]:
+        assert self._object is not None
+        objects, dirs = self._object.list_dir(rel)
+        out = [FileInfo(path=d, name=posixpath.basename(d), size=0, is_dir=True) for d in dirs]
+        for o in objects:
+            path = str(o["path"])
+            if path == rel.strip("/"):
+                continue  # a directory marker object written by another tool
+            out.append(FileInfo(path=path, name=posixpath.basename(path), size=int(o["size"]), is_dir=False,
+                                mtime_ns=int(o["last_modified"].timestamp() * 1_000_000) * 1000))
+        return out
+
     # -- writes ------------------------------------------------------------------------
     def makedirs(self, rel: str) -> None:
+        if self._object is not None:
+            return  # object stores have no directories; a key's prefix is its directory
         self.fs.create_dir(self.full_path(rel), recursive=True)
 
     def open_output_stream(self, rel: str) -> pa.NativeFile:
+        """A stream whose content is visible once closed (object stores: one PUT at a clean close;
+        leaving the `with` block by an exception stores nothing)."""
+        if self._object is not None:
+            from pyhudi.storage.object_files import open_output_file
+
+            return open_output_file(self._object, rel)
         parent = posixpath.dirname(rel.strip("/"))
-        if parent:
+        if parent and self._object is None:
             self.makedirs(parent)
         return self.fs.open_output_stream(self.full_path(rel))
 
@@ -172,6 +245,11 @@ class Storage:
         `mid_write_fault` names a fault point reached once half of `data` is on storage, when a crash
         test armed it (to leave a torn file behind).
         """
+        if self._object is not None:
+            if mid_write_fault is not None:
+                fault_point(mid_write_fault)  # a PUT is all or nothing: a crash leaves no file at all
+            self._object.put(rel, data)
+            return
         with self.open_output_stream(rel) as f:
             if mid_write_fault is None or not armed(mid_write_fault):
                 f.write(data)
@@ -191,6 +269,10 @@ class Storage:
         Hudi's log writer); readers only trust it once a commit names it. Object stores without
         conditional PUT get check-then-put, as for `create_exclusive`.
         """
+        if self._object is not None:
+            if mid_write_fault is not None:
+                fault_point(mid_write_fault)
+            return self._object.create(rel, data)
         if not self.is_local:
             if self.exists(rel):
                 return False
@@ -214,6 +296,9 @@ class Storage:
         return True
 
     def write_atomic(self, rel: str, data: bytes) -> None:
+        if self._object is not None:
+            self._object.put(rel, data)  # one PUT: visible whole or not at all
+            return
         if not self.is_local:
             self.write_bytes(rel, data)
             return
@@ -233,6 +318,8 @@ class Storage:
 
     def create_exclusive(self, rel: str, data: bytes = b"") -> bool:
         """Create `rel` only if absent; returns False when someone else got there first."""
+        if self._object is not None:
+            return self._object.create(rel, data)
         if self.is_local:
             # Write the content to a temp file first, then link(2) it into place: the link fails if the
             # target exists (exclusive) and makes the complete content appear at once (atomic).
@@ -260,6 +347,12 @@ class Storage:
         return True
 
     def delete(self, rel: str) -> bool:
+        """Delete a file; False if it did not exist. On object stores True means "gone": S3's
+        DeleteObject does not say whether the key existed, and asking first would double the requests
+        of every clean and rollback."""
+        if self._object is not None:
+            self._object.delete(rel)
+            return True
         try:
             self.fs.delete_file(self.full_path(rel))
             return True
@@ -271,6 +364,9 @@ class Storage:
             raise
 
     def delete_dir(self, rel: str) -> None:
+        if self._object is not None:
+            self._object.delete_many(self._object.list_recursive(rel))
+            return
         try:
             self.fs.delete_dir(self.full_path(rel))
         except FileNotFoundError:
@@ -289,4 +385,58 @@ class Storage:
         return sum(1 for rel in stale if self.delete(rel))
 
     def rename(self, src: str, dst: str) -> None:
+        """Not atomic on object stores (copy, then delete); only for files no reader relies on."""
+        if self._object is not None:
+            self._object.rename(src, dst)
+            return
         self.fs.move(self.full_path(src), self.full_path(dst))
+
+    # -- conditional writes (compare-and-swap), for the lock provider -------------------------
+    def supports_conditional_create(self) -> bool:
+        """Whether `create_exclusive` is safe with concurrent writers: always locally; on an object
+        store, whether it honours `If-None-Match: *` (probed once per bucket and process; the
+        `pyhudi.conditional_writes` storage option overrides). Without it, create_exclusive is
+        check-then-put, safe only with a single writer."""
+        if self._object is not None:
+            return self._object.supports_conditional_create()
+        return self.is_local
+
+    def read_with_etag(self, rel: str) -> tuple[bytes, str]:
+        """Content and the version tag to pass to `put_if_match`/`delete_if_match`; FileNotFoundError
+        if absent."""
+        if self._object is not None:
+            data, etag, _ = self._object.read(rel)
+            if etag is None:
+                raise StorageError(f"{self._object.describe(rel)} has no ETag; the store cannot do "
+                                   "compare-and-swap")
+            return data, etag
+        self._require_local("read_with_etag")
+        return local_cas.read_with_etag(self.full_path(rel))
+
+    def put_if_match(self, rel: str, data: bytes, etag: str) -> str | None:
+        """Replace `rel` with `data` only if its version is still `etag`; returns the new ETag, or None
+        when someone changed or deleted it first."""
+        if self._object is not None:
+            return self._object.put_if_match(rel, data, etag)
+        self._require_local("put_if_match")
+        with local_cas.locked(self.full_path(""), rel):
+            if local_cas.etag_of(self.full_path(rel)) != etag:
+                return None
+            self.write_atomic(rel, data)
+            return local_cas.etag_of(self.full_path(rel))
+
+    def delete_if_match(self, rel: str, etag: str) -> bool:
+        """Delete `rel` only if its version is still `etag`; False when it changed or is gone."""
+        if self._object is not None:
+            return self._object.delete_if_match(rel, etag)
+        self._require_local("delete_if_match")
+        with local_cas.locked(self.full_path(""), rel):
+            if local_cas.etag_of(self.full_path(rel)) != etag:
+                return False
+            return self.delete(rel)
+
+    def _require_local(self, op: str) -> None:
+        if not self.is_local:
+            raise ConditionalWriteUnsupportedError(
+                f"{op} on {self.base_uri}: this file system ({type(self.fs).__name__}) has no "
+                "compare-and-swap; use a local path or an s3://, gs:// or abfss:// URI")

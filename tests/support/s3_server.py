@@ -1,0 +1,147 @@
+"""A local S3-compatible server for tests: moto's server mode on loopback, on a free port, in a child
+process (`python -m tests.support.s3_server` prints its port; `MotoS3Server.start_in_thread` runs it here).
+
+moto 5.x honours `If-None-Match: *` and `If-Match` on PutObject and `If-Match` on DeleteObject (412
+PreconditionFailed), but its check-then-store is not atomic under its threaded server: two racing
+conditional PUTs could both pass the check. Real S3 serializes them, so the server wraps moto's WSGI
+application and runs every request carrying a precondition under one lock; everything else stays
+concurrent.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+ACCESS_KEY = "pyhudi-test-key"
+SECRET_KEY = "pyhudi-test-secret"
+REGION = "us-east-1"
+
+_CONDITIONAL = ("HTTP_IF_NONE_MATCH", "HTTP_IF_MATCH")
+
+
+class _SerializedConditionals:
+    """WSGI middleware: requests with a precondition run one at a time (S3's atomic check-and-put)."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if not any(h in environ for h in _CONDITIONAL):
+            return self.app(environ, start_response)
+        with self.lock:
+            return list(self.app(environ, start_response))
+
+
+class MotoS3Server:
+    """moto's S3 on 127.0.0.1 and a free port, in a child process (so the server does not compete with
+    the code under test for this process's GIL); `stop()` ends it."""
+
+    def __init__(self) -> None:
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._port = 0
+
+    def start(self) -> MotoS3Server:
+        self._proc = subprocess.Popen([sys.executable, "-m", "tests.support.s3_server"], stdout=subprocess.PIPE,
+                                      stdin=subprocess.PIPE,
+                                      cwd=str(pathlib.Path(__file__).resolve().parents[2]))
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline().decode().strip()
+        if not line.isdigit():
+            self._proc.kill()
+            raise RuntimeError(f"the moto S3 server did not start: {line!r}")
+        self._port = int(line)
+        return self
+
+    def start_in_thread(self) -> MotoS3Server:
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+        from werkzeug.serving import make_server
+
+        class QuietHandler(MotoRequestHandler):
+            def log_request(self, *args: Any, **kwargs: Any) -> None:
+                pass
+
+        app = _SerializedConditionals(DomainDispatcherApplication(create_backend_app))
+        self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="moto-s3", daemon=True)
+        self._thread.start()
+        return self
+
+    @property
+    def port(self) -> int:
+        return self._port or int(self._server.server_address[1])
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = self._thread = None
+
+
+def s3_env(endpoint: str) -> dict[str, str]:
+    """The standard AWS environment a user would set for an S3-compatible endpoint over plain HTTP."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ALLOW_HTTP": "true",  # object_store (obstore, hudi-rs) refuses http:// endpoints without it
+        "AWS_EC2_METADATA_DISABLED": "true",  # no IMDS probing (a 1 s timeout per client) on a laptop
+    }
+
+
+def create_bucket(endpoint: str, name: str) -> None:
+    """Create a bucket with one plain signed-less request (moto does not check signatures)."""
+    import http.client
+    import urllib.parse
+
+    url = urllib.parse.urlparse(endpoint)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    try:
+        conn.request("PUT", f"/{name}", headers={"Content-Length": "0"})
+        resp = conn.getresponse()
+        body = resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"creating bucket {name}: {resp.status} {body[:200]!r}")
+    finally:
+        conn.close()
+
+
+def _serve_forever() -> None:
+    """Child-process entry: serve, print the port on stdout, stop with the parent (SIGTERM or stdin)."""
+    server = MotoS3Server().start_in_thread()
+    print(server.port, flush=True)
+    try:
+        sys.stdin.read()  # returns when the parent goes away and closes our stdin
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    _serve_forever()
