@@ -420,6 +420,16 @@ LOCK_EXPIRE_SECONDS = declare("hoodie.write.lock.filesystem.expire", "int", 60,
                               Group.LOCK, validator=positive)
 LOCK_ACQUIRE_WAIT_MS = declare("hoodie.write.lock.wait_time_ms", "int", 60000,
                                "How long to wait for the lock.", Group.LOCK, validator=positive)
+LOCK_STORAGE_VALIDITY_SECONDS = declare(
+    "hoodie.write.lock.storage.validity.timeout.secs", "float", 15.0,
+    "Storage-based lock (StorageBasedLockProvider): how long each acquisition or renewal of the lock object "
+    "is valid, in seconds; a dead holder blocks other writers this long. At least 3x the renew interval. "
+    "pyhudi defaults to 15 (Hudi: 300), as it holds the lock only around a commit.", Group.LOCK,
+    validator=positive)
+LOCK_STORAGE_RENEW_SECONDS = declare(
+    "hoodie.write.lock.storage.renew.interval.secs", "float", 3.0,
+    "Storage-based lock: seconds between renewals of the held lock by its heartbeat (Hudi: 30).", Group.LOCK,
+    aliases=("hoodie.write.lock.storage.heartbeat.poll.secs",), validator=positive)
 
 # --------------------------------------------------------------------------- streamer error table
 ERROR_TABLE_ENABLE = declare(

@@ -6,9 +6,12 @@ lease expiry. An expired lock is stolen through a second exclusive file
 (`.steal`), so two processes can never both steal the same stale lock; the
 steal file itself expires, should a stealer crash mid-steal.
 
-Other providers plug in through `hoodie.write.lock.provider`: either Hudi's
-class name for the file-system lock, or `some.module.ClassName` of a class
-implementing `LockProvider`.
+Other providers plug in through `hoodie.write.lock.provider`: Hudi's class
+name for the file-system lock, Hudi's `StorageBasedLockProvider` (the lock
+object with conditional writes and a renewed lease, `storage_lock.py`), or
+`some.module.ClassName` of a class implementing `LockProvider`. With no
+provider named, a table on an object store gets the storage-based lock (see
+`default_lock`), a local table the file-system lock.
 """
 
 from __future__ import annotations
@@ -21,11 +24,20 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from pyhudi.errors import CommitConflictError, InvalidConfigError
+from pyhudi.errors import InvalidConfigError
 from pyhudi.storage import Storage
+from pyhudi.transaction.lock_types import LockLostError, LockProvider, LockSettings, LockTimeoutError
+from pyhudi.transaction.storage_lock import (
+    STORAGE_LOCK_CLASSES,
+    StorageBasedLockProvider,
+    check_settings,
+    require_conditional_writes,
+)
+
+__all__ = ["LOCK_DIR", "FileSystemLockProvider", "LockLostError", "LockProvider", "LockSettings",
+           "LockTimeoutError", "StorageBasedLockProvider", "check_lock_usable", "ensure_held", "make_lock", "table_lock"]
 
 LOCK_DIR = ".hoodie/.locks"
 HUDI_FS_LOCK_CLASSES = frozenset({
@@ -33,24 +45,6 @@ HUDI_FS_LOCK_CLASSES = frozenset({
     "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
     "pyhudi.transaction.lock.FileSystemLockProvider",
 })
-
-
-class LockTimeoutError(CommitConflictError):
-    """The table lock could not be acquired in time."""
-
-
-class LockProvider(Protocol):
-    def acquire(self, timeout_s: float) -> None: ...
-
-    def release(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class LockSettings:
-    provider: str | None = None
-    directory: str | None = None
-    lease_seconds: int = 60
-    wait_ms: int = 60000
 
 
 class FileSystemLockProvider:
@@ -138,19 +132,61 @@ class FileSystemLockProvider:
         self._held = False
 
 
+def default_lock(storage: Storage, settings: LockSettings) -> LockProvider:
+    """No provider named: a local table keeps the file-system lock. A table on an object store gets the
+    storage-based lock when the store has conditional writes (a dead holder blocks others for seconds,
+    and Hudi writers using that provider are excluded too); without them, concurrent writers (OCC) are
+    refused, while a single writer keeps the file-system lock (its exclusive create is check-then-put
+    there, which only a single writer can afford)."""
+    if storage.is_local:
+        return FileSystemLockProvider(storage, settings)
+    if storage.supports_conditional_create():
+        return StorageBasedLockProvider(storage, settings)
+    if settings.occ:
+        require_conditional_writes(storage, "hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL")
+    return FileSystemLockProvider(storage, settings)
+
+
 def make_lock(storage: Storage, settings: LockSettings) -> LockProvider:
     name = settings.provider
-    if name is None or name in HUDI_FS_LOCK_CLASSES:
+    if name is None:
+        return default_lock(storage, settings)
+    if name in HUDI_FS_LOCK_CLASSES:
         return FileSystemLockProvider(storage, settings)
+    if name in STORAGE_LOCK_CLASSES:
+        return StorageBasedLockProvider(storage, settings)
     module_name, _, cls_name = name.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module_name), cls_name)
     except (ImportError, AttributeError, ValueError) as exc:
         raise InvalidConfigError(
             f"hoodie.write.lock.provider={name!r} cannot be loaded ({exc}); use "
-            "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider or a 'module.Class' implementing "
+            "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider, "
+            "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider or a 'module.Class' implementing "
             "pyhudi.transaction.lock.LockProvider") from exc
     return cls(storage, settings)  # type: ignore[no-any-return]
+
+
+def check_lock_usable(storage: Storage, settings: LockSettings) -> None:
+    """Refuse before a write starts, not at its commit, a lock that cannot work: the storage-based lock
+    (named, or the default for concurrent writers on an object store) on a store without conditional
+    writes, or with unsafe timings. Costs nothing locally; on an object store, the store's cached probe."""
+    name = settings.provider
+    if name in STORAGE_LOCK_CLASSES:
+        check_settings(settings)
+        require_conditional_writes(storage, f"hoodie.write.lock.provider={name}")
+    elif name is None and not storage.is_local:
+        check_settings(settings)
+        if settings.occ:
+            require_conditional_writes(storage, "hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL")
+
+
+def ensure_held(lock: LockProvider, min_remaining_s: float | None = None) -> None:
+    """Raise LockLostError if a provider that can lose its lock (a lease renewed by heartbeat) no longer
+    safely holds it. The commit path calls this right before its final write, inside `table_lock`."""
+    check = getattr(lock, "check", None)
+    if callable(check):
+        check(min_remaining_s)
 
 
 @contextmanager

@@ -335,7 +335,10 @@ def check_bucket_num(num_buckets: int, table: TableConfig) -> None:
 
 def lock_settings(o: Options) -> LockSettings:
     return LockSettings(provider=o.get(K.LOCK_PROVIDER), directory=o.get(K.LOCK_FILESYSTEM_PATH),
-                        lease_seconds=o.get(K.LOCK_EXPIRE_SECONDS), wait_ms=o.get(K.LOCK_ACQUIRE_WAIT_MS))
+                        lease_seconds=o.get(K.LOCK_EXPIRE_SECONDS), wait_ms=o.get(K.LOCK_ACQUIRE_WAIT_MS),
+                        validity_s=o.get(K.LOCK_STORAGE_VALIDITY_SECONDS),
+                        renew_interval_s=o.get(K.LOCK_STORAGE_RENEW_SECONDS),
+                        occ=o.get(K.CONCURRENCY_MODE) == "OPTIMISTIC_CONCURRENCY_CONTROL")
 
 
 @dataclass(frozen=True)
