@@ -24,7 +24,7 @@ from pyhudi.services.clean_plan import CleanPlanDraft, plan_clean
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import ActiveTimeline
-from pyhudi.transaction.lock import LockSettings, table_lock
+from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.writer.config import CleanConfig
 
@@ -53,7 +53,7 @@ def dry_run(storage: Storage, table: TableConfig, cfg: CleanConfig) -> CleanPlan
 
 def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None) -> str | None:
     """Write a clean plan if anything can be deleted; return its instant."""
-    with table_lock(storage, lock or LockSettings()):
+    with table_lock(storage, lock or LockSettings()) as held:
         timeline = ActiveTimeline.load(storage)
         draft = plan_clean(storage, build_view(storage, table, timeline), cfg)
         if draft.empty:
@@ -67,6 +67,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockS
             earliest_instant_to_retain=am.action_instant(earliest.timestamp, earliest.action.value)
             if earliest else None,
             last_completed_commit_timestamp=draft.last_completed, partitions_to_be_deleted=draft.partitions_to_delete)
+        ensure_held(held)
         instant = timeline.create_new_requested(Action.CLEAN, am.write_instant_avro("HoodieCleanerPlan", plan),
                                                 table.local_timezone).timestamp
     fault_point("clean.after_plan")

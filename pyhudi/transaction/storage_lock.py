@@ -256,12 +256,13 @@ class StorageBasedLockProvider:
 
     def check(self, min_remaining_s: float | None = None) -> None:
         """Raise LockLostError unless the lock is held with at least `min_remaining_s` (default: one
-        renew interval) of its lease left; a short lease is renewed here first, once."""
+        renew interval) of its lease left. The lease is renewed here first, once: that conditional write
+        (If-Match on our ETag) is what proves nobody took the object over while we were paused, which the
+        lease arithmetic alone cannot see; it costs one PUT per commit."""
         need = self.renew_s if min_remaining_s is None else min_remaining_s
-        if self.still_held() and self.remaining_s() < need:
-            with self._io:
-                if self.still_held():
-                    self._renew()
+        with self._io:
+            if self.still_held():
+                self._renew()
         if self.remaining_s() >= need:
             return
         reason = self._lost or ("the lease lapsed: renewals failed" if self._etag is not None else "not acquired")

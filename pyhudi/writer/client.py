@@ -53,7 +53,7 @@ from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.transaction.conflicts import Footprint, check_write, footprint
 from pyhudi.transaction.heartbeat import Heartbeat
-from pyhudi.transaction.lock import table_lock
+from pyhudi.transaction.lock import check_lock_usable, ensure_held, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer import delete_partition, single_task
@@ -97,6 +97,7 @@ class WriteClient:
     def _begin(self) -> ActiveTimeline | None:
         """Before planning: resume orphaned clusterings, note the completed instants this write knows about
         (anything completing later is checked for conflicts)."""
+        check_lock_usable(self.storage, self.config.lock)  # e.g. OCC on a store without conditional writes
         timeline = self._timeline()
         if timeline is not None and self._resume_orphaned_clusterings(timeline):
             timeline = timeline.reload()
@@ -314,14 +315,15 @@ class WriteClient:
     def _complete(self, instant: str, action: Action, meta: CommitMetadata, stats: list[WriteStat]) -> None:
         """Check for conflicting commits and complete, atomically with respect to other committers."""
         cfg = self.config
-        with table_lock(self.storage, cfg.lock):
+        with table_lock(self.storage, cfg.lock) as lock:
             timeline = ActiveTimeline.load(self.storage)
             try:
                 check_write(timeline, instant, self._known_completed, self._footprint(meta, stats))
+                fault_point("write.before_commit")
+                ensure_held(lock)  # a lease lost to a pause (or taken over) must not commit
             except CommitConflictError:
                 rollback_pending_write(self.storage, timeline, Instant(instant, action, State.INFLIGHT))
                 raise
-            fault_point("write.before_commit")
             timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes())
             fault_point("write.after_commit")
 
