@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -25,7 +27,7 @@ from pyhudi.engine.base import Engine, TaskInfo
 from pyhudi.errors import CommitConflictError, HudiError, InvalidConfigError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.io import schema as S
-from pyhudi.io.base_file import ParquetSettings, encode_within, estimate_bytes_per_row
+from pyhudi.io.base_file import ParquetSettings, bloom_overhead, encode_within, estimate_bytes_per_row
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.file_names import base_file_name, file_id, join_path, new_file_id_prefix
@@ -43,7 +45,7 @@ from pyhudi.transaction.heartbeat import Heartbeat, is_expired, owner_is_gone
 from pyhudi.transaction.lock import LockSettings, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.writer.config import ClusteringConfig
-from pyhudi.writer.handles import FILE_NAME, constant_strings, file_overhead, rollover_chunks, size_limit
+from pyhudi.writer.handles import FILE_NAME, constant_strings, file_overhead
 from pyhudi.writer.markers import (
     create_marker,
     delete_markers,
@@ -174,11 +176,75 @@ def _cluster_group(ctx: ClusterContext, storage: Storage, row: dict[str, Any], t
     return _write_preserving_meta(ctx, storage, partition, records, token, start)
 
 
-def _next_file_rows(ctx: ClusterContext, remaining: int, per_row: float) -> int:
-    full = rollover_chunks(remaining, per_row, ctx.target_file_bytes, ctx.parquet)[0]
-    files = -(-remaining // max(1, full))
+AIM = 0.97  # a full file aims this far below the target, so compression variance rarely forces a re-encode
+EVEN_MARGIN = 1.03  # an even split must clear the small-file limit by this much to be chosen
+GROW_ATTEMPTS = 3  # encodes of one file at most, when a file comes out below the small-file limit
+
+
+@dataclass
+class _Measured:
+    """What the previous encode of this group measured: data bytes per row, and the footer's bytes beyond
+    the bloom filter (Avro schema, row-group metadata, magic), so the next file's size is predicted from
+    bytes actually written, not from a sample."""
+
+    per_row: float
+    footer_extra: int = 4096 + 12
+
+    def overhead(self, rows: int, settings: ParquetSettings) -> int:
+        return bloom_overhead(min(rows, settings.bloom_num_entries + 1), settings) + self.footer_extra
+
+    def update(self, rows: int, data: pa.Buffer, settings: ParquetSettings) -> int:
+        """Learn from an encoded file; returns its footer bytes (everything but the column chunks)."""
+        n = len(data)
+        footer = int.from_bytes(data.slice(n - 8, 4).to_pybytes(), "little") + 12  # + "PAR1" twice + length
+        self.per_row = max(1.0, (n - footer) / max(1, rows))
+        self.footer_extra = max(0, footer - bloom_overhead(min(rows, settings.bloom_num_entries + 1), settings))
+        return footer
+
+
+def _hard_limit(ctx: ClusterContext, overhead: int) -> int:
+    """A file is never larger: the target, unless the fixed footer takes more than half of it (as
+    `handles.size_limit`: then the footer plus half the target, so files do not degenerate)."""
+    target = ctx.target_file_bytes
+    return overhead + target // 2 if overhead > target // 2 else target
+
+
+def _next_file_rows(ctx: ClusterContext, remaining: int, per_row: float, overhead: int | None = None) -> int:
+    """Rows of the next output file, from the data bytes per row and the file's fixed overhead.
+
+    Spread evenly over the files the target needs when every file, footer included, then clears the
+    small-file limit (no small remainder); otherwise fill files to the target, so the most bytes land in
+    files no later write or clustering touches again, and only the group's last file stays small.
+    """
+    o = file_overhead(remaining, ctx.parquet) if overhead is None else overhead
+    target = ctx.target_file_bytes
+    budget = max(target * AIM - o, target * 0.5 * AIM)  # data bytes of a full file, below `_hard_limit`
+    full = max(1, int(budget / max(per_row, 1.0)))
+    if remaining <= full:
+        return remaining
+    files = -(-remaining // full)
     even = -(-remaining // files)
-    return even if even * per_row >= ctx.small_file_bytes else full
+    return even if even * per_row + o >= ctx.small_file_bytes * EVEN_MARGIN else full
+
+
+def _encode_next(ctx: ClusterContext, chunk: Callable[[int], pa.Table], rows: int, remaining: int,
+                 measured: _Measured) -> tuple[pa.Buffer, int]:
+    """Encode the next file and measure it: re-encode with a corrected row count while it is over the hard
+    limit, or (a few times at most) below the small-file limit while rows remain for it."""
+    grows = 0
+    while True:
+        data, _ = encode_within(chunk, rows, sys.maxsize, ctx.avro_with_meta, ctx.parquet, measured.per_row)
+        footer = measured.update(rows, data, ctx.parquet)
+        hard = _hard_limit(ctx, footer)
+        if len(data) > hard and rows > 1:
+            rows = max(1, min(rows - 1, int((hard * 0.99 - footer) / measured.per_row)))
+            continue
+        if rows < remaining and len(data) < ctx.small_file_bytes and grows < GROW_ATTEMPTS:
+            want = _next_file_rows(ctx, remaining, measured.per_row, footer)
+            if want > rows:
+                rows, grows = want, grows + 1
+                continue
+        return data, rows
 
 
 def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str, records: pa.Table, token: str,
@@ -186,21 +252,24 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
     """New file groups of at most the target size; records keep their meta columns but the file name.
 
     The plan's numOutputFileGroups counts input bytes, which small files inflate (each carries a
-    bloom filter and footer of its own), so the split is decided from the records' encoded size:
-    spread evenly over the files the target needs when every file then stays at or above the
-    small-file limit (no small remainder); otherwise fill files to the target, so the most bytes
-    land in files no later write or clustering touches again, and only one remainder stays small.
+    bloom filter and footer of its own), so the split is decided from bytes actually written: each file
+    is encoded in memory and measured (data bytes per row, footer bytes), the measure sizes the next
+    file, and a file that misses [small-file limit, target] is re-encoded with a corrected row count
+    (`_encode_next`). Only the group's last file may stay below the small-file limit.
     """
     stats: list[WriteStat] = []
     if records.num_rows == 0:
         return stats
     prefix = new_file_id_prefix()
-    per_row = estimate_bytes_per_row(records.slice(0, 20000), ctx.parquet, sample_rows=20000)
-    offset, i = 0, 0
     name_idx = records.schema.get_field_index(FILE_NAME)
+    sample = records.slice(0, 20000)
+    sample = sample.set_column(name_idx, records.schema.field(name_idx),
+                               constant_strings(base_file_name(file_id(prefix, 0), token, ctx.instant), sample.num_rows))
+    measured = _Measured(estimate_bytes_per_row(sample, ctx.parquet, sample_rows=20000))
+    offset, i = 0, 0
     while offset < records.num_rows:
         remaining = records.num_rows - offset
-        rows = _next_file_rows(ctx, remaining, per_row)
+        rows = _next_file_rows(ctx, remaining, measured.per_row, measured.overhead(remaining, ctx.parquet))
         fid = file_id(prefix, i)
         name = base_file_name(fid, token, ctx.instant)
 
@@ -209,8 +278,7 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
             return part.set_column(name_idx, records.schema.field(name_idx), constant_strings(fname, n))
 
         path = join_path(partition, name)
-        limit = size_limit(ctx.target_file_bytes, rows, ctx.parquet)
-        data, rows = encode_within(chunk, rows, limit, ctx.avro_with_meta, ctx.parquet, per_row)
+        data, rows = _encode_next(ctx, chunk, rows, remaining, measured)
         create_marker(storage, ctx.instant, partition, name, "CREATE")
         storage.write_bytes(path, data)
         fault_point("clustering.mid_execute")
@@ -219,7 +287,6 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
             file_id=fid, path=path, partition_path=partition, num_writes=rows, num_inserts=rows,
             total_write_bytes=size, file_size_in_bytes=size,
             runtime_stats=RuntimeStats(total_create_time=int((time.monotonic() - start) * 1000))))
-        per_row = max(1.0, (size - file_overhead(rows, ctx.parquet)) / rows)
         offset += rows
         i += 1
     return stats

@@ -16,8 +16,14 @@ file still slip into a plan, the write fails its commit check (a clustering plan
 takes its group) and the clustering its own (the group's files changed), so neither drops the other.
 
 One deliberate improvement over Hudi: a group of a single slice that would be
-rewritten unchanged (no log files to merge, no sort order to apply) is skipped,
-because rewriting it only costs IO (a waste Hudi users report).
+rewritten unchanged is skipped, because rewriting it only costs IO (a waste Hudi
+users report: hudi#8234, #14086/PR #14087). Unchanged means no log files to merge
+and either no sort columns or a base file a completed clustering already wrote in
+the same order (same sort columns and layout, read from that clustering's plan).
+Hudi plans such a group whenever sort columns are set
+(`shouldClusteringSingleGroup`), so every run re-sorts the same small tail file
+the previous run left; here a clustering over a table it has just clustered plans
+nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from dataclasses import dataclass, field
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_log_file
 from pyhudi.storage import Storage
-from pyhudi.timeline.instant import Action
+from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
 from pyhudi.writer.binpack import pack_sequential
@@ -37,6 +43,8 @@ from pyhudi.writer.config import ClusteringConfig
 from pyhudi.writer.markers import list_marked_files
 
 MB = 1024 * 1024
+SORT_COLUMNS_KEY = "hoodie.clustering.plan.strategy.sort.columns"
+LAYOUT_KEY = "hoodie.layout.optimize.strategy"
 
 
 @dataclass(frozen=True)
@@ -134,7 +142,7 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) 
     compacting = view.pending_compaction_file_ids()
     clustering = view.pending_clustering_file_ids()
     writing = groups_with_pending_logs(view, partitions)
-    sort_or_merge_changes = bool(cfg.sort_columns)
+    orders = ClusteredOrders(view.timeline)
     for p in partitions:
         eligible: list[FileSlice] = []
         for s in view.latest_file_slices(p):
@@ -160,7 +168,7 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) 
             group_bytes = sum(_size(s, max_file_size) for s in bin_)
             n_out = max(1, math.ceil(group_bytes / cfg.target_file_max_bytes))
             if len(bin_) == 1:
-                why = _single_slice_skip(bin_[0], n_out, pos == len(bins) - 1, cfg, sort_or_merge_changes)
+                why = _single_slice_skip(bin_[0], n_out, pos == len(bins) - 1, cfg, orders)
                 if why:
                     draft.decisions.append(SliceDecision(p, bin_[0].file_id, group_bytes, False, why))
                     continue
@@ -179,18 +187,66 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) 
 
 
 def _single_slice_skip(only: FileSlice, n_out: int, trailing: bool, cfg: ClusteringConfig,
-                       sorted_output: bool) -> str | None:
+                       orders: ClusteredOrders) -> str | None:
     """Why a one-slice group is left out, or None to keep it.
 
     Hudi drops only a partition's trailing one-slice group, and only when neither sort columns nor
     single.group.clustering.enabled ask for it. pyhudi also drops any one-slice group that would be
-    rewritten unchanged: nothing to merge (no logs), nothing to sort, a single output file.
+    rewritten unchanged: nothing to merge (no logs), a single output file, and nothing to sort (no
+    sort columns, or the base file is a clustering's output in this very order).
     """
-    if not only.log_files and not sorted_output and n_out == 1:
-        return "a single file group with nothing to merge or sort would be rewritten unchanged"
-    if trailing and not (cfg.single_group_enabled or sorted_output):
+    if not only.log_files and only.base_file is not None and n_out == 1:
+        if not cfg.sort_columns:
+            return "a single file group with nothing to merge or sort would be rewritten unchanged"
+        by = orders.order_of(only.base_instant)
+        if by is not None and by == plan_order(cfg.sort_columns, cfg.layout):
+            return (f"a single file group already sorted by {','.join(cfg.sort_columns)} (written by clustering "
+                    f"{only.base_instant}) would be rewritten unchanged")
+    if trailing and not (cfg.single_group_enabled or cfg.sort_columns):
         return "single-slice groups are disabled (plan.strategy.single.group.clustering.enabled=false)"
     return None
+
+
+def plan_order(sort_columns: tuple[str, ...], layout: str | None) -> tuple[tuple[str, ...], str]:
+    """A clustering's record order as (sort columns, layout); one column sorts alike under every layout."""
+    if not sort_columns:
+        return (), "none"
+    return tuple(sort_columns), (layout or "linear") if len(sort_columns) > 1 else "linear"
+
+
+class ClusteredOrders:
+    """The record order completed clusterings wrote their files in, read from their plans on demand.
+
+    Only a completed replacecommit in the active timeline with a clustering plan counts; anything else
+    (an insert overwrite, an archived or unreadable instant) is None: not known to be sorted.
+    """
+
+    def __init__(self, timeline: ActiveTimeline) -> None:
+        self.timeline = timeline
+        self._cache: dict[str, tuple[tuple[str, ...], str] | None] = {}
+
+    def order_of(self, instant: str | None) -> tuple[tuple[str, ...], str] | None:
+        if instant is None:
+            return None
+        if instant not in self._cache:
+            self._cache[instant] = self._read(instant)
+        return self._cache[instant]
+
+    def _read(self, instant: str) -> tuple[tuple[str, ...], str] | None:
+        found = self.timeline.find(instant)
+        if found is None or found.action is not Action.REPLACE_COMMIT or not found.is_completed:
+            return None
+        try:
+            meta = am.read_instant_avro(self.timeline.requested_details(
+                Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED)))
+        except Exception:  # an empty or unreadable plan file: not known to be sorted  # noqa: BLE001
+            return None
+        plan = meta.get("clusteringPlan") or {}
+        if not plan:
+            return None
+        params = (plan.get("strategy") or {}).get("strategyParams") or {}
+        columns = tuple(c for c in str(params.get(SORT_COLUMNS_KEY) or "").split(",") if c)
+        return plan_order(columns, params.get(LAYOUT_KEY))
 
 
 def to_avro_plan(draft: ClusteringPlanDraft, storage: Storage, cfg: ClusteringConfig,
@@ -207,8 +263,7 @@ def to_avro_plan(draft: ClusteringPlanDraft, storage: Storage, cfg: ClusteringCo
                    "TOTAL_LOG_FILES": sum(len(s.log_files) for s in g.slices)}
         groups.append(am.clustering_group(slices=slices, num_output_file_groups=g.num_output_file_groups,
                                           metrics=metrics))
-    params = {"hoodie.clustering.plan.strategy.sort.columns": ",".join(cfg.sort_columns),
-              "hoodie.layout.optimize.strategy": cfg.layout,
+    params = {SORT_COLUMNS_KEY: ",".join(cfg.sort_columns), LAYOUT_KEY: cfg.layout,
               "hoodie.clustering.plan.strategy.target.file.max.bytes": str(cfg.target_file_max_bytes),
               "hoodie.clustering.plan.strategy.small.file.limit": str(cfg.small_file_limit)}
     strategy = am.clustering_strategy(strategy_params={k: v for k, v in params.items() if v})
