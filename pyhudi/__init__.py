@@ -19,53 +19,54 @@ from pyhudi.errors import (
 __version__ = "0.1.0"
 
 
-def write(data, path, options=None, mode="append"):  # type: ignore[no-untyped-def]
+def write(data, path, options=None, mode="append", storage_options=None):  # type: ignore[no-untyped-def]
     """Write a Spark DataFrame, or Arrow/pandas/polars/DuckDB data in-process (no JVM), to a Hudi table;
     returns the commit's instant time. See pyhudi.api.write."""
     from pyhudi.writer.entry import write_table  # not pyhudi.api: the in-process path imports no pyspark
 
-    return write_table(data, path, options, mode)
+    return write_table(data, path, options, mode, storage_options=storage_options)
 
 
-def cluster(spark, path, options=None, instant=None):  # type: ignore[no-untyped-def]
+def cluster(spark, path, options=None, instant=None, storage_options=None):  # type: ignore[no-untyped-def]
     """Cluster a table (schedule if needed, run pending plans); returns instants. See pyhudi.api.cluster."""
     from pyhudi.api import cluster as _cluster
 
-    return _cluster(spark, path, options, instant)
+    return _cluster(spark, path, options, instant, storage_options=storage_options)
 
 
-def clean(spark, path, options=None, dry_run=False):  # type: ignore[no-untyped-def]
+def clean(spark, path, options=None, dry_run=False, storage_options=None):  # type: ignore[no-untyped-def]
     """Clean old file versions per hoodie.cleaner.*; with dry_run, the plan only. See pyhudi.api.clean."""
     from pyhudi.api import clean as _clean
 
-    return _clean(spark, path, options, dry_run)
+    return _clean(spark, path, options, dry_run, storage_options=storage_options)
 
 
-def rollback(spark, path, instant, options=None):  # type: ignore[no-untyped-def]
+def rollback(spark, path, instant, options=None, storage_options=None):  # type: ignore[no-untyped-def]
     """Undo the latest completed write or a failed one. See pyhudi.api.rollback."""
     from pyhudi.api import rollback as _rollback
 
-    return _rollback(spark, path, instant, options)
+    return _rollback(spark, path, instant, options, storage_options=storage_options)
 
 
-def savepoint(spark, path, instant=None, user=None, comments="", options=None):  # type: ignore[no-untyped-def]
+def savepoint(spark, path, instant=None, user=None, comments="", options=None,
+              storage_options=None):  # type: ignore[no-untyped-def]
     """Protect an instant from cleaning and archival. See pyhudi.api.savepoint."""
     from pyhudi.api import savepoint as _savepoint
 
-    return _savepoint(spark, path, instant, user, comments, options)
+    return _savepoint(spark, path, instant, user, comments, options, storage_options=storage_options)
 
 
-def restore(spark, path, savepoint, options=None):  # type: ignore[no-untyped-def]
+def restore(spark, path, savepoint, options=None, storage_options=None):  # type: ignore[no-untyped-def]
     """Bring the table back to a savepoint. See pyhudi.api.restore."""
     from pyhudi.api import restore as _restore
 
-    return _restore(spark, path, savepoint, options)
-def archive(spark, path, options=None, dry_run=False):  # type: ignore[no-untyped-def]
+    return _restore(spark, path, savepoint, options, storage_options=storage_options)
+def archive(spark, path, options=None, dry_run=False, storage_options=None):  # type: ignore[no-untyped-def]
     """Archive old timeline instants per hoodie.keep.*.commits; with dry_run, the plan only. See
     pyhudi.api.archive."""
     from pyhudi.api import archive as _archive
 
-    return _archive(spark, path, options, dry_run)
+    return _archive(spark, path, options, dry_run, storage_options=storage_options)
 
 
 def write_stream(df, path, options, checkpoint_location, trigger=None):  # type: ignore[no-untyped-def]
@@ -84,11 +85,19 @@ def wait_for_table_services(path=None, timeout=None):  # type: ignore[no-untyped
     return _wait(path, timeout)
 
 
-def compact(spark, path, options=None, instant=None):  # type: ignore[no-untyped-def]
+def compact(spark, path, options=None, instant=None, storage_options=None):  # type: ignore[no-untyped-def]
     """Compact a merge-on-read table; returns the completed compaction instants. See pyhudi.api.compact."""
     from pyhudi.api import compact as _compact
 
-    return _compact(spark, path, options, instant)
+    return _compact(spark, path, options, instant, storage_options=storage_options)
+
+
+def request_metrics():  # type: ignore[no-untyped-def]
+    """`with pyhudi.request_metrics() as m: ...`: object-store requests of the block, `m.counts` per
+    kind (GET/HEAD/PUT/LIST/DELETE/POST). See pyhudi.storage.metrics."""
+    from pyhudi.storage.metrics import request_metrics as _request_metrics
+
+    return _request_metrics()
 
 
 def read(source, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -114,6 +123,6 @@ __all__ = [
     "ClusteringUpdateConflictError", "CommitConflictError", "CorruptFileError", "HudiError",
     "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
     "MalformedRecordError", "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "archive", "clean", "cluster",
-    "compact", "read", "restore", "rollback", "savepoint", "wait_for_table_services", "write",
+    "compact", "read", "request_metrics", "restore", "rollback", "savepoint", "wait_for_table_services", "write",
     "write_stream",
 ]

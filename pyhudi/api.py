@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 _MODES = MODES  # the save modes pyhudi.write accepts (writer/entry.py)
 
 
-def write(data: Any, path: str, options: Mapping[str, Any] | None = None, mode: str = "append") -> str | None:
+def write(data: Any, path: str, options: Mapping[str, Any] | None = None, mode: str = "append",
+          storage_options: Mapping[str, str] | None = None) -> str | None:
     """Write `data` into the Hudi table at `path` and return the instant time of the commit.
 
     `data` is a Spark DataFrame (written by Spark's executors, as before) or Arrow data written in this
@@ -46,23 +47,29 @@ def write(data: Any, path: str, options: Mapping[str, Any] | None = None, mode: 
     delete and delete_partition take "append" only (any other mode is refused before anything changes), as
     in Hudi. delete_partition deletes the partitions named by hoodie.datasource.write.partitions.to.delete
     (`*` wildcards allowed), else those of the data's records, in one replacecommit.
+
+    `storage_options` configure an object store (s3://, s3a://, gs://, abfs(s)://) beyond what the standard
+    environment variables and profiles give (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_PROFILE`, ...): object_store's
+    keys such as `aws_endpoint`, `aws_region`, `aws_access_key_id`, `google_service_account`,
+    `azure_storage_account_key`, plus `pyhudi.retry.*` and `pyhudi.conditional_writes`. They travel to
+    Spark's executors with the tasks; every other function takes the same keyword.
     """
-    return _write(data, path, options, mode)
+    return _write(data, path, options, mode, storage_options=storage_options)
 
 
 def _write(data: Any, path: str, options: Mapping[str, Any] | None, mode: str = "append",
-           streaming: bool = False) -> str | None:
+           streaming: bool = False, storage_options: Mapping[str, str] | None = None) -> str | None:
     """`write`, also for a streaming micro-batch (`streaming=True`: Hudi's streaming defaults, such as
     asynchronous compaction of MOR tables)."""
-    return write_table(data, path, options, mode, streaming)
+    return write_table(data, path, options, mode, streaming, storage_options)
 
 
-def _service_config(path: str, options: Mapping[str, Any] | None,
-                    upgrade: bool = False) -> tuple[Storage, WriteConfig]:
+def _service_config(path: str, options: Mapping[str, Any] | None, upgrade: bool = False,
+                    storage_options: Mapping[str, str] | None = None) -> tuple[Storage, WriteConfig]:
     """Table services never look up keys, so they are configured as an insert (no index requirements)."""
     from pyhudi.model.upgrade import upgrade_for_write
 
-    storage = Storage(path)
+    storage = Storage(path, storage_options=dict(storage_options or {}))
     config = build_write_config(Options.parse(options), load_table_config(storage), WriteOperation.INSERT)
     if upgrade:  # a service that writes data upgrades a version-4/5 table first, as Hudi's do
         upgrade_for_write(storage, config)
@@ -70,7 +77,7 @@ def _service_config(path: str, options: Mapping[str, Any] | None,
 
 
 def compact(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
-            instant: str | None = None) -> list[str]:
+            instant: str | None = None, storage_options: Mapping[str, str] | None = None) -> list[str]:
     """Run compaction on a merge-on-read table; returns the compaction instants completed.
 
     With `instant`, execute that pending compaction. Otherwise schedule one if none is pending and some
@@ -80,7 +87,7 @@ def compact(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
     from pyhudi.services import compaction
     from pyhudi.writer.config import parquet_settings
 
-    storage, config = _service_config(path, options, upgrade=True)
+    storage, config = _service_config(path, options, upgrade=True, storage_options=storage_options)
     table = config.table
     if instant is not None:
         todo = [instant]
@@ -95,7 +102,7 @@ def compact(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
 
 
 def cluster(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
-            instant: str | None = None) -> list[str]:
+            instant: str | None = None, storage_options: Mapping[str, str] | None = None) -> list[str]:
     """Cluster the table: returns the clustering instants completed.
 
     With `instant`, execute that pending clustering. Otherwise schedule a plan if none is pending (and
@@ -106,7 +113,7 @@ def cluster(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
     from pyhudi.services import clustering
     from pyhudi.writer.config import parquet_settings
 
-    storage, config = _service_config(path, options, upgrade=True)
+    storage, config = _service_config(path, options, upgrade=True, storage_options=storage_options)
     table = config.table
     if instant is not None:
         todo = [instant]
@@ -122,7 +129,7 @@ def cluster(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
 
 
 def clean(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
-          dry_run: bool = False) -> Any:
+          dry_run: bool = False, storage_options: Mapping[str, str] | None = None) -> Any:
     """Delete file versions the retention policy (hoodie.cleaner.*) no longer needs.
 
     Resumes an interrupted clean first. Returns the completed clean results, or with `dry_run` the plan
@@ -130,14 +137,15 @@ def clean(spark: SparkSession | None, path: str, options: Mapping[str, Any] | No
     """
     from pyhudi.services import clean as cleaner
 
-    storage, config = _service_config(path, options, upgrade=not dry_run)
+    storage, config = _service_config(path, options, upgrade=not dry_run, storage_options=storage_options)
     table = config.table
     if dry_run:
         return cleaner.dry_run(storage, table, config.clean)
     return cleaner.clean(storage, table, config.clean, config.lock)
 
 
-def rollback(spark: SparkSession | None, path: str, instant: str, options: Mapping[str, Any] | None = None) -> Any:
+def rollback(spark: SparkSession | None, path: str, instant: str, options: Mapping[str, Any] | None = None,
+             storage_options: Mapping[str, str] | None = None) -> Any:
     """Undo the latest completed write or a failed (pending) one; returns the RollbackResult.
 
     Refuses (RollbackRefusedError, nothing changed) an instant that a later write, a savepoint or a live
@@ -145,30 +153,32 @@ def rollback(spark: SparkSession | None, path: str, instant: str, options: Mappi
     """
     from pyhudi.services import restore as rs
 
-    storage, config = _service_config(path, options)
+    storage, config = _service_config(path, options, storage_options=storage_options)
     lazy = (config.heartbeat_interval_ms, config.heartbeat_tolerable_misses) if config.failed_writes_lazy else None
     return rs.rollback(storage, instant, config.lock, lazy)
 
 
 def savepoint(spark: SparkSession | None, path: str, instant: str | None = None, user: str | None = None,
-              comments: str = "", options: Mapping[str, Any] | None = None) -> str:
+              comments: str = "", options: Mapping[str, Any] | None = None,
+              storage_options: Mapping[str, str] | None = None) -> str:
     """Protect a completed instant (default: the latest) from cleaning and archival; returns it."""
     from pyhudi.services import restore as rs
 
-    storage, config = _service_config(path, options)
+    storage, config = _service_config(path, options, storage_options=storage_options)
     return rs.create_savepoint(storage, instant, user, comments, config.lock)
 
 
-def restore(spark: SparkSession | None, path: str, savepoint: str, options: Mapping[str, Any] | None = None) -> str:
+def restore(spark: SparkSession | None, path: str, savepoint: str, options: Mapping[str, Any] | None = None,
+            storage_options: Mapping[str, str] | None = None) -> str:
     """Bring the table back to a savepoint (rolls back every later write); returns the restore instant."""
     from pyhudi.services import restore as rs
 
-    storage, config = _service_config(path, options)
+    storage, config = _service_config(path, options, storage_options=storage_options)
     return rs.restore(storage, savepoint, config.lock)
 
 
 def archive(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
-            dry_run: bool = False) -> Any:
+            dry_run: bool = False, storage_options: Mapping[str, str] | None = None) -> Any:
     """Archive old instants of the timeline (hoodie.keep.max/min.commits) into `.hoodie/archived/`.
 
     Writers do this after every commit unless hoodie.archive.automatic=false; call it to archive by
@@ -177,7 +187,7 @@ def archive(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
     """
     from pyhudi.services import archival
 
-    storage, config = _service_config(path, options)
+    storage, config = _service_config(path, options, storage_options=storage_options)
     table = config.table
     if dry_run:
         return archival.dry_run(storage, table, config.archival, config.clean, config.compaction)
@@ -222,10 +232,11 @@ def read(spark: SparkSession | str | os.PathLike[str], *args: Any, **kwargs: Any
 
 
 def _read_spark(spark: SparkSession, path: str | os.PathLike[str], options: Mapping[str, Any] | None = None,
-                filters: Sequence[Sequence[Any]] | None = None) -> DataFrame:
+                filters: Sequence[Sequence[Any]] | None = None,
+                storage_options: Mapping[str, str] | None = None) -> DataFrame:
     from pyhudi.engine.spark.read import read as _read  # the Spark reader imports pyspark
 
-    return _read(spark, path, dict(options or {}), filters)
+    return _read(spark, path, dict(options or {}), filters, dict(storage_options or {}))
 
 
 __all__ = ["K", "archive", "clean", "cluster", "compact", "read", "restore", "rollback", "savepoint",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,15 +70,16 @@ class ArrowJob:
 
 def read(path: str | os.PathLike[str], options: dict[str, Any] | None = None,
          filters: Sequence[Sequence[Any]] | None = None, columns: Sequence[str] | None = None,
-         batches: bool = False) -> pa.Table | pa.RecordBatchReader:
+         batches: bool = False, storage_options: Mapping[str, str] | None = None) -> pa.Table | pa.RecordBatchReader:
     """Read the Hudi table at `path` in-process (no Spark): a `pyarrow.Table`, or with `batches=True` a
     `pyarrow.RecordBatchReader` that reads one file slice at a time (memory follows one slice).
 
     `options` are Hudi's read options (query type, `as.of.instant`, incremental begin/end, ...), `filters`
     `(column, op, value)` tuples (ops `= == != < <= > >= in, not in`; partition columns prune partitions),
     `columns` the columns to return (default: all, meta columns first). pandas: `.to_pandas()`.
+    `storage_options` configure an object store beyond the standard environment (see `pyhudi.write`).
     """
-    planned = plan_read(path, options, filters)
+    planned = plan_read(path, options, filters, storage_options)
     job = plan_job(planned, columns)
     if batches:
         return pa.RecordBatchReader.from_batches(job.output, _batches(job))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,10 +76,10 @@ def meta_names() -> list[str]:
 
 
 def plan_read(path: str | os.PathLike[str], options: dict[str, Any] | None,
-              filters: Sequence[Sequence[Any]] | None) -> PlannedRead:
+              filters: Sequence[Sequence[Any]] | None, storage_options: Mapping[str, str] | None = None) -> PlannedRead:
     """Plan a read of the table at `path`; `filters` are (column, op, value) tuples."""
     opts = Options.parse(options)
-    storage = Storage(os.fspath(path))
+    storage = Storage(os.fspath(path), storage_options=dict(storage_options or {}))
     config = load_table_config(storage)
     timeline = ActiveTimeline.load(storage)
     pfilter = PartitionFilter.from_tuples(filters)

@@ -136,7 +136,7 @@ def read_plan(timeline: ActiveTimeline, instant: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- execution (executors)
 @dataclass(frozen=True)
 class ClusterContext:
-    base_uri: str
+    storage: Storage  # pickles as its URI and explicit storage options
     instant: str
     spec: MergeSpec
     avro_with_meta: str
@@ -158,7 +158,7 @@ def _rel(partition: str, uri: str) -> str:
 
 def _cluster_task(ctx: ClusterContext, row: dict[str, Any], task: TaskInfo) -> list[WriteStat]:
     """One clustering group, merged, ordered and written by whichever engine runs the task."""
-    return _cluster_group(ctx, Storage(ctx.base_uri), row, task.token())
+    return _cluster_group(ctx, ctx.storage, row, task.token())
 
 
 def _cluster_group(ctx: ClusterContext, storage: Storage, row: dict[str, Any], token: str) -> list[WriteStat]:
@@ -335,7 +335,7 @@ def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: Act
                      record_key_fields=table.record_key_fields, committed_before=first.timestamp if first else None)
     target = int(params.get("hoodie.clustering.plan.strategy.target.file.max.bytes", cfg.target_file_max_bytes))
     small = int(params.get("hoodie.clustering.plan.strategy.small.file.limit", cfg.small_file_limit))
-    ctx = ClusterContext(storage.base_uri, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet, target,
+    ctx = ClusterContext(storage, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet, target,
                          sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout), small)
     groups = plan.get("inputGroups") or []
     rows = [{"group": i, "partition": str(g["slices"][0].get("partitionPath") or ""), "slices": json.dumps(g["slices"])}

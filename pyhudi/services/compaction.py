@@ -164,7 +164,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, for
 # --------------------------------------------------------------------------- execution
 @dataclass(frozen=True)
 class CompactContext:
-    base_uri: str
+    storage: Storage  # pickles as its URI and explicit storage options
     instant: str
     spec: MergeSpec
     avro_with_meta: str
@@ -173,7 +173,7 @@ class CompactContext:
 
 def _compact_task(ctx: CompactContext, op: dict[str, str], task: TaskInfo) -> list[WriteStat]:
     """One file slice, merged and written by whichever engine runs the task."""
-    return [_compact_one(ctx, Storage(ctx.base_uri), op, task.token())]
+    return [_compact_one(ctx, ctx.storage, op, task.token())]
 
 
 def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], token: str) -> WriteStat:
@@ -220,7 +220,7 @@ def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str,
                      target_schema=S.avro_to_arrow(S.with_meta_fields(avro)),
                      populate_meta=table.populate_meta_fields, record_key_fields=table.record_key_fields,
                      committed_before=first.timestamp if first else None)
-    ctx = CompactContext(storage.base_uri, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet)
+    ctx = CompactContext(storage, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet)
     ops = [{"partition": o["partitionPath"] or "", "file_id": o["fileId"], "base_instant": o["baseInstantTime"],
             "base_file": o.get("dataFilePath"), "log_files": json.dumps(list(o.get("deltaFilePaths") or []))}
            for o in plan.get("operations") or []]

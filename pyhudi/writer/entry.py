@@ -31,13 +31,13 @@ def is_spark_dataframe(data: Any) -> bool:
 
 
 def write_table(data: Any, path: str, options: Mapping[str, Any] | None, mode: str = "append",
-                streaming: bool = False) -> str | None:
+                streaming: bool = False, storage_options: Mapping[str, str] | None = None) -> str | None:
     """Hudi 0.14's HoodieSparkSqlWriter save-mode handling, then the write (see api.write)."""
     mode_norm = (mode or "append").lower()
     if mode_norm not in MODES:
         raise InvalidConfigError(f"mode={mode!r} is not valid; use one of {', '.join(MODES)}")
     opts = Options.parse(options)
-    storage = Storage(path)
+    storage = Storage(path, storage_options=dict(storage_options or {}))
     existing = existing_config(storage)
     if existing is not None and mode_norm == "ignore":
         return None

@@ -26,16 +26,17 @@ from pyhudi.view.partitions import Condition
 
 
 def read(spark: SparkSession, path: str | os.PathLike[str], options: dict[str, Any] | None = None,
-         filters: Sequence[Sequence[Any]] | None = None) -> DataFrame:
+         filters: Sequence[Sequence[Any]] | None = None, storage_options: dict[str, str] | None = None) -> DataFrame:
     """Read a Hudi table. `filters` are (column, op, value) tuples; partition columns prune files."""
     ensure_worker_python(spark)
-    df, _ = plan_and_read(spark, path, options, filters)
+    df, _ = plan_and_read(spark, path, options, filters, storage_options)
     return df
 
 
 def plan_and_read(spark: SparkSession, path: str | os.PathLike[str], options: dict[str, Any] | None,
-                  filters: Sequence[Sequence[Any]] | None) -> tuple[DataFrame, ReadPlan]:
-    planned = plan_read(path, options, filters)
+                  filters: Sequence[Sequence[Any]] | None,
+                  storage_options: dict[str, str] | None = None) -> tuple[DataFrame, ReadPlan]:
+    planned = plan_read(path, options, filters, storage_options)
     plan, config = planned.plan, planned.config
     df = _load(spark, planned)
     if planned.incremental:
