@@ -38,6 +38,7 @@ class Rule:
     every: int = 1
     op: str | None = None
     path_contains: str | None = None
+    path_endswith: str | None = None  # the object key's end (no query string), e.g. ".commit"
     conditional_only: bool = False
     status: int = 503
     delay_s: float = 0.0
@@ -48,6 +49,8 @@ class Rule:
     def matches(self, op: str, path: str, conditional: bool) -> bool:
         return ((self.op is None or self.op == op)
                 and (self.path_contains is None or self.path_contains in urllib.parse.unquote(path))
+                and (self.path_endswith is None
+                     or urllib.parse.unquote(path.split("?", 1)[0]).endswith(self.path_endswith))
                 and (conditional or not self.conditional_only))
 
 
