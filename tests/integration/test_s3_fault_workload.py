@@ -112,7 +112,8 @@ def _arm(s3: S3Bucket, rng: random.Random, table_type: str) -> tuple[str, list[A
     return kind, rules
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE",
+                                        pytest.param("MERGE_ON_READ", marks=pytest.mark.extended)])
 def test_randomized_workload_under_store_faults(s3: S3Bucket, table_type: str) -> None:
     rng = random.Random(20261126 + len(table_type))
     model: Model = {}
@@ -157,11 +158,11 @@ def test_randomized_workload_under_store_faults(s3: S3Bucket, table_type: str) -
 
 
 KILL_POINTS = [
-    ("timeline.before_inflight", False),  # instant requested, nothing written
+    pytest.param("timeline.before_inflight", False, marks=pytest.mark.extended),  # requested, nothing written
     ("write.mid_file", False),  # a data file half uploaded (never visible: one PUT / multipart)
-    ("write.after_marker", False),
+    pytest.param("write.after_marker", False, marks=pytest.mark.extended),
     ("write.before_commit", False),  # data files complete, commit not written
-    ("write.after_commit", True),  # committed: the write counts
+    pytest.param("write.after_commit", True, marks=pytest.mark.extended),  # committed: the write counts
 ]
 
 
