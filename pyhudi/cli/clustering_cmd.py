@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyhudi.cli import progress, render
+from pyhudi.cli import progress, render, request_cost
 from pyhudi.cli.common import (
     OpenTable,
     add_master_argument,
@@ -91,7 +91,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                               "waiting for an inline or async trigger. Does not start Spark.")
     _option_argument(schedule)
     schedule.add_argument("--explain", action="store_true",
-                          help="also print every file slice considered, chosen or not, and why")
+                          help="also print every file slice considered, chosen or not, and why, and the "
+                               "object-store requests the run made")
     schedule.add_argument("--json", action="store_true", help="machine-readable JSON")
     schedule.set_defaults(func=run_schedule)
 
@@ -106,6 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_master_argument(execute)
     execute.add_argument("--json", action="store_true", help="machine-readable JSON")
     progress.add_argument(execute)
+    request_cost.add_argument(execute)
     execute.set_defaults(func=run_execute)
 
 

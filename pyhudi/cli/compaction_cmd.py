@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyhudi.cli import progress, render
+from pyhudi.cli import progress, render, request_cost
 from pyhudi.cli.common import (
     OpenTable,
     add_master_argument,
@@ -72,6 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                               "without waiting for the inline trigger. Does not start Spark.")
     _option_argument(schedule)
     schedule.add_argument("--json", action="store_true", help="machine-readable JSON")
+    request_cost.add_argument(schedule)
     schedule.set_defaults(func=run_schedule)
 
     execute = actions.add_parser("run", help="execute pending compactions (in-process, or on Spark with --master)",
@@ -84,6 +85,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_master_argument(execute)
     execute.add_argument("--json", action="store_true", help="machine-readable JSON")
     progress.add_argument(execute)
+    request_cost.add_argument(execute)
     execute.set_defaults(func=run_execute)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pyhudi.cli import progress
+from pyhudi.cli import progress, request_cost
 from pyhudi.cli.common import (
     OpenTable,
     add_master_argument,
@@ -44,6 +44,7 @@ def register(sub: Any) -> None:
     add_option_argument(p, "hoodie.cleaner.commits.retained=5")
     add_master_argument(p)
     progress.add_argument(p)
+    request_cost.add_argument(p)
     p.set_defaults(func=run)
 
 

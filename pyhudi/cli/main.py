@@ -18,6 +18,7 @@ from pyhudi.cli import (
     files_cmd,
     maintenance_cmd,
     read_cmd,
+    request_cost,
     streamer_cmd,
     timeline_cmd,
     write_cmd,
@@ -80,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (console script wrappers pass it to sys.exit)."""
     args = build_parser().parse_args(argv)
+    if getattr(args, "explain", False):
+        func = args.func
+        return guarded(lambda a: request_cost.run_explained(func, a), args, f"pyhudi {args.command}")
     return guarded(args.func, args, f"pyhudi {args.command}")
 
 

@@ -10,7 +10,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from pyhudi.cli import render
+from pyhudi.cli import render, request_cost
 from pyhudi.cli.common import add_option_argument, open_table, parse_options
 
 
@@ -22,6 +22,7 @@ def register(sub: Any) -> None:
     c.add_argument("--dry-run", action="store_true", help="list what would be deleted and why; delete nothing")
     add_option_argument(c, "hoodie.cleaner.commits.retained=5")
     c.add_argument("--json", action="store_true", help="machine-readable JSON")
+    request_cost.add_argument(c)
     c.set_defaults(func=run_clean)
 
     r = sub.add_parser("rollback", help="undo the latest completed write or a failed one",

@@ -9,8 +9,9 @@ With `--master`, each round is one Structured Streaming run with a one-shot trig
 source: every file that landed since the last round becomes one commit (through `pyhudi.write_stream`'s
 sink, so a round replayed after a crash is skipped). Malformed records fail the round or, with
 `hoodie.errortable.enable=true`, go to the error table (pyhudi/streamer/). Spark's checkpoint (under
-`<target>/.hoodie/.aux/streamer/`) makes the next start resume where this one stopped. The two
-checkpoints are separate: keep one table on one of the two paths.
+`<target>/.hoodie/.aux/streamer/`, or `--checkpoint-dir`: Spark writes it with its own file system, so a
+target on an object store Spark has no connector for needs a local or HDFS one) makes the next start
+resume where this one stopped. The two checkpoints are separate: keep one table on one of the two paths.
 
 Either way the table services configured in the properties run as for any write; between rounds,
 `--continuous` waits `--min-sync-interval-seconds`. SIGTERM or Ctrl-C only sets a flag: the round in
@@ -43,6 +44,10 @@ def register(sub: Any) -> None:
     p.add_argument("--continuous", action="store_true", help="keep ingesting until SIGTERM / Ctrl-C")
     p.add_argument("--min-sync-interval-seconds", type=non_negative_int, default=0, metavar="N",
                    help="continuous mode: wait at least N seconds between rounds")
+    p.add_argument("--checkpoint-dir", metavar="DIR",
+                   help="with --master: where Spark keeps the streaming checkpoint (default: "
+                        "<target>/.hoodie/.aux/streamer/checkpoint); give a local or HDFS folder when the target "
+                        "is on an object store Spark has no connector for")
     add_master_argument(p)
     progress.add_argument(p)
     p.set_defaults(func=run)
@@ -77,7 +82,7 @@ def _run_rounds(args: argparse.Namespace, props: dict[str, str], stop: threading
         from pyhudi.spark_env import create_session
 
         streamer = Streamer(create_session(args.master, "pyhudi-streamer"), args.source_dir, args.source_format,
-                            args.target, props)
+                            args.target, props, args.checkpoint_dir)
         streamer.show_progress = progress.wanted(args)  # Spark stages: the Spark path only
         streamer.run(args.continuous, args.min_sync_interval_seconds, stop)
     else:
@@ -91,12 +96,13 @@ def _run_rounds(args: argparse.Namespace, props: dict[str, str], stop: threading
 class Streamer:
     show_progress = False  # the CLI turns the per-round status line on
 
-    def __init__(self, spark: Any, source_dir: str, source_format: str, target: str, props: dict[str, str]) -> None:
+    def __init__(self, spark: Any, source_dir: str, source_format: str, target: str, props: dict[str, str],
+                 checkpoint: str | None = None) -> None:
         if source_format not in FORMATS:
             raise HudiError(f"--source-format {source_format!r} is not one of {', '.join(FORMATS)}")
         self.spark, self.source_dir, self.fmt = spark, source_dir, source_format
         self.target, self.props = target, props
-        self.checkpoint = f"{target.rstrip('/')}/.hoodie/.aux/streamer/checkpoint"
+        self.checkpoint = checkpoint or f"{target.rstrip('/')}/.hoodie/.aux/streamer/checkpoint"
         self._schema_cache: Any = None  # inferred once: every round would otherwise re-read the landing dir
 
     def run(self, continuous: bool, interval: int, stop: threading.Event) -> None:

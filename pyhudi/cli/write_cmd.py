@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any
 
-from pyhudi.cli import progress
+from pyhudi.cli import progress, request_cost
 from pyhudi.cli.common import (
     add_master_argument,
     add_option_argument,
@@ -54,6 +54,7 @@ def register(sub: Any) -> None:
                         "if the table exists")
     add_master_argument(p)
     progress.add_argument(p)
+    request_cost.add_argument(p)
     p.set_defaults(func=run)
 
 

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from pyhudi.engine.base import TaskInfo
+from pyhudi.storage.metrics import bind
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -56,7 +57,7 @@ class LocalEngine:
         if workers == 1:
             return [r for item, info in zip(items, infos) for r in fn(item, info)]
         with ThreadPoolExecutor(workers, thread_name_prefix="pyhudi-task") as pool:
-            results = list(pool.map(fn, items, infos))
+            results = list(pool.map(bind(fn), items, infos))  # the caller's request metrics count tasks too
         return [r for rs in results for r in rs]
 
     def __repr__(self) -> str:

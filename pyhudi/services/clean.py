@@ -22,6 +22,7 @@ from pyhudi.model import avro_models as am
 from pyhudi.model.table_config import TableConfig
 from pyhudi.services.clean_plan import CleanPlanDraft, plan_clean
 from pyhudi.storage import Storage
+from pyhudi.storage.metrics import bind
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
@@ -95,7 +96,7 @@ def execute(storage: Storage, instant: str) -> CleanResult:
     with ThreadPoolExecutor(8) as pool:
         for partition, infos in files.items():
             rels = [_rel(storage, str(i["filePath"]), partition) for i in infos]
-            outcomes = list(pool.map(lambda r: _delete(storage, r), rels))
+            outcomes = list(pool.map(bind(lambda r: _delete(storage, r)), rels))
             names = [r.rsplit("/", 1)[-1] for r in rels]
             partitions[partition] = am.clean_partition_metadata(
                 partition_path=partition, policy=str(plan.get("policy")), delete_path_patterns=names,

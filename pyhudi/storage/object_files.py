@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from pyhudi.storage.metrics import bind
+
 if TYPE_CHECKING:
     from pyhudi.storage.object_store import ObjectBackend
 
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 class _RangeReader(io.RawIOBase):
     def __init__(self, backend: ObjectBackend, rel: str, size: int) -> None:
         self.backend, self.rel, self.length, self.pos = backend, rel, size, 0
+        self.read_range = bind(backend.read_range)  # pyarrow reads from its own I/O threads: count for the opener
 
     def readable(self) -> bool:
         return True
@@ -45,7 +48,7 @@ class _RangeReader(io.RawIOBase):
         end = self.length if size is None or size < 0 else min(self.length, self.pos + size)
         if end <= self.pos:
             return b""
-        data = self.backend.read_range(self.rel, self.pos, end)
+        data = self.read_range(self.rel, self.pos, end)
         self.pos += len(data)
         return data
 

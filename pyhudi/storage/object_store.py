@@ -26,7 +26,7 @@ import obstore.exceptions as oe
 import pyarrow.fs as pafs
 
 from pyhudi.errors import ConditionalWriteUnsupportedError, StorageError
-from pyhudi.storage import retry
+from pyhudi.storage import metrics, retry
 from pyhudi.storage.config import (
     CONDITIONAL_WRITES,
     RETRY_BASE_DELAY_MS,
@@ -138,6 +138,7 @@ class ObjectBackend:
     # -- reads -------------------------------------------------------------------------
     def head(self, rel: str) -> dict[str, Any] | None:
         def run(_: int) -> dict[str, Any] | None:
+            metrics.count("HEAD", "HEAD")
             try:
                 return dict(obstore.head(self.store, rel))
             except (oe.NotFoundError, FileNotFoundError):
@@ -147,6 +148,7 @@ class ObjectBackend:
     def has_children(self, rel: str) -> bool:
         prefix = rel.strip("/") or None  # object_store lists a prefix as a directory: `rel/...`
         def run(_: int) -> bool:
+            metrics.count("LIST", "LIST first")
             first: list[Any] = next(iter(obstore.list(self.store, prefix=prefix, chunk_size=1)), [])
             return len(first) > 0
         return self._call("LIST", rel, run)  # type: ignore[no-any-return]
@@ -154,8 +156,10 @@ class ObjectBackend:
     def read(self, rel: str) -> tuple[bytes, str | None, dict[str, str]]:
         """(content, ETag, attributes) of one object in one GET."""
         def run(_: int) -> tuple[bytes, str | None, dict[str, str]]:
+            metrics.count("GET", "GET")
             result = obstore.get(self.store, rel)
             data = bytes(result.bytes())
+            metrics.count("GET", "GET", 0, read=len(data))
             return data, result.meta.get("e_tag"), dict(result.attributes)
         try:
             return self._call("GET", rel, run)  # type: ignore[no-any-return]
@@ -165,6 +169,7 @@ class ObjectBackend:
     def read_range(self, rel: str, start: int, end: int) -> bytes:
         """Bytes [start, end) of `rel` in one ranged GET."""
         def run(_: int) -> bytes:
+            metrics.count("GET", "GET range", read=end - start)
             return bytes(obstore.get_range(self.store, rel, start=start, end=end))
         return self._call("GET range", rel, run)  # type: ignore[no-any-return]
 
@@ -172,14 +177,19 @@ class ObjectBackend:
         """(objects, sub-directory paths) directly under `rel`."""
         prefix = rel.strip("/") or None
         def run(_: int) -> tuple[list[dict[str, Any]], list[str]]:
+            metrics.count("LIST", "LIST dir")
             res = obstore.list_with_delimiter(self.store, prefix=prefix)
+            metrics.count("LIST", "LIST dir", metrics.list_pages(len(res["objects"]) + len(res["common_prefixes"])) - 1)
             return [dict(o) for o in res["objects"]], [p.rstrip("/") for p in res["common_prefixes"]]
         return self._call("LIST", rel, run)  # type: ignore[no-any-return]
 
     # -- writes ------------------------------------------------------------------------
     def put(self, rel: str, data: Any) -> str | None:
         """Overwrite `rel` with one PUT (multipart above 5 MiB; visible only once complete)."""
-        return self._call("PUT", rel, lambda _: obstore.put(self.store, rel, _payload(data))["e_tag"])  # type: ignore[no-any-return]
+        def run(_: int) -> str | None:
+            metrics.count_put("PUT", metrics.size_of(data))
+            return obstore.put(self.store, rel, _payload(data))["e_tag"]  # type: ignore[no-any-return]
+        return self._call("PUT", rel, run)  # type: ignore[no-any-return]
 
     def create(self, rel: str, data: Any) -> bool:
         """Conditional create (`If-None-Match: *`); False when the object exists.
@@ -192,6 +202,7 @@ class ObjectBackend:
             return self._check_then_put(rel, data)
         token = uuid.uuid4().hex
         def run(attempt: int) -> bool:
+            metrics.count_put("PUT if-none-match", metrics.size_of(data))
             try:
                 obstore.put(self.store, rel, _payload(data), mode="create", attributes={TOKEN_ATTRIBUTE: token})
                 return True
@@ -228,6 +239,7 @@ class ObjectBackend:
     def put_if_match(self, rel: str, data: bytes, etag: str) -> str | None:
         """Replace `rel` only if its ETag is still `etag`; the new ETag, or None if it changed."""
         def run(_: int) -> str | None:
+            metrics.count_put("PUT if-match", len(data))
             try:
                 return obstore.put(self.store, rel, data, mode={"e_tag": etag})["e_tag"]  # type: ignore[no-any-return]
             except (oe.PreconditionError, oe.NotFoundError):
@@ -242,6 +254,7 @@ class ObjectBackend:
                 "release a lock by put_if_match (write an expired lock) instead")
         url = obstore.sign(self.store, "DELETE", rel, dt.timedelta(minutes=5))
         def run(_: int) -> bool:
+            metrics.count("DELETE", "DELETE if-match")
             status, body = _send("DELETE", url, {"If-Match": etag})
             if status in (200, 204):
                 return True
@@ -261,21 +274,30 @@ class ObjectBackend:
             raise
 
     def delete(self, rel: str) -> None:
-        self._call("DELETE", rel, lambda _: obstore.delete(self.store, rel))
+        def run(_: int) -> None:
+            metrics.count("POST" if self.loc.kind == "s3" else "DELETE", "DELETE one key")  # S3: POST ?delete
+            obstore.delete(self.store, rel)
+        self._call("DELETE", rel, run)
 
     def delete_many(self, rels: list[str]) -> None:
         for i in range(0, len(rels), 1000):
             chunk = rels[i:i + 1000]
-            self._call("DELETE", chunk[0], lambda _, c=chunk: obstore.delete(self.store, c))
+            self._call("DELETE", chunk[0], lambda _, c=chunk: _delete_batch(self.store, c))
 
     def list_recursive(self, rel: str) -> list[str]:
         prefix = rel.strip("/") or None
         def run(_: int) -> list[str]:
-            return [o["path"] for chunk in obstore.list(self.store, prefix=prefix, chunk_size=1000) for o in chunk]
+            metrics.count("LIST", "LIST recursive")
+            paths = [o["path"] for chunk in obstore.list(self.store, prefix=prefix, chunk_size=1000) for o in chunk]
+            metrics.count("LIST", "LIST recursive", metrics.list_pages(len(paths)) - 1)
+            return paths
         return self._call("LIST", rel, run)  # type: ignore[no-any-return]
 
     def rename(self, src: str, dst: str) -> None:
-        self._call("COPY", src, lambda _: obstore.copy(self.store, src, dst))
+        def run(_: int) -> None:
+            metrics.count("PUT", "COPY")
+            obstore.copy(self.store, src, dst)
+        self._call("COPY", src, run)
         self.delete(src)
 
     # -- conditional write support ---------------------------------------------------------------
@@ -297,8 +319,7 @@ class ObjectBackend:
         try:
             for attempt in range(2):
                 try:
-                    self._call("PUT if-none-match", rel,
-                               lambda _: obstore.put(self.store, rel, b"probe", mode="create"))
+                    self._call("PUT if-none-match", rel, lambda _: _probe_put(self.store, rel))
                 except oe.AlreadyExistsError:
                     return attempt == 1
                 except StorageError as exc:
@@ -308,6 +329,17 @@ class ObjectBackend:
             return False  # the second create succeeded: the header was ignored
         finally:
             self.delete(rel)
+
+
+def _probe_put(store: Any, rel: str) -> None:
+    metrics.count_put("PUT if-none-match probe", 5)
+    obstore.put(store, rel, b"probe", mode="create")
+
+
+def _delete_batch(store: Any, rels: list[str]) -> None:
+    """Up to 1000 keys in one DeleteObjects request (S3's bulk delete is a POST)."""
+    metrics.count("POST", "DELETE batch")
+    obstore.delete(store, rels)
 
 
 def _send(method: str, url: str, headers: dict[str, str]) -> tuple[int, bytes]:

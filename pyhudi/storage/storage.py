@@ -19,7 +19,8 @@ The storage contract the timeline relies on (also in docs/architecture.md):
   target); `purge_temp_files` (run by the cleaner) deletes temp files older than an hour.
 
 Paths handed to this class are relative to the table's base path and use `/`.
-Instances are picklable (the URI and the explicit `storage_options` travel) so executors rebuild them.
+Instances are picklable (the URI, the explicit `storage_options` and, on object stores, the settings the
+pickling process resolved from its AWS_* variables and profile travel) so executors rebuild them.
 Object stores fail transiently: their requests are retried with backoff (`storage/retry.py`) and
 what still fails is a `StorageError`.
 """
@@ -81,6 +82,7 @@ class Storage:
                  storage_options: dict[str, str] | None = None) -> None:
         self.base_uri = _normalize_uri(base_uri)
         self.storage_options = dict(storage_options or {})
+        self._shipped: dict[str, str] = {}  # resolved settings of the process that pickled this object
         self._loc: Location = parse_location(self.base_uri)
         self._obj: ObjectBackend | None = None
         self._explicit_fs = filesystem is not None
@@ -93,13 +95,21 @@ class Storage:
 
     # -- pickling: executors rebuild the clients from the URI and the options ----------------
     def __getstate__(self) -> dict[str, Any]:
-        state = {"base_uri": self.base_uri}
+        state: dict[str, Any] = {"base_uri": self.base_uri}
         if self.storage_options:
-            state["storage_options"] = self.storage_options  # type: ignore[assignment]
+            state["storage_options"] = self.storage_options
+        if self._loc.is_object_store:  # the settings resolved here (AWS_* variables, profile) travel too:
+            # Spark's executors never see variables the driver set, as Hadoop ships its configuration to them.
+            state["resolved_options"] = self._resolved()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["base_uri"], storage_options=state.get("storage_options"))  # type: ignore[misc]
+        self._shipped = state.get("resolved_options", {})
+
+    def _resolved(self) -> dict[str, str]:
+        """Explicit options over the settings shipped from the driver over this process's environment."""
+        return resolve_options(self._loc, {**self._shipped, **self.storage_options})
 
     @property
     def fs(self) -> pafs.FileSystem:
@@ -109,7 +119,7 @@ class Storage:
             if self._loc.is_object_store:
                 from pyhudi.storage.object_store import build_arrow_fs
 
-                fs, root = build_arrow_fs(self._loc, resolve_options(self._loc, self.storage_options))
+                fs, root = build_arrow_fs(self._loc, self._resolved())
             elif "://" in self.base_uri:
                 fs, root = pafs.FileSystem.from_uri(self.base_uri)
             else:
@@ -123,7 +133,7 @@ class Storage:
         if self._obj is None and self._loc.is_object_store and not self._explicit_fs:
             from pyhudi.storage.object_store import ObjectBackend
 
-            self._obj = ObjectBackend(self._loc, resolve_options(self._loc, self.storage_options))
+            self._obj = ObjectBackend(self._loc, self._resolved())
         return self._obj
 
     @property

@@ -37,23 +37,72 @@ def _hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
+def _is_object_store(path: str) -> bool:
+    from pyhudi.storage.config import parse_location
+
+    return "://" in path and parse_location(path.rstrip("/")).is_object_store
+
+
+def _split(uri: str) -> tuple[str, str]:
+    """An object URI as (its folder, its name)."""
+    parent, _, name = uri.rstrip("/").rpartition("/")
+    return parent, name
+
+
+def list_entries(path: str, fmt: str) -> list[tuple[int, str]]:
+    """(modification time in ms, path) of every file a read of `path` covers: local paths, or URIs on an
+    object store (one LIST, which gives the times; no request per file)."""
+    check_format(fmt)
+    if not _is_object_store(_local(path)):
+        return [(mtime_ms(p), p) for p in list_files(path, fmt)]
+    from pyhudi.storage import Storage
+
+    folder = Storage(path)
+    entries = sorted(folder.list_dir(""), key=lambda e: e.name)
+    if not entries:  # no folder of that name: a single object, or nothing (object stores have no empty folders)
+        parent, name = _split(folder.base_uri)
+        if "/" not in folder.base_uri.split("://", 1)[1]:
+            return []  # a bucket's root
+        store = Storage(parent)
+        return [(store.mtime_ms(name) or 0, folder.base_uri)] if store.size(name) > 0 else []
+    _refuse_subdirs(path, [e.name for e in entries if e.is_dir and not _hidden(e.name)])
+    return [(e.mtime_ns // 1_000_000, f"{folder.base_uri}/{e.name}") for e in entries
+            if not e.is_dir and not _hidden(e.name) and e.size > 0]
+
+
+def _refuse_subdirs(path: str, subdirs: list[str]) -> None:
+    if subdirs:
+        raise HudiError(f"{path!r} holds directories ({', '.join(subdirs[:3])}); in-process reads take the files "
+                        "directly in a directory (no partition discovery): give the files' directory itself, "
+                        "or use --master to read it with Spark")
+
+
+def mtime_ms(path: str) -> int:
+    """A landing file's modification time in milliseconds (local file or object)."""
+    if _is_object_store(path):
+        from pyhudi.storage import Storage
+
+        parent, name = _split(path)
+        return Storage(parent).mtime_ms(name) or 0
+    return os.stat(_local(path)).st_mtime_ns // 1_000_000
+
+
 def list_files(path: str, fmt: str) -> list[str]:
-    """The files a read of `path` covers (see the module doc), as local paths."""
+    """The files a read of `path` covers (see the module doc): local paths, or object URIs for a folder
+    or object on s3://, gs://, abfs(s):// (read through Storage, configured as the table is)."""
     check_format(fmt)
     local = _local(path)
+    if _is_object_store(local):
+        return [p for _, p in list_entries(local, fmt)]
     if "://" in local:
-        raise HudiError(f"{path!r}: only local files are read in-process; give a local path, or use --master "
-                        "to read it with Spark")
+        raise HudiError(f"{path!r}: only local files and object stores (s3://, gs://, abfs://) are read "
+                        "in-process; give such a path, or use --master to read it with Spark")
     if not os.path.exists(local):
         raise HudiError(f"{path!r} does not exist; give a file or a directory of {fmt} files")
     if os.path.isfile(local):
         return [local] if os.path.getsize(local) > 0 else []
     entries = sorted(os.scandir(local), key=lambda e: e.name)
-    subdirs = [e.name for e in entries if e.is_dir() and not _hidden(e.name)]
-    if subdirs:
-        raise HudiError(f"{path!r} holds directories ({', '.join(subdirs[:3])}); in-process reads take the files "
-                        "directly in a directory (no partition discovery): give the files' directory itself, "
-                        "or use --master to read it with Spark")
+    _refuse_subdirs(path, [e.name for e in entries if e.is_dir() and not _hidden(e.name)])
     return [e.path for e in entries if e.is_file() and not _hidden(e.name) and e.stat().st_size > 0]
 
 
@@ -62,13 +111,23 @@ def check_format(fmt: str) -> None:
         raise HudiError(f"source format {fmt!r} is not one of {', '.join(FORMATS)}")
 
 
+def _source(path: str) -> str | pa.BufferReader:
+    """What pyarrow's readers open: the local path, or an object's bytes (landing files are read whole)."""
+    if not _is_object_store(path):
+        return path
+    from pyhudi.storage import Storage
+
+    parent, name = _split(path)
+    return pa.BufferReader(Storage(parent).read_bytes(name))
+
+
 def read_file(path: str, fmt: str) -> pa.Table:
     """One file as an Arrow table; a file pyarrow cannot parse is a MalformedRecordError naming it."""
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            return pq.read_table(path)
+            return pq.read_table(_source(path))
         if fmt == "csv":
             return _read_csv(path)
         return _read_json(path)
@@ -80,18 +139,18 @@ def read_file(path: str, fmt: str) -> pa.Table:
 def _read_csv(path: str) -> pa.Table:
     import pyarrow.csv as pcsv
 
-    return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(strings_can_be_null=True))
+    return pcsv.read_csv(_source(path), convert_options=pcsv.ConvertOptions(strings_can_be_null=True))
 
 
 def _read_json(path: str) -> pa.Table:
     import pyarrow.json as pjson
 
-    table = pjson.read_json(path)
+    table = pjson.read_json(_source(path))
     wanted = pa.schema([f.with_type(_no_timestamps(f.type)) for f in table.schema])
     if wanted.equals(table.schema):
         return table
     # Re-read with timestamp-looking fields as strings: the text is kept exactly, as Spark keeps it.
-    return pjson.read_json(path, parse_options=pjson.ParseOptions(explicit_schema=wanted))
+    return pjson.read_json(_source(path), parse_options=pjson.ParseOptions(explicit_schema=wanted))
 
 
 def _no_timestamps(t: pa.DataType) -> pa.DataType:

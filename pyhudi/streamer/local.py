@@ -24,7 +24,7 @@ use --master.
 from __future__ import annotations
 
 import json
-import os
+import posixpath
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -84,14 +84,19 @@ def _floor(storage: Storage, checkpoints: list[int]) -> int:
 
 
 def mtime_ms(path: str) -> int:
-    return os.stat(path).st_mtime_ns // 1_000_000
+    return arrow_source.mtime_ms(path)
 
 
 def new_files(source_dir: str, fmt: str, done: Ingested) -> list[str]:
-    """Landing files not yet ingested, oldest first (modification time, then name)."""
-    files = [(mtime_ms(p), p) for p in arrow_source.list_files(source_dir, fmt)]
-    fresh = [(m, p) for m, p in files if os.path.basename(p) not in done.names and m > done.floor_ms]
-    return [p for _, p in sorted(fresh)]
+    """Landing files not yet ingested, oldest first (modification time, then name); local, or on an
+    object store (s3://...: one LIST gives names and times)."""
+    return [p for _, p in new_entries(source_dir, fmt, done)]
+
+
+def new_entries(source_dir: str, fmt: str, done: Ingested) -> list[tuple[int, str]]:
+    files = arrow_source.list_entries(source_dir, fmt)
+    fresh = [(m, p) for m, p in files if posixpath.basename(p) not in done.names and m > done.floor_ms]
+    return sorted(fresh)
 
 
 class LocalStreamer:
@@ -120,15 +125,16 @@ class LocalStreamer:
         from pyhudi.writer.entry import write_table
 
         done = ingested(self.target)
-        paths = new_files(self.source_dir, self.fmt, done)
+        entries = new_entries(self.source_dir, self.fmt, done)
+        paths = [p for _, p in entries]
         if not paths:
             return None
         table = arrow_source.read_files(paths, self.fmt)
         if table is None:
             return None
         table = arrow_source.type_null_columns(table, arrow_source.table_schema(self.target))
-        names = [os.path.basename(p) for p in paths]
-        checkpoint = max([done.latest_ms, *(mtime_ms(p) for p in paths)])
+        names = [posixpath.basename(p) for p in paths]
+        checkpoint = max([done.latest_ms, *(m for m, _ in entries)])
         options = {**self.props, FILES_KEY: json.dumps(names, ensure_ascii=False), CHECKPOINT_KEY: str(checkpoint)}
         started = time.monotonic()
         instant = write_table(table, self.target, options, streaming=True)

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from pyhudi.model.file_names import join_path, parse_base_file, parse_log_file
+from pyhudi.model.file_names import PARTITION_METAFILE, join_path, parse_base_file, parse_log_file
 from pyhudi.model.table_config import TableConfig
 from pyhudi.storage import FileInfo, Storage
 from pyhudi.timeline.instant import Action
@@ -190,6 +190,21 @@ class FileSystemView:
             if files is not None:
                 self._listing.setdefault(partition, files)
         return sorted(found)
+
+    def existing_partitions(self, candidates: Iterable[str]) -> list[str]:
+        """Those of `candidates` that are partitions of the table, listing only them (one LIST each,
+        kept for `file_groups`) unless the whole table was discovered already: a write touching a few
+        partitions costs requests for those, not for the whole table (Hudi's index lookup also takes
+        only the incoming records' partitions)."""
+        wanted = sorted(set(candidates))
+        if "partition_paths" in self.__dict__ or self.partition_filter is not None or not self.config.is_partitioned:
+            known = set(self.partition_paths)
+            return [p for p in wanted if p in known]
+        return [p for p in wanted if p and any(i.name.startswith(PARTITION_METAFILE) for i in self._list(p))]
+
+    def listing(self, partition: str) -> list[FileInfo]:
+        """The files (not directories) of one partition as this view listed them, listed on first use."""
+        return self._list(partition)
 
     def _list(self, partition: str) -> list[FileInfo]:
         if partition not in self._listing:

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pyhudi.model.file_names import PARTITION_METAFILE
 from pyhudi.storage import FileInfo, Storage
+from pyhudi.storage.metrics import bind
 
 META_FOLDER = ".hoodie"
 _PARALLEL_FROM = 4  # directories on one level before threads pay for themselves
@@ -53,4 +54,4 @@ def discover_partitions(storage: Storage, descend: Callable[[str], bool] | None 
 def _list_all(storage: Storage, dirs: list[str], pool: ThreadPoolExecutor) -> list[list[FileInfo]]:
     if len(dirs) < _PARALLEL_FROM:
         return [storage.list_dir(d) for d in dirs]
-    return list(pool.map(storage.list_dir, dirs))
+    return list(pool.map(bind(storage.list_dir), dirs))

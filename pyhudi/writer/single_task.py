@@ -31,6 +31,7 @@ from pyhudi.engine.local import LocalEngine
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.storage import Storage
+from pyhudi.storage.metrics import bind
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.config import WriteConfig
@@ -203,7 +204,7 @@ def _run_buckets(ctx: HandleContext, storage: Storage, plan: BucketPlan, records
         results = [run(item) for item in work]
     else:
         with ThreadPoolExecutor(workers) as pool:
-            results = list(pool.map(run, work))
+            results = list(pool.map(bind(run), work))
     return [s for stats in results for s in stats]
 
 

@@ -39,9 +39,33 @@ __all__ = ["BATCH_ID_KEY", "IDENTIFIER_OPTION", "QUERY_ID_KEY", "SINK_CHECKPOINT
 
 
 def _query_id(checkpoint_location: str) -> str:
-    """Spark writes {"id": ...} to <checkpoint>/metadata when the query first starts and reuses it."""
-    with open(os.path.join(_local(checkpoint_location), "metadata")) as fh:
+    """Spark writes {"id": ...} to <checkpoint>/metadata when the query first starts and reuses it. A
+    checkpoint on an object store (a cluster with a connector) is read through Storage, not os.path."""
+    location = _local(checkpoint_location)
+    if "://" in location:
+        from pyhudi.storage import Storage
+
+        first = Storage(location).read_bytes("metadata").decode("utf-8").split("\n", 1)[0]
+        return str(json.loads(first)["id"])
+    with open(os.path.join(location, "metadata")) as fh:
         return str(json.loads(fh.readline())["id"])
+
+
+def _spark_checkpoint(df: DataFrame, checkpoint_location: str) -> str:
+    """The checkpoint location as Spark should open it. Spark writes the checkpoint with its own Hadoop
+    file system, which pyhudi cannot stand in for (unlike reads and writes of the table): a scheme the
+    cluster has no connector for is refused here, before anything starts, instead of failing in the JVM."""
+    from pyhudi.engine.spark.read_files import spark_reads_scheme, spark_uri
+
+    if spark_reads_scheme(df.sparkSession, checkpoint_location):
+        return spark_uri(df.sparkSession, checkpoint_location)
+    scheme = checkpoint_location.split("://", 1)[0]
+    raise InvalidConfigError(
+        f"checkpoint location {checkpoint_location!r}: this Spark cluster has no Hadoop file system for "
+        f"{scheme}:// (no connector such as hadoop-aws), and Spark writes the streaming checkpoint itself. Give a "
+        "local or HDFS checkpoint location (the table itself can stay on the bucket; `pyhudi streamer`: "
+        "--checkpoint-dir), or add the connector "
+        "(e.g. spark.jars.packages=org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>).")
 
 
 def _local(location: str) -> str:
@@ -123,6 +147,7 @@ def start_stream(df: DataFrame, batch_writer: BatchWriter, checkpoint_location: 
     if trigger is not None and (len(trigger) != 1 or next(iter(trigger)) not in _TRIGGERS):
         raise InvalidConfigError(f"trigger={dict(trigger)!r} is not valid; give exactly one of {', '.join(_TRIGGERS)}, "
                                  "e.g. {'processingTime': '10 seconds'}")
+    checkpoint_location = _spark_checkpoint(df, checkpoint_location)
     from pyhudi.api import resume_table_services
 
     # As Hudi's streaming sink: pending compaction/clustering plans (e.g. left by a crash) resume at start.
