@@ -52,7 +52,7 @@ def _instants(s3: S3Bucket, uri: str) -> list[dict[str, Any]]:
     return out["instants"] if isinstance(out, dict) else out
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", pytest.param("MERGE_ON_READ", marks=pytest.mark.extended)])
 def test_cli_on_a_bucket(s3: S3Bucket, tmp_path: Path, table_type: str) -> None:
     props = _props(tmp_path, table_type, **{
         "hoodie.cleaner.commits.retained": "1",
@@ -166,6 +166,7 @@ def test_cli_sources_on_a_bucket(s3: S3Bucket, tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.extended  # a JVM per CLI call: ~45 s; the Spark path on a bucket is covered by test_s3_spark.py
 def test_cli_spark_master_on_a_bucket(s3: S3Bucket, tmp_path: Path) -> None:
     """`--master local[1]`: the CLI's own SparkSession (no S3 connector) writes a bucket table and compacts
     it, the executors reaching the bucket through Storage."""

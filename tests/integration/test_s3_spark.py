@@ -92,7 +92,7 @@ def _stream(spark: Any, landing: Any, uri: str, opts: dict[str, str], checkpoint
     assert query.exception() is None
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("table_type", [pytest.param("COPY_ON_WRITE", marks=pytest.mark.extended), "MERGE_ON_READ"])
 def test_streaming_sink_into_a_bucket(spark: Any, s3: S3Bucket, tmp_path: Any, table_type: str) -> None:
     """Three micro-batches (one landing file each) with a local checkpoint, then a restart from the
     checkpoint with one more file: one commit per micro-batch, none replayed. MOR: asynchronous compaction
