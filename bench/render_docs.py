@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import targets  # noqa: E402
 
-BENCHMARKS = ["small_batches", "large_load", "mor_vs_cow", "clustering", "streaming_services", "arrow_engine"]
+BENCHMARKS = ["small_batches", "large_load", "mor_vs_cow", "clustering", "streaming_services", "arrow_engine", "scale",
+              "object_store"]
 
 
 def main() -> int:

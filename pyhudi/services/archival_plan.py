@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from pyhudi.errors import HudiError
@@ -233,7 +233,9 @@ class _Planner:
         # would retain from where the cleaner stands today (Hudi would record that in an empty clean).
         from pyhudi.services.clean_plan import plan_clean
 
-        draft = plan_clean(self.storage, self.view, self.clean_cfg)
+        # A full scan, not the incremental one: a file an earlier clean left behind (a failed delete)
+        # must still hold archival back, wherever it is.
+        draft = plan_clean(self.storage, self.view, replace(self.clean_cfg, incremental=False))
         if draft.empty:
             now = draft.earliest_to_retain
             return _Bound(now.timestamp, "the earliest commit the cleaner retains now (nothing is left to "

@@ -15,6 +15,14 @@ need it:
 
 Also deleted: orphans, data files of instants that never completed and are no
 longer pending (left by crashed writers whose rollback could not name them).
+
+Which partitions are scanned (`partitions_to_clean`) follows Hudi's CleanPlanner with
+hoodie.cleaner.incremental.mode (default true): by commits or hours, only the partitions that
+completed writes between the last clean's earliest retained commit and the new one touched
+(nothing else can have a newly cleanable file), and none while there is no commit to retain; a full
+scan for file versions, with the mode off, without a usable last clean, or while a savepoint exists
+(its removal can free files in partitions no write touched). Orphans are looked for in the
+partitions scanned.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_base_file, parse_log_file
 from pyhudi.model.instant_time import instant_minus, now_instant
@@ -47,6 +56,7 @@ class CleanPlanDraft:
     last_completed: str
     files: list[FileToClean] = field(default_factory=list)
     partitions_to_delete: list[str] = field(default_factory=list)
+    scope: str = ""  # which partitions were scanned, and why (a full scan says so)
 
     @property
     def empty(self) -> bool:
@@ -165,12 +175,13 @@ def _replaced_before(timeline: ActiveTimeline, earliest: Instant | None, all_: b
 
 
 def _orphans(storage: Storage, view: FileSystemView, partition: str) -> list[FileToClean]:
-    """Data files whose instant is neither committed, pending, nor archived: left by a crashed write."""
+    """Data files whose instant is neither committed, pending, nor archived: left by a crashed write.
+    From the view's listing of the partition (the one its file groups came from; one listing, not two)."""
     timeline = view.timeline
     first = timeline.write_timeline().first()
     newest = timeline.last()
     out = []
-    for info in storage.list_dir(partition):
+    for info in view.listing(partition):
         base = parse_base_file(info.name)
         lf = parse_log_file(info.name) if base is None else None
         instant = base.instant if base else (lf.base_instant if lf else None)
@@ -199,7 +210,9 @@ def plan_clean(storage: Storage, view: FileSystemView, cfg: CleanConfig, partiti
     replaced_any = _replaced_before(timeline, None, True)
     compaction_bases = {(p.partition, p.file_id): _pending_base(view, p.partition, p.file_id, p.instant)
                         for p in view._pending_compactions}
-    for part in partitions if partitions is not None else view.partition_paths:
+    scope, draft.scope = (partitions, "the partitions asked for") if partitions is not None else \
+        clean_scope(view, cfg, earliest)
+    for part in scope if scope is not None else view.partition_paths:
         for group in view.file_groups(part):
             if (part, group.file_id) in replaced and (part, group.file_id) not in view.pending_clustering_file_ids():
                 rc = replaced[(part, group.file_id)]
@@ -216,3 +229,55 @@ def plan_clean(storage: Storage, view: FileSystemView, cfg: CleanConfig, partiti
                 draft.files.extend(_group_by_commits(group, earliest, protected, saved))
         draft.files.extend(_orphans(storage, view, part))
     return draft
+
+
+def last_clean_retained(timeline: ActiveTimeline) -> str | None:
+    """The earliest commit the last completed clean retained ('' or None: unknown)."""
+    last = timeline.completed().actions(Action.CLEAN).last()
+    if last is None:
+        return None
+    try:
+        meta = am.read_instant_avro(timeline.details(last))
+    except HudiError:
+        return None
+    return str(meta.get("earliestCommitToRetain") or "") or None
+
+
+def partitions_to_clean(view: FileSystemView, cfg: CleanConfig, earliest: Instant | None) -> list[str] | None:
+    """The partitions a clean must scan, or None for all of them (Hudi's getPartitionPathsToClean).
+
+    Incremental (by commits or hours, the mode on): a file becomes cleanable only when a newer slice
+    of its group lands before the earliest retained commit, and every slice, log or replacement is
+    written by a completed commit, deltacommit, replacecommit or compaction, whose metadata names its
+    partitions. The last clean already deleted what was cleanable at its earliest retained commit E1,
+    so the partitions written by commits in [E1, E) are all that can hold something new at E.
+    """
+    return clean_scope(view, cfg, earliest)[0]
+
+
+def clean_scope(view: FileSystemView, cfg: CleanConfig, earliest: Instant | None) -> tuple[list[str] | None, str]:
+    """`partitions_to_clean` and, for `--explain`, why it scans what it scans."""
+    if cfg.policy not in ("KEEP_LATEST_COMMITS", "KEEP_LATEST_BY_HOURS"):
+        return None, f"full scan: {cfg.policy} looks at every file group"
+    if not cfg.incremental:
+        return None, "full scan: hoodie.cleaner.incremental.mode=false"
+    if earliest is None:
+        return [], "no partition: no commit is retained yet, so nothing is older than it"
+    timeline = view.timeline
+    assert isinstance(timeline, ActiveTimeline)
+    previous = last_clean_retained(timeline)
+    first = timeline.commits().completed().first()
+    if previous is None or first is None:
+        return None, "full scan: no earlier clean recorded an earliest retained commit"
+    if previous < first.timestamp:
+        return None, f"full scan: the last clean's earliest retained commit {previous} was archived"
+    if timeline.savepoints():
+        return None, "full scan: a savepoint exists (removing one frees files no write touched)"
+    touched: set[str] = set()
+    for inst in timeline.completed():
+        if inst.action in WRITE_ACTIONS and previous <= inst.timestamp < earliest.timestamp:
+            meta = timeline.commit_metadata(inst)
+            touched.update(meta.partition_to_write_stats)
+            touched.update(meta.partition_to_replace_file_ids or {})
+    return sorted(touched), (f"incremental: {len(touched)} partition(s) written by commits in [{previous}, "
+                             f"{earliest.timestamp})")

@@ -11,9 +11,10 @@ the old state or the new one.
 from __future__ import annotations
 
 import bisect
+import json
 from collections.abc import Callable, Iterable, Iterator
 
-from pyhudi.errors import InstantNotFoundError, TimelineError
+from pyhudi.errors import CorruptFileError, InstantNotFoundError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.instant_time import new_instant_time
@@ -152,6 +153,30 @@ class ActiveTimeline(Timeline):
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         return CommitMetadata.from_bytes(self.details(instant), what=f"{instant.file_name}")
+
+    def write_totals(self, instant: Instant, base_files_only: bool = False) -> tuple[int, int]:
+        """(totalWriteBytes, numWrites) summed over a commit's write stats, without building them: the
+        record-size estimate walks commits whose metadata grows with the partitions they wrote (a
+        bulk load of 10,000 partitions is megabytes of JSON), and needs only these two sums.
+        `base_files_only` counts the stats of parquet files (a deltacommit's base files)."""
+        data = self.details(instant)
+        if not data.strip():
+            return 0, 0
+        try:
+            parsed = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorruptFileError(f"{instant.file_name} is not valid JSON ({exc}); restore the file from a "
+                                   "backup, or archive or roll back the instant") from exc
+        if not isinstance(parsed, dict):
+            raise CorruptFileError(f"{instant.file_name} is not a JSON object; restore the file from a backup")
+        total_bytes = total_records = 0
+        for stats in (parsed.get("partitionToWriteStats") or {}).values():
+            for st in stats or ():
+                if base_files_only and not str(st.get("path") or "").endswith(".parquet"):
+                    continue
+                total_bytes += int(st.get("totalWriteBytes") or 0)
+                total_records += int(st.get("numWrites") or 0)
+        return total_bytes, total_records
 
     def requested_details(self, instant: Instant) -> bytes:
         return self.details(Instant(instant.timestamp, instant.action, State.REQUESTED))

@@ -24,16 +24,12 @@ def average_record_size(timeline: ActiveTimeline, sizing: SizingConfig) -> int:
     threshold = int(sizing.estimation_threshold * sizing.small_file_limit)
     completed = timeline.actions(Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT).completed()
     for instant in reversed(completed.instants):
-        try:
-            meta = timeline.commit_metadata(instant)
+        try:  # the two sums only: wide commits are megabytes of write stats
+            total_bytes, total_records = timeline.write_totals(
+                instant, base_files_only=instant.action is Action.DELTA_COMMIT)
         except HudiError as exc:  # fail safe, as Hudi does
             log.warning("skipping %s for record size estimation: %s", instant, exc)
             continue
-        stats = meta.all_stats()
-        if instant.action is Action.DELTA_COMMIT:
-            stats = [s for s in stats if (s.path or "").endswith(".parquet")]
-        total_bytes = sum(s.total_write_bytes for s in stats)
-        total_records = sum(s.num_writes for s in stats)
         if total_bytes > threshold and total_records > 0:
             return math.ceil(total_bytes / total_records)
     return sizing.record_size_estimate

@@ -181,7 +181,6 @@ def wide(s3_session: S3Session) -> Iterator[Wide]:
         yield Wide(s3, {n: _table(s3, n) for n in (10, 300)})
 
 
-@pytest.mark.xfail(strict=True, reason="needs the incremental clean planning (services/clean_plan.py)")
 def test_inline_clean_scans_only_partitions_written_since_last_clean(wide: Wide) -> None:
     """With the inline cleaner on (one commit retained: from the second upsert on, each one cleans r/000):
     the first clean scans every partition (no previous clean: Hudi's full scan too), later ones only the
