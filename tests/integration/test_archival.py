@@ -151,7 +151,8 @@ def _archive_until_killed(path: str, opts: dict[str, str], point: str) -> None:
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
 
-@pytest.mark.parametrize("point", ["archival.after_archive_file", "archival.mid_delete"])
+@pytest.mark.parametrize("point", [pytest.param("archival.after_archive_file", marks=pytest.mark.extended),
+                                   "archival.mid_delete"])  # each waits out the killed holder's lock lease
 def test_a_killed_archiver_is_finished_by_the_next_run(spark: Any, tmp_path: Path, point: str) -> None:
     path = str(tmp_path / "t")
     opts = options("arch_kill", hoodie__archive__automatic="false")

@@ -110,7 +110,8 @@ KILL_RUNS = {
 }
 
 
-@pytest.mark.parametrize("mode", sorted(KILL_RUNS))
+@pytest.mark.parametrize("mode", [pytest.param(m, marks=pytest.mark.extended) if m == "services" else m
+                                  for m in sorted(KILL_RUNS)])
 def test_killed_and_restarted_stream_loses_and_duplicates_nothing(spark, tmp_path, mode):
     """SIGKILL the streaming job at several points, restart it each time (landing more files in between),
     then let it finish: every micro-batch is committed exactly once and both readers return the input; with
