@@ -57,8 +57,29 @@ ensure_venv() {
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[$extras]"
     touch "$stamp"
   fi
+  if [[ ",$extras," == *",test,"* ]]; then ensure_azurite; fi
   # Spark's Python workers must be this interpreter, activated venv or not.
   export PYSPARK_PYTHON="$VENV/bin/python"
   export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
   export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+}
+
+# The Azure tests' local Blob server (Azurite, an npm package) in .cache/azurite (git-ignored), once per
+# version; without npm the Azure tests skip and say what is missing (tests/support/azure_server.py).
+AZURITE_VERSION="3.35.0"
+ensure_azurite() {
+  local dir="$ROOT/.cache/azurite" stamp
+  stamp="$dir/.installed-$AZURITE_VERSION"
+  if [ -f "$stamp" ] && [ -x "$dir/node_modules/.bin/azurite-blob" ]; then return 0; fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "[pyhudi] npm not found: the Azure Blob tests (Azurite) will be skipped; install Node.js 18+ and npm to run them" >&2
+    return 0
+  fi
+  echo "[pyhudi] installing Azurite $AZURITE_VERSION into .cache/azurite (the Azure tests' local server)" >&2
+  mkdir -p "$dir"
+  if npm install --prefix "$dir" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION" >&2; then
+    touch "$stamp"
+  else
+    echo "[pyhudi] installing Azurite failed: the Azure Blob tests will be skipped" >&2
+  fi
 }

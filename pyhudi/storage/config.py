@@ -3,8 +3,10 @@
 Configuration follows what AWS, GCS and Azure tools do: explicit `storage_options` win, then the
 standard environment variables (`AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`, `AWS_REGION`/
 `AWS_DEFAULT_REGION`, `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`), then the
-profile named by `AWS_PROFILE` in `~/.aws/credentials` and `~/.aws/config`. Anything not given here
-is left to each library's own credential chain (instance metadata, web identity, ...).
+profile named by `AWS_PROFILE` in `~/.aws/credentials` and `~/.aws/config`. GCS and Azure: explicit
+options, then their standard variables (`GOOGLE_SERVICE_ACCOUNT_KEY`, `AZURE_STORAGE_ACCOUNT_NAME`, ...:
+`_OTHER_ENV`). Anything not given here is left to each library's own credential chain (instance
+metadata, web identity, ...).
 
 `storage_options` keys are object_store's (`aws_endpoint`, `aws_region`, `aws_access_key_id`,
 `google_service_account`, `azure_storage_account_key`, ...; the upper-case environment names are
@@ -44,6 +46,21 @@ _S3_ENV = (
     ("AWS_SESSION_TOKEN", "aws_session_token"), ("AWS_PROFILE", "aws_profile"),
     ("AWS_ALLOW_HTTP", "aws_allow_http"),
 )
+
+# The standard variables object_store itself reads for GCS and Azure: resolved here too, so that a pickled
+# Storage carries them to executors (as the AWS_* ones) and an `http://` endpoint turns on plain HTTP.
+_OTHER_ENV = {
+    "gs": (("GOOGLE_SERVICE_ACCOUNT", "google_service_account"),
+           ("GOOGLE_SERVICE_ACCOUNT_KEY", "google_service_account_key"),
+           ("GOOGLE_APPLICATION_CREDENTIALS", "google_application_credentials")),
+    "az": (("AZURE_STORAGE_ACCOUNT_NAME", "azure_storage_account_name"),
+           ("AZURE_STORAGE_ACCOUNT_KEY", "azure_storage_account_key"),
+           ("AZURE_STORAGE_SAS_TOKEN", "azure_storage_sas_token"),
+           ("AZURE_STORAGE_ENDPOINT", "azure_storage_endpoint"),
+           ("AZURE_STORAGE_USE_EMULATOR", "azure_storage_use_emulator"),
+           ("AZURE_CLIENT_ID", "azure_client_id"), ("AZURE_CLIENT_SECRET", "azure_client_secret"),
+           ("AZURE_TENANT_ID", "azure_tenant_id")),
+}
 
 
 @dataclass(frozen=True)
@@ -108,9 +125,12 @@ def _normalise_keys(options: dict[str, Any]) -> dict[str, str]:
 
 
 def resolve_options(loc: Location, storage_options: dict[str, Any] | None) -> dict[str, str]:
-    """Explicit options over environment variables over the AWS profile (S3); other stores take their
-    own environment variables inside the library."""
+    """Explicit options over environment variables over the AWS profile (S3); GCS and Azure: explicit
+    options over their standard variables (`_OTHER_ENV`)."""
     explicit = _normalise_keys(storage_options or {})
+    if loc.kind in _OTHER_ENV:
+        variables = {key: os.environ[var] for var, key in _OTHER_ENV[loc.kind] if os.environ.get(var)}
+        return {**variables, **explicit}
     if loc.kind != "s3":
         return explicit
     env: dict[str, str] = {}

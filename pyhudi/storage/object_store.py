@@ -14,8 +14,10 @@ request is known (see `create`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import http.client
+import json
 import logging
 import urllib.parse
 import uuid
@@ -40,6 +42,9 @@ from pyhudi.storage.config import (
 
 log = logging.getLogger(__name__)
 TOKEN_ATTRIBUTE = "pyhudi-create-token"
+# Azure metadata names must be C# identifiers (`x-ms-meta-pyhudi-create-token` is 400 InvalidMetadata)
+AZURE_TOKEN_ATTRIBUTE = "pyhudi_create_token"
+_ENDPOINT_KEYS = {"s3": "aws_endpoint", "gs": "google_base_url", "az": "azure_storage_endpoint"}
 PROBE_DIR = ".hoodie/.aux/.pyhudi-probe"
 _PROBE_CACHE: dict[tuple[str, str, str], bool] = {}  # (kind, bucket, endpoint) -> conditional writes work
 
@@ -66,7 +71,7 @@ def build_store(loc: Location, options: dict[str, str]) -> Any:
     conf: Any = library_options(options)
     no_retries: Any = {"max_retries": 0, "retry_timeout": dt.timedelta(seconds=120)}
     client: Any = {"timeout": "120s", "connect_timeout": "10s"}
-    if conf.pop("aws_allow_http", conf.pop("allow_http", "false")).lower() == "true":
+    if _allow_http(conf):
         client["allow_http"] = True
     if loc.kind == "s3":
         return S3Store(loc.bucket, prefix=loc.prefix or None, config=conf, client_options=client,
@@ -78,6 +83,26 @@ def build_store(loc: Location, options: dict[str, str]) -> Any:
         conf.setdefault("azure_storage_account_name", loc.account)
     return AzureStore(loc.bucket, prefix=loc.prefix or None, config=conf, client_options=client,
                       retry_config=no_retries)
+
+
+def _allow_http(conf: dict[str, str]) -> bool:
+    """Pops the allow-http keys (a client option, not a store key); an `http://` Azure or GCS endpoint
+    means plain HTTP, as an `http://` S3 endpoint does in `resolve_options`."""
+    flags = [conf.pop("aws_allow_http", conf.pop("allow_http", "false")).lower() == "true"]
+    flags += [conf.pop(k, "false").lower() == "true" for k in ("azure_allow_http", "google_allow_http")]
+    endpoints = (conf.get("azure_storage_endpoint", ""), conf.get("google_base_url", ""),
+                 _key_base_url(conf.get("google_service_account_key", "")))
+    return any(flags) or any(e.startswith("http://") for e in endpoints)
+
+
+def _key_base_url(key: str) -> str:
+    """`gcs_base_url` of an inline service-account key (how object_store is pointed at a GCS stand-in)."""
+    if not key.lstrip().startswith("{"):
+        return ""
+    try:
+        return str(json.loads(key).get("gcs_base_url", ""))
+    except (ValueError, AttributeError):
+        return ""
 
 
 def build_arrow_fs(loc: Location, options: dict[str, str]) -> tuple[pafs.FileSystem, str]:
@@ -99,8 +124,21 @@ def build_arrow_fs(loc: Location, options: dict[str, str]) -> tuple[pafs.FileSys
         return pafs.S3FileSystem(**kw), root
     if loc.kind == "gs":
         return pafs.GcsFileSystem(), root
-    return pafs.AzureFileSystem(account_name=loc.account or options.get("azure_storage_account_name", ""),
-                                account_key=options.get("azure_storage_account_key")), root
+    return _arrow_azure_fs(loc, options), root
+
+
+def _arrow_azure_fs(loc: Location, options: dict[str, str]) -> pafs.FileSystem:
+    """pyarrow's Azure file system; an explicit endpoint (Azurite, sovereign clouds) becomes its blob
+    authority and scheme, and the container path keeps the bucket as its first segment."""
+    kw: dict[str, Any] = {"account_name": loc.account or options.get("azure_storage_account_name", ""),
+                          "account_key": options.get("azure_storage_account_key")}
+    endpoint = options.get("azure_storage_endpoint")
+    if endpoint:
+        scheme, authority = endpoint_parts(endpoint)
+        authority = authority.split("/", 1)[0]  # Azurite's account is a path segment: pyarrow adds it
+        kw.update(blob_storage_authority=authority, dfs_storage_authority=authority,
+                  blob_storage_scheme=scheme, dfs_storage_scheme=scheme)
+    return pafs.AzureFileSystem(**kw)
 
 
 class ObjectBackend:
@@ -153,14 +191,28 @@ class ObjectBackend:
             return len(first) > 0
         return self._call("LIST", rel, run)  # type: ignore[no-any-return]
 
+    def version_tag(self, meta: Any) -> str | None:
+        """The tag `put_if_match` compares: the ETag (S3 `If-Match`, Azure `If-Match`), or on GCS the
+        generation (object_store updates GCS objects with `x-goog-if-generation-match`, not ETags)."""
+        if self.loc.kind == "gs" and meta.get("version"):
+            return str(meta["version"])
+        return meta.get("e_tag")  # type: ignore[no-any-return]
+
+    def _update_mode(self, tag: str) -> Any:
+        return {"version": tag} if self.loc.kind == "gs" else {"e_tag": tag}
+
+    @property
+    def token_attribute(self) -> str:
+        return AZURE_TOKEN_ATTRIBUTE if self.loc.kind == "az" else TOKEN_ATTRIBUTE
+
     def read(self, rel: str) -> tuple[bytes, str | None, dict[str, str]]:
-        """(content, ETag, attributes) of one object in one GET."""
+        """(content, version tag for `put_if_match`, attributes) of one object in one GET."""
         def run(_: int) -> tuple[bytes, str | None, dict[str, str]]:
             metrics.count("GET", "GET")
             result = obstore.get(self.store, rel)
             data = bytes(result.bytes())
             metrics.count("GET", "GET", 0, read=len(data))
-            return data, result.meta.get("e_tag"), dict(result.attributes)
+            return data, self.version_tag(result.meta), dict(result.attributes)
         try:
             return self._call("GET", rel, run)  # type: ignore[no-any-return]
         except oe.NotFoundError:
@@ -204,7 +256,8 @@ class ObjectBackend:
         def run(attempt: int) -> bool:
             metrics.count_put("PUT if-none-match", metrics.size_of(data))
             try:
-                obstore.put(self.store, rel, _payload(data), mode="create", attributes={TOKEN_ATTRIBUTE: token})
+                obstore.put(self.store, rel, _payload(data), mode="create",
+                             attributes={self.token_attribute: token})
                 return True
             except oe.AlreadyExistsError:
                 if attempt == 0:
@@ -226,7 +279,7 @@ class ObjectBackend:
 
     def _token_of(self, rel: str) -> str | None:
         try:
-            return self.read(rel)[2].get(TOKEN_ATTRIBUTE)
+            return self.read(rel)[2].get(self.token_attribute)
         except FileNotFoundError:
             return None
 
@@ -237,26 +290,34 @@ class ObjectBackend:
         return True
 
     def put_if_match(self, rel: str, data: bytes, etag: str) -> str | None:
-        """Replace `rel` only if its ETag is still `etag`; the new ETag, or None if it changed."""
+        """Replace `rel` only if its version tag (`version_tag`) is still `etag`; the new tag, or None if
+        it changed."""
         def run(_: int) -> str | None:
             metrics.count_put("PUT if-match", len(data))
             try:
-                return obstore.put(self.store, rel, data, mode={"e_tag": etag})["e_tag"]  # type: ignore[no-any-return]
+                return self.version_tag(obstore.put(self.store, rel, data, mode=self._update_mode(etag)))
             except (oe.PreconditionError, oe.NotFoundError):
                 return None
         return self._conditional("PUT if-match", rel, run)
 
     def delete_if_match(self, rel: str, etag: str) -> bool:
-        """Delete `rel` only if its ETag is still `etag` (S3 `DeleteObject` with `If-Match`)."""
-        if self.loc.kind != "s3":
+        """Delete `rel` only if its ETag is still `etag`: a DELETE with `If-Match` by a presigned URL (S3
+        `DeleteObject`; Azure `Delete Blob` by a SAS, which needs the account key). GCS: not available
+        (obstore signs GCS URLs only with a service account)."""
+        if self.loc.kind == "gs":
             raise ConditionalWriteUnsupportedError(
                 f"conditional delete of {self.describe(rel)} is not available on this store through obstore; "
                 "release a lock by put_if_match (write an expired lock) instead")
-        url = obstore.sign(self.store, "DELETE", rel, dt.timedelta(minutes=5))
+        try:
+            url = obstore.sign(self.store, "DELETE", rel, dt.timedelta(minutes=5))
+        except Exception as exc:  # Azure without an account key (SAS token, Entra ID) cannot sign a SAS
+            raise ConditionalWriteUnsupportedError(
+                f"conditional delete of {self.describe(rel)} needs a presigned URL and signing failed "
+                f"({retry.first_line(exc)}); give the account key, or use put_if_match instead") from exc
         def run(_: int) -> bool:
             metrics.count("DELETE", "DELETE if-match")
             status, body = _send("DELETE", url, {"If-Match": etag})
-            if status in (200, 204):
+            if status in (200, 202, 204):  # Azure's Delete Blob answers 202 Accepted
                 return True
             if status in (404, 412):
                 return False
@@ -276,13 +337,19 @@ class ObjectBackend:
     def delete(self, rel: str) -> None:
         def run(_: int) -> None:
             metrics.count("POST" if self.loc.kind == "s3" else "DELETE", "DELETE one key")  # S3: POST ?delete
-            obstore.delete(self.store, rel)
+            # Azure and GCS answer 404 for a missing object (S3 does not): already gone, as wanted
+            with contextlib.suppress(oe.NotFoundError, FileNotFoundError):
+                obstore.delete(self.store, rel)
         self._call("DELETE", rel, run)
 
     def delete_many(self, rels: list[str]) -> None:
         for i in range(0, len(rels), 1000):
             chunk = rels[i:i + 1000]
-            self._call("DELETE", chunk[0], lambda _, c=chunk: _delete_batch(self.store, c))
+            try:
+                self._call("DELETE", chunk[0], lambda _, c=chunk: _delete_batch(self.store, c))
+            except (oe.NotFoundError, FileNotFoundError):  # Azure/GCS: a key was already gone; the rest
+                for rel in chunk:                            # one by one (a missing key is not an error)
+                    self.delete(rel)
 
     def list_recursive(self, rel: str) -> list[str]:
         prefix = rel.strip("/") or None
@@ -302,7 +369,10 @@ class ObjectBackend:
 
     # -- conditional write support ---------------------------------------------------------------
     def _probe_key(self) -> tuple[str, str, str]:
-        return (self.loc.kind, self.loc.bucket, self.options.get("aws_endpoint", ""))
+        endpoint = self.options.get(_ENDPOINT_KEYS[self.loc.kind], "") or \
+            _key_base_url(self.options.get("google_service_account_key", ""))
+        return (self.loc.kind, f"{self.loc.account}@{self.loc.bucket}" if self.loc.account else self.loc.bucket,
+                endpoint)
 
     def supports_conditional_create(self) -> bool:
         """Whether the store honours `If-None-Match: *`: creates a probe object twice (the second must
