@@ -13,7 +13,6 @@ import base64
 import email.utils
 import hashlib
 import hmac
-import http.client
 import os
 import pathlib
 import re
@@ -21,6 +20,8 @@ import shutil
 import subprocess
 import threading
 import urllib.parse
+
+from tests.support.child_server import put_request, stop_process
 
 ACCOUNT = "devstoreaccount1"
 # Azurite's documented development key (public, the same in every installation).
@@ -94,14 +95,8 @@ class AzuriteServer:
         return f"{self.url}/{ACCOUNT}"
 
     def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            self._proc = None
+        stop_process(self._proc)
+        self._proc = None
 
 
 def azure_env(endpoint: str) -> dict[str, str]:
@@ -122,12 +117,4 @@ def create_container(endpoint: str, name: str) -> None:
     digest = hmac.new(base64.b64decode(ACCOUNT_KEY), to_sign.encode(), hashlib.sha256).digest()
     headers = {"x-ms-date": date, "x-ms-version": version, "Content-Length": "0",
                "Authorization": f"SharedKey {ACCOUNT}:{base64.b64encode(digest).decode()}"}
-    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=10)
-    try:
-        conn.request("PUT", f"{url.path}/{name}?restype=container", headers=headers)
-        resp = conn.getresponse()
-        body = resp.read()
-        if resp.status != 201:
-            raise RuntimeError(f"creating container {name}: {resp.status} {body[:300]!r}")
-    finally:
-        conn.close()
+    put_request(endpoint, f"{url.path}/{name}?restype=container", f"container {name}", headers, ok=(201,))

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
 
+from tests.support.child_server import put_request, serve_until_parent_exits, stop_process
+
 _LIST_NS = "http://doc.s3.amazonaws.com/2006-03-01"
 # Buckets named so behave like a store that ignores preconditions (to test pyhudi's detection).
 IGNORING_PRECONDITIONS = "ignore-preconditions-"
@@ -312,14 +314,8 @@ class GcsXmlServer:
         return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            self._proc = None
+        stop_process(self._proc)
+        self._proc = None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -339,27 +335,11 @@ def gcs_env(endpoint: str) -> dict[str, str]:
 
 
 def create_bucket(endpoint: str, name: str) -> None:
-    import http.client
-
-    url = urllib.parse.urlsplit(endpoint)
-    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=10)
-    try:
-        conn.request("PUT", f"/{name}", headers={"Content-Length": "0"})
-        resp = conn.getresponse()
-        resp.read()
-        if resp.status != 200:
-            raise RuntimeError(f"creating bucket {name}: {resp.status}")
-    finally:
-        conn.close()
+    put_request(endpoint, f"/{name}", f"bucket {name}")
 
 
 def _serve_forever() -> None:
-    server = GcsXmlServer().start_in_thread()
-    print(server.port, flush=True)
-    try:
-        sys.stdin.read()  # returns when the parent goes away and closes our stdin
-    finally:
-        server.stop()
+    serve_until_parent_exits(GcsXmlServer().start_in_thread())
 
 
 if __name__ == "__main__":

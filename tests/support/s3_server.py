@@ -17,6 +17,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from tests.support.child_server import put_request, serve_until_parent_exits, stop_process
+
 ACCESS_KEY = "pyhudi-test-key"
 SECRET_KEY = "pyhudi-test-secret"
 REGION = "us-east-1"
@@ -87,14 +89,8 @@ class MotoS3Server:
         return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            self._proc = None
+        stop_process(self._proc)
+        self._proc = None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -118,29 +114,11 @@ def s3_env(endpoint: str) -> dict[str, str]:
 
 def create_bucket(endpoint: str, name: str) -> None:
     """Create a bucket with one plain signed-less request (moto does not check signatures)."""
-    import http.client
-    import urllib.parse
-
-    url = urllib.parse.urlparse(endpoint)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
-    try:
-        conn.request("PUT", f"/{name}", headers={"Content-Length": "0"})
-        resp = conn.getresponse()
-        body = resp.read()
-        if resp.status != 200:
-            raise RuntimeError(f"creating bucket {name}: {resp.status} {body[:200]!r}")
-    finally:
-        conn.close()
+    put_request(endpoint, f"/{name}", f"bucket {name}")
 
 
 def _serve_forever() -> None:
-    """Child-process entry: serve, print the port on stdout, stop with the parent (SIGTERM or stdin)."""
-    server = MotoS3Server().start_in_thread()
-    print(server.port, flush=True)
-    try:
-        sys.stdin.read()  # returns when the parent goes away and closes our stdin
-    finally:
-        server.stop()
+    serve_until_parent_exits(MotoS3Server().start_in_thread())
 
 
 if __name__ == "__main__":
