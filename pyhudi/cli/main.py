@@ -8,6 +8,7 @@ traceback for "this path is not a table" helps nobody.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -87,5 +88,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return guarded(args.func, args, f"pyhudi {args.command}")
 
 
+def entry() -> None:
+    """The `pyhudi` command: run, then leave without interpreter teardown. A native I/O thread (pyarrow
+    reading an object store through Python file objects) still alive at teardown made the C++ runtime
+    abort (SIGABRT, "terminate called without an active exception") after a command that had succeeded.
+    Background table services finish first; output is flushed."""
+    code = main()
+    from pyhudi.services import background
+
+    background.wait(None, None)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
