@@ -19,6 +19,7 @@ import pytest
 
 import pyhudi
 from pyhudi.storage import Storage
+from tests.integration.s3_model import as_model, read_arrow
 
 if TYPE_CHECKING:
     from tests.support.azure_fixtures import AzureContainer
@@ -51,15 +52,6 @@ def _table(rows: list[Row], ts: int) -> pa.Table:
                                 schema=SCHEMA)
 
 
-def _rows(table: pa.Table | None) -> Model:
-    out: Model = {}
-    for r in ([] if table is None else table.to_pylist()):
-        key = (r["_hoodie_record_key"], r["_hoodie_partition_path"])
-        assert key not in out, f"duplicate record {key}"
-        out[key] = (r["name"], r["ts"])
-    return out
-
-
 def _apply(model: Model, rows: list[Row], ts: int, op: str) -> None:
     for k, d, p, n in rows:
         key = (f"k:{k},d:{Decimal(d)}", p)
@@ -75,22 +67,17 @@ def cloud(request: pytest.FixtureRequest) -> AzureContainer | GcsBucket:
     return request.getfixturevalue(request.param)  # type: ignore[no-any-return]
 
 
-def _read(uri: str) -> pa.Table:
-    result = pyhudi.read(uri)
-    return result.read_all() if isinstance(result, pa.RecordBatchReader) else result
-
-
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_write_upsert_delete_and_read(cloud: AzureContainer | GcsBucket, table_type: str) -> None:
+def test_write_upsert_delete_andread_arrow(cloud: AzureContainer | GcsBucket, table_type: str) -> None:
     model: Model = {}
     steps: list[tuple[list[Row], str]] = [(FIRST, "upsert"), (UPSERT, "upsert"), (DELETE, "delete")]
     for ts, (rows, op) in enumerate(steps, start=1):
         pyhudi.write(_table(rows, ts), cloud.uri, _opts(table_type, op))
         _apply(model, rows, ts, op)
-        assert _rows(_read(cloud.uri)) == model, f"{op} {ts}: pyhudi.read"
-        assert _rows(cloud.hudi_rs()) == model, f"{op} {ts}: hudi-rs"
+        assert as_model(read_arrow(cloud.uri)) == model, f"{op} {ts}: pyhudi.read"
+        assert as_model(cloud.hudi_rs()) == model, f"{op} {ts}: hudi-rs"
     pyhudi.write(SCHEMA.empty_table(), cloud.uri, _opts(table_type, "upsert"))  # an empty batch changes nothing
-    assert _rows(_read(cloud.uri)) == model and _rows(cloud.hudi_rs()) == model
+    assert as_model(read_arrow(cloud.uri)) == model and as_model(cloud.hudi_rs()) == model
     storage = Storage(cloud.uri)
     assert storage.supports_conditional_create()
     completed = [i.name for i in storage.list_dir(".hoodie") if i.name.endswith((".commit", ".deltacommit"))]

@@ -14,6 +14,7 @@ import pytest
 
 import pyhudi
 from pyhudi.storage import Storage
+from tests.integration.s3_model import as_model, read_arrow
 
 if TYPE_CHECKING:
     from tests.support.s3_fixtures import S3Bucket
@@ -48,20 +49,6 @@ def _batch(rng: random.Random, ts: int, n: int) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
-def _rows(table: pa.Table | None) -> Model:
-    out: Model = {}
-    for r in ([] if table is None else table.to_pylist()):
-        key = (r["_hoodie_record_key"], r["_hoodie_partition_path"])
-        assert key not in out, f"duplicate record {key}"
-        out[key] = (r["name"], r["ts"])
-    return out
-
-
-def _read(uri: str) -> pa.Table:
-    result = pyhudi.read(uri)
-    return result.read_all() if isinstance(result, pa.RecordBatchReader) else result
-
-
 def _run(s3: S3Bucket, table_type: str, steps: int, seed: int) -> dict[str, dict[str, int]]:
     rng, model, costs = random.Random(seed), {}, {}
     for step in range(steps):
@@ -77,10 +64,10 @@ def _run(s3: S3Bucket, table_type: str, steps: int, seed: int) -> dict[str, dict
                 model.pop(key, None)
             else:
                 model[key] = (r["name"], r["ts"])
-        assert _rows(_read(s3.uri)) == model, f"step {step}: pyhudi.read"
-        assert _rows(s3.hudi_rs()) == model, f"step {step}: hudi-rs"
+        assert as_model(read_arrow(s3.uri)) == model, f"step {step}: pyhudi.read"
+        assert as_model(s3.hudi_rs()) == model, f"step {step}: hudi-rs"
     pyhudi.write(SCHEMA.empty_table(), s3.uri, _opts(table_type))  # an empty batch changes nothing
-    assert _rows(s3.hudi_rs()) == model
+    assert as_model(s3.hudi_rs()) == model
     return costs
 
 
