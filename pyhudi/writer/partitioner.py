@@ -130,19 +130,14 @@ class BucketPlan:
         encoded = pc.dictionary_encode(partitions if everything else partitions.take(where))
         codes = encoded.indices.to_numpy(zero_copy_only=False)
         names = encoded.dictionary.to_pylist()
-        hashed = [self._needs_hash(p) for p in names]
         hashes = None
-        if any(hashed):  # every key hashed in one pass over the key buffer, not gathered per partition
+        if any(len(self.insert_routes[p][0]) > 1 for p in names):  # one pass over all keys, no gathers
             hashes = key_hashes(record_keys if everything else record_keys.take(where))
         order, bounds = grouped(codes, len(names))  # rows by partition: one sort, not a scan per partition
         for code, partition in enumerate(names):
             mine = order[bounds[code]:bounds[code + 1]]
-            out[rows[mine]] = self._insert_buckets(partition, hashes[mine] if hashed[code] and hashes is not None
-                                                   else None)
+            out[rows[mine]] = self._insert_buckets(partition, None if hashes is None else hashes[mine])
         return out
-
-    def _needs_hash(self, partition: str) -> bool:
-        return len(self.insert_routes[partition][0]) > 1
 
     def _insert_buckets(self, partition: str, hashes: np.ndarray | None) -> np.ndarray | int:
         """The insert buckets of one partition's new records, from their keys' MD5 prefixes (`key_hashes`);
