@@ -129,11 +129,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         source = self.headers.get("x-goog-copy-source")
         with self.state.lock:
-            bucket = self._bucket(name)
+            bucket = self._writable(name, key)
             if bucket is None:
-                return
-            if not self._precondition_holds(name, bucket.get(key)):
-                self._error(412, "PreconditionFailed")
                 return
             if source is not None:
                 src_bucket, _, src_key = urllib.parse.unquote(source).lstrip("/").partition("/")
@@ -148,6 +145,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             obj = _Object(body, self.state.next_generation(), time.time(), metadata)
             bucket[key] = obj
         self._send(200, b"", {"ETag": obj.etag, "x-goog-generation": str(obj.generation)})
+
+    def _writable(self, name: str, key: str) -> dict[str, _Object] | None:
+        """The bucket, if it exists and the request's generation precondition holds on `key` (under the
+        state lock); otherwise the error is answered and None returned."""
+        bucket = self._bucket(name)
+        if bucket is not None and not self._precondition_holds(name, bucket.get(key)):
+            self._error(412, "PreconditionFailed")
+            return None
+        return bucket
 
     def _precondition_holds(self, bucket: str, current: _Object | None) -> bool:
         wanted = self.headers.get("x-goog-if-generation-match")
@@ -217,11 +223,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(204)
             return
         with self.state.lock:
-            bucket = self._bucket(name)
+            bucket = self._writable(name, key)
             if bucket is None:
-                return
-            if not self._precondition_holds(name, bucket.get(key)):
-                self._error(412, "PreconditionFailed")
                 return
             found = bucket.pop(key, None)
         if found is None:
