@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (console script wrappers pass it to sys.exit)."""
+    """The CLI run in-process, returning the exit code (tests call it); the `pyhudi` command is `entry`."""
     args = build_parser().parse_args(argv)
     if getattr(args, "explain", False):
         func = args.func

@@ -190,7 +190,8 @@ def estimate_bytes_per_row(table: pa.Table, settings: ParquetSettings, sample_ro
 
 def read_parquet(storage: Storage, rel_path: str, columns: list[str] | None = None) -> pa.Table:
     with storage.open_input_file(rel_path) as f:
-        return pq.read_table(f, columns=columns)
+        threads = storage.arrow_threads
+        return pq.read_table(f, columns=columns, use_threads=threads, pre_buffer=threads)
 
 
 def read_footer(storage: Storage, rel_path: str) -> dict[str, str]:

@@ -192,7 +192,16 @@ class Storage:
         with self.fs.open_input_stream(self.full_path(rel)) as f:
             return bytes(f.read())
 
+    @property
+    def arrow_threads(self) -> bool:
+        """Whether pyarrow may read this storage's files on its own thread pools. Not on object stores:
+        their files are Python file objects, and an Arrow pool thread still inside Python at interpreter
+        exit aborts the process after a run that succeeded (SIGABRT, "terminate called without an active
+        exception"; apache/arrow#34314, #50482). Files are read in parallel by the engine's tasks instead."""
+        return self._object is None
+
     def open_input_file(self, rel: str) -> pa.NativeFile:
+        """A random-access file; on an object store a Python file object (read with `arrow_threads`)."""
         if self._object is not None:
             from pyhudi.storage.object_files import open_input_file
 
