@@ -396,6 +396,11 @@ CLEANER_FILEVERSIONS_RETAINED = declare("hoodie.cleaner.fileversions.retained", 
                                         "File versions kept per file group.", Group.CLEAN)
 CLEANER_INCREMENTAL = declare("hoodie.cleaner.incremental.mode", "bool", True,
                               "Only scan partitions written since the last clean.", Group.CLEAN)
+EMPTY_CLEAN_DURATION_MS = declare(
+    "hoodie.write.empty.clean.create.duration.ms", "int", 0,
+    "With nothing to clean, write an empty clean (it records the earliest retained commit, where the next "
+    "incremental clean starts) when the last clean is older than this; -1 never (Hudi's default). pyhudi "
+    "defaults to 0: an append-only table otherwise scans every partition on every clean.", Group.CLEAN)
 
 # --------------------------------------------------------------------------- archival
 KEEP_MAX_COMMITS = declare("hoodie.keep.max.commits", "int", 30,
@@ -415,9 +420,11 @@ LOCK_PROVIDER = declare("hoodie.write.lock.provider", "str", None,
                         "Lock provider class for optimistic concurrency control.", Group.LOCK)
 LOCK_FILESYSTEM_PATH = declare("hoodie.write.lock.filesystem.path", "str", None,
                                "Directory of the file-system lock (default: .hoodie/.locks).", Group.LOCK)
-LOCK_EXPIRE_SECONDS = declare("hoodie.write.lock.filesystem.expire", "int", 60,
-                              "Lease of the file-system lock in seconds; a crashed holder's lock expires.",
-                              Group.LOCK, validator=positive)
+LOCK_EXPIRE_MINUTES = declare(
+    "hoodie.write.lock.filesystem.expire", "float", 1.0,
+    "Lease of the file-system lock in minutes, as Hudi's key (fractions allowed); a crashed holder's lock "
+    "expires after it. 0: never expires (Hudi's default; a crashed holder's lock file must then be deleted by "
+    "hand); pyhudi defaults to 1.", Group.LOCK, validator=non_negative)
 LOCK_ACQUIRE_WAIT_MS = declare("hoodie.write.lock.wait_time_ms", "int", 60000,
                                "How long to wait for the lock.", Group.LOCK, validator=positive)
 LOCK_STORAGE_VALIDITY_SECONDS = declare(

@@ -19,8 +19,9 @@ from typing import Any
 from pyhudi.errors import UnsupportedTableError
 from pyhudi.faults import fault_point
 from pyhudi.model import avro_models as am
+from pyhudi.model.instant_time import instant_to_ms, zone
 from pyhudi.model.table_config import TableConfig
-from pyhudi.services.clean_plan import CleanPlanDraft, plan_clean
+from pyhudi.services.clean_plan import CleanPlanDraft, last_clean_retained, plan_clean
 from pyhudi.storage import Storage
 from pyhudi.storage.metrics import bind
 from pyhudi.timeline.instant import Action, Instant, State
@@ -53,11 +54,12 @@ def dry_run(storage: Storage, table: TableConfig, cfg: CleanConfig) -> CleanPlan
 
 
 def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None) -> str | None:
-    """Write a clean plan if anything can be deleted; return its instant."""
+    """Write a clean plan if anything can be deleted, or an empty one when due (`empty_clean_due`);
+    return its instant."""
     with table_lock(storage, lock or LockSettings()) as held:
         timeline = ActiveTimeline.load(storage)
         draft = plan_clean(storage, build_view(storage, table, timeline), cfg)
-        if draft.empty:
+        if draft.empty and not empty_clean_due(timeline, draft, cfg, table.local_timezone):
             return None
         by_partition: dict[str, list[dict[str, object]]] = defaultdict(list)
         for f in draft.files:
@@ -74,6 +76,26 @@ def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockS
     fault_point("clean.after_plan")
     log.info("scheduled clean %s: %d files", instant, len(draft.files))
     return instant
+
+
+def empty_clean_due(timeline: ActiveTimeline, draft: CleanPlanDraft, cfg: CleanConfig, local_tz: bool,
+                    now_ms: int | None = None) -> bool:
+    """Whether a clean with nothing to delete is still written (Hudi's empty clean, apache/hudi#18337):
+    it records the earliest retained commit, where the next incremental clean starts. Without it an
+    append-only table, whose cleans never delete anything, scans every partition on every clean
+    (hudi#6953). Only where the next clean can start from it (incremental, by commits or hours), only
+    when that commit moved on, and at most once per `hoodie.write.empty.clean.create.duration.ms`."""
+    earliest = draft.earliest_to_retain
+    if cfg.empty_clean_after_ms < 0 or earliest is None or not cfg.incremental \
+            or cfg.policy not in ("KEEP_LATEST_COMMITS", "KEEP_LATEST_BY_HOURS"):
+        return False
+    last = timeline.completed().actions(Action.CLEAN).last()
+    if last is None:
+        return True
+    if last_clean_retained(timeline) == earliest.timestamp:
+        return False
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    return now - instant_to_ms(last.timestamp, zone(local_tz)) > cfg.empty_clean_after_ms
 
 
 def execute(storage: Storage, instant: str) -> CleanResult:

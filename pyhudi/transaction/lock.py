@@ -40,6 +40,7 @@ __all__ = ["LOCK_DIR", "FileSystemLockProvider", "LockLostError", "LockProvider"
            "LockTimeoutError", "StorageBasedLockProvider", "check_lock_usable", "ensure_held", "make_lock", "table_lock"]
 
 LOCK_DIR = ".hoodie/.locks"
+NEVER_MS = 1 << 50  # a lease that outlives any writer (about 35,000 years)
 HUDI_FS_LOCK_CLASSES = frozenset({
     "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
     "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
@@ -54,7 +55,8 @@ class FileSystemLockProvider:
         self.storage = storage
         self.dir = settings.directory or LOCK_DIR
         self.path = f"{self.dir}/table.lock"
-        self.lease_ms = settings.lease_seconds * 1000
+        # 0: never expires (Hudi's hoodie.write.lock.filesystem.expire=0); far future keeps the file's format
+        self.lease_ms = int(settings.lease_seconds * 1000) or NEVER_MS
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
         self._held = False
 
@@ -117,7 +119,7 @@ class FileSystemLockProvider:
                 raise LockTimeoutError(
                     f"could not acquire the table lock {self.storage.uri(self.path)} within {timeout_s:.0f}s "
                     f"(held by {holder.get('owner', 'unknown')}); raise hoodie.write.lock.wait_time_ms or check "
-                    "for a stuck writer (its lease expires after hoodie.write.lock.filesystem.expire seconds)")
+                    "for a stuck writer (its lease expires after hoodie.write.lock.filesystem.expire minutes)")
             time.sleep(delay)
             # Short critical sections (a commit, a clean plan of a background service): poll often enough
             # that a writer waiting on one is not held up long after it ends.

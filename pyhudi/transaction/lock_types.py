@@ -37,7 +37,7 @@ class LockProvider(Protocol):
 class LockSettings:
     """Lock options as parsed from `hoodie.write.lock.*` (see `writer/config.lock_settings`).
 
-    `lease_seconds` is the file-system lock's lease; `validity_s` / `renew_interval_s` are the
+    `lease_seconds` is the file-system lock's lease (0: it never expires); `validity_s` / `renew_interval_s` are the
     storage-based lock's (Hudi's `hoodie.write.lock.storage.*`). `occ` says whether concurrent writers
     are expected (optimistic concurrency control): on an object store without conditional writes the
     default lock then refuses instead of falling back to a lock only safe for one writer.
@@ -45,7 +45,7 @@ class LockSettings:
 
     provider: str | None = None
     directory: str | None = None
-    lease_seconds: int = 60
+    lease_seconds: float = 60
     wait_ms: int = 60000
     validity_s: float = DEFAULT_VALIDITY_S
     renew_interval_s: float = DEFAULT_RENEW_INTERVAL_S

@@ -335,7 +335,7 @@ def check_bucket_num(num_buckets: int, table: TableConfig) -> None:
 
 def lock_settings(o: Options) -> LockSettings:
     return LockSettings(provider=o.get(K.LOCK_PROVIDER), directory=o.get(K.LOCK_FILESYSTEM_PATH),
-                        lease_seconds=o.get(K.LOCK_EXPIRE_SECONDS), wait_ms=o.get(K.LOCK_ACQUIRE_WAIT_MS),
+                        lease_seconds=o.get(K.LOCK_EXPIRE_MINUTES) * 60, wait_ms=o.get(K.LOCK_ACQUIRE_WAIT_MS),
                         validity_s=o.get(K.LOCK_STORAGE_VALIDITY_SECONDS),
                         renew_interval_s=o.get(K.LOCK_STORAGE_RENEW_SECONDS),
                         occ=o.get(K.CONCURRENCY_MODE) == "OPTIMISTIC_CONCURRENCY_CONTROL")
@@ -440,6 +440,7 @@ class CleanConfig:
     hours_retained: int = 24
     file_versions_retained: int = 3
     incremental: bool = True
+    empty_clean_after_ms: int = 0  # -1: never
 
     @classmethod
     def from_options(cls, o: Options) -> CleanConfig:
@@ -448,6 +449,7 @@ class CleanConfig:
             policy=o.get(K.CLEANER_POLICY), commits_retained=o.get(K.CLEANER_COMMITS_RETAINED),
             hours_retained=o.get(K.CLEANER_HOURS_RETAINED),
             file_versions_retained=o.get(K.CLEANER_FILEVERSIONS_RETAINED), incremental=o.get(K.CLEANER_INCREMENTAL),
+            empty_clean_after_ms=o.get(K.EMPTY_CLEAN_DURATION_MS),
         )
         cfg.validate()
         return cfg

@@ -84,7 +84,7 @@ def table_options(name: str, table_type: str) -> dict[str, str]:
         "hoodie.parquet.small.file.limit": str(8 * KB) if table_type == "COPY_ON_WRITE" else "0",
         "hoodie.copyonwrite.record.size.estimate": "120",
         "hoodie.index.bloom.num_entries": "200",
-        "hoodie.write.lock.filesystem.expire": "2",
+        "hoodie.write.lock.filesystem.expire": str(2 / 60),  # minutes: a 2 s lease
     }
 
 

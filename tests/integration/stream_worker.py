@@ -24,7 +24,7 @@ SCHEMA = "id long, name string, part string, ts long"
 OPTIONS = {"hoodie.table.name": "stream", "hoodie.datasource.write.recordkey.field": "id",
            "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
            # insert keeps duplicates, so a batch written twice would show as duplicate keys
-           "hoodie.datasource.write.operation": "insert", "hoodie.write.lock.filesystem.expire": "2"}
+           "hoodie.datasource.write.operation": "insert", "hoodie.write.lock.filesystem.expire": str(2 / 60)}  # 2 s
 SERVICES = {**OPTIONS, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.index.type": "INMEMORY",
             "hoodie.index.bloom.num_entries": "1000", "hoodie.parquet.max.file.size": str(48 * 1024),
             "hoodie.compact.inline.max.delta.commits": "2",  # async compaction: the streaming default on MOR
@@ -33,7 +33,7 @@ SERVICES = {**OPTIONS, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "h
             "hoodie.clustering.plan.strategy.target.file.max.bytes": str(48 * 1024),
             "hoodie.table.services.async.retry.interval.ms": "0",
             # background jobs hold the lock while planning; a short lease must not expire under them
-            "hoodie.write.lock.filesystem.expire": "10"}
+            "hoodie.write.lock.filesystem.expire": str(10 / 60)}  # 10 s
 
 
 def main(landing: str, table: str, checkpoint: str, mode: str = "plain") -> int:

@@ -5,7 +5,8 @@ it lists only those partitions.
 Histories are hand-made (tests/unit/test_clean_plan.Hand: instant files plus tiny data files named
 like Hudi's): writes of new file groups and new versions (COW) or log files (MOR), replacecommits,
 compactions, and cleans that delete what the full-scan plan names and record their earliest
-retained commit, as pyhudi's cleaner does (no empty cleans).
+retained commit, as pyhudi's cleaner does; with nothing to delete, an empty clean that records it
+(`hoodie.write.empty.clean.create.duration.ms`) or none (-1, Hudi's default).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from pyhudi.model import avro_models as am
 from pyhudi.model.table_config import COW, MOR
+from pyhudi.services.clean import empty_clean_due
 from pyhudi.services.clean_plan import clean_scope, partitions_to_clean, plan_clean
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -41,12 +43,14 @@ def _plan(h: Hand, cfg: CleanConfig) -> set[tuple[str, str]]:
     return {(f.partition, f.path) for f in plan_clean(h.storage, view, cfg).files}
 
 
-def _record_clean(h: Hand, ts: str, cfg: CleanConfig) -> None:
-    """Delete what the full scan plans and complete a clean instant with its earliest retained commit."""
-    view = build_view(h.storage, h.config, ActiveTimeline.load(h.storage))
+def _record_clean(h: Hand, ts: str, cfg: CleanConfig, empty_cleans: bool = False) -> None:
+    """Delete what the full scan plans and complete a clean instant with its earliest retained commit;
+    with nothing to delete, an empty clean only when `empty_cleans` and the cleaner would write one."""
+    timeline = ActiveTimeline.load(h.storage)
+    view = build_view(h.storage, h.config, timeline)
     draft = plan_clean(h.storage, view, _cfg(False, cfg.commits_retained))
-    if draft.empty:
-        return  # pyhudi writes no empty cleans
+    if draft.empty and not (empty_cleans and empty_clean_due(timeline, draft, cfg, False)):
+        return
     for f in draft.files:
         (h.root / f.path).unlink()
     by_part: dict[str, list[str]] = {}
@@ -121,9 +125,9 @@ USED: list[int] = []
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 10**6), mor=st.booleans(), retained=st.integers(1, 4))
+@given(seed=st.integers(0, 10**6), mor=st.booleans(), retained=st.integers(1, 4), empty_cleans=st.booleans())
 def test_incremental_plan_equals_full_scan(tmp_path_factory: pytest.TempPathFactory, seed: int, mor: bool,
-                                           retained: int) -> None:
+                                           retained: int, empty_cleans: bool) -> None:
     rng = random.Random(seed)
     hist = History(tmp_path_factory.mktemp("hist"), MOR if mor else COW, rng)
     incremental_used = 0
@@ -138,7 +142,7 @@ def test_incremental_plan_equals_full_scan(tmp_path_factory: pytest.TempPathFact
         else:
             full, incr = _plan(hist.h, _cfg(False, retained)), _plan(hist.h, _cfg(True, retained))
             assert incr == full, f"incremental plan differs: missing {full - incr}, extra {incr - full}"
-            _record_clean(hist.h, hist.ts(), _cfg(False, retained))
+            _record_clean(hist.h, hist.ts(), _cfg(True, retained), empty_cleans)
         full, incr = _plan(hist.h, _cfg(False, retained)), _plan(hist.h, _cfg(True, retained))
         assert incr == full, f"incremental plan differs: missing {full - incr}, extra {incr - full}"
         view = build_view(hist.h.storage, hist.h.config, ActiveTimeline.load(hist.h.storage))

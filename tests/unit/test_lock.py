@@ -283,11 +283,12 @@ def test_lock_directory_is_configurable(tmp_path, storage):
     settings = lock_settings(Options.parse({"hoodie.write.lock.filesystem.path": ".hoodie/.custom_locks",
                                             "hoodie.write.lock.wait_time_ms": "1500",
                                             "hoodie.write.lock.filesystem.expire": "7"}))
-    assert (settings.directory, settings.wait_ms, settings.lease_seconds) == (".hoodie/.custom_locks", 1500, 7)
+    # minutes, as Hudi's key (a Hudi user's 7 is not 7 seconds)
+    assert (settings.directory, settings.wait_ms, settings.lease_seconds) == (".hoodie/.custom_locks", 1500, 420)
     with table_lock(storage, settings):
         with open(os.path.join(str(tmp_path), ".hoodie/.custom_locks/table.lock")) as f:
             content = json.load(f)
-        assert content["expires_ms"] - content["acquired_ms"] == 7000
+        assert content["expires_ms"] - content["acquired_ms"] == 420_000
         assert not os.path.exists(lock_path(tmp_path))
     assert not os.path.exists(os.path.join(str(tmp_path), ".hoodie/.custom_locks/table.lock"))
 
@@ -350,3 +351,21 @@ def test_unknown_provider_is_a_clear_config_error(storage, name):
     message = str(info.value)
     assert "hoodie.write.lock.provider" in message and repr(name) in message
     assert "FileSystemBasedLockProvider" in message, "the error names a provider that works"
+
+
+def test_lease_zero_never_expires(tmp_path, storage):
+    """hoodie.write.lock.filesystem.expire=0 (Hudi's default): a holder's lock is never taken over, however
+    old; a waiter times out naming the fix."""
+    settings = lock_settings(Options.parse({"hoodie.write.lock.filesystem.expire": "0",
+                                            "hoodie.write.lock.wait_time_ms": "300"}))
+    holder_lock = make_lock(storage, settings)
+    holder_lock.acquire(1)
+    path = os.path.join(str(tmp_path), ".hoodie/.locks/table.lock")
+    old = time.time() - 10 * 365 * 86400
+    os.utime(path, (old, old))  # ten years old: still held
+    waiter = make_lock(storage, settings)
+    with pytest.raises(LockTimeoutError, match="filesystem.expire minutes"):
+        waiter.acquire(0.3)
+    holder_lock.release()
+    waiter.acquire(1)
+    waiter.release()
