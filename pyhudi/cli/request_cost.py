@@ -34,7 +34,8 @@ def run_explained(func: Callable[[argparse.Namespace], int], args: argparse.Name
 
 
 def explain_lines(m: RequestMetrics) -> list[str]:
+    notes = [f"plan: {n}" for n in m.notes]
     if m.total == 0:
-        return ["requests: 0 object-store requests (a local table's file system calls are not counted)"]
+        return ["requests: 0 object-store requests (a local table's file system calls are not counted)", *notes]
     calls = ", ".join(f"{op} {n}" for op, n in sorted(m.by_op.items()) if n)
-    return [m.summary(), f"  by storage call: {calls}"]
+    return [m.summary(), f"  by storage call: {calls}", *notes]

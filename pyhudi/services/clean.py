@@ -23,7 +23,7 @@ from pyhudi.model.instant_time import instant_to_ms, zone
 from pyhudi.model.table_config import TableConfig
 from pyhudi.services.clean_plan import CleanPlanDraft, last_clean_retained, plan_clean
 from pyhudi.storage import Storage
-from pyhudi.storage.metrics import bind
+from pyhudi.storage.metrics import bind, note
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
@@ -59,8 +59,12 @@ def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockS
     with table_lock(storage, lock or LockSettings()) as held:
         timeline = ActiveTimeline.load(storage)
         draft = plan_clean(storage, build_view(storage, table, timeline), cfg)
+        note(f"clean: {draft.scope}")
         if draft.empty and not empty_clean_due(timeline, draft, cfg, table.local_timezone):
             return None
+        if draft.empty and draft.earliest_to_retain is not None:
+            note(f"clean: nothing to delete; an empty clean records the earliest retained commit "
+                 f"{draft.earliest_to_retain.timestamp} for the next incremental clean")
         by_partition: dict[str, list[dict[str, object]]] = defaultdict(list)
         for f in draft.files:
             by_partition[f.partition].append(am.clean_file_info(storage.uri(f.path)))

@@ -42,6 +42,7 @@ class RequestMetrics:
     by_op: dict[str, int] = field(default_factory=dict)
     bytes_read: int = 0
     bytes_written: int = 0
+    notes: list[str] = field(default_factory=list)  # planning decisions, e.g. what a clean scanned and why
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -59,6 +60,13 @@ class RequestMetrics:
                 node.bytes_written += written
             node = node.parent
 
+    def add_note(self, text: str) -> None:
+        node: RequestMetrics | None = self
+        while node is not None:
+            with node._lock:
+                node.notes.append(text)
+            node = node.parent
+
     def summary(self) -> str:
         """One line for `--explain`: `requests: 12 (GET 5, HEAD 1, PUT 4, LIST 2, DELETE 0, POST 0), ...`."""
         kinds = ", ".join(f"{k} {self.counts.get(k, 0)}" for k in OPS)
@@ -67,7 +75,8 @@ class RequestMetrics:
 
     def as_dict(self) -> dict[str, Any]:
         return {"counts": dict(self.counts), "total": self.total, "bytes_read": self.bytes_read,
-                "bytes_written": self.bytes_written, "by_op": dict(sorted(self.by_op.items()))}
+                "bytes_written": self.bytes_written, "by_op": dict(sorted(self.by_op.items())),
+                "notes": list(self.notes)}
 
 
 _CURRENT: contextvars.ContextVar[RequestMetrics | None] = contextvars.ContextVar("pyhudi_request_metrics",
@@ -90,6 +99,14 @@ def count(kind: str, op: str, n: int = 1, read: int = 0, written: int = 0) -> No
     metrics = _CURRENT.get()
     if metrics is not None and (n or read or written):
         metrics.add(kind, op, n, read, written)
+
+
+def note(text: str) -> None:
+    """Record a planning decision for `--explain` (what a table service scanned and why): the request
+    counts say what an operation cost, the notes say why it had to."""
+    metrics = _CURRENT.get()
+    if metrics is not None:
+        metrics.add_note(text)
 
 
 def count_put(op: str, size: int) -> None:

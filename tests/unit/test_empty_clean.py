@@ -126,3 +126,21 @@ def test_due_follows_the_duration_since_the_last_clean(tmp_path: Path, after_ms:
     assert empty_clean_due(timeline, _draft(None), cfg, False, now) is False
     by_versions = CleanConfig(policy="KEEP_LATEST_FILE_VERSIONS", empty_clean_after_ms=after_ms)
     assert empty_clean_due(timeline, _draft(newer.timestamp), by_versions, False, now) is False
+
+
+def test_explain_says_what_the_clean_scanned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pyhudi clean --explain` names the clean's scope: a full scan and why, then incremental."""
+    from pyhudi.cli.main import main
+
+    path, model = tmp_path / "t", {}
+    for n in range(4):
+        _append(path, n, model, **{"hoodie.clean.automatic": "false"})
+    assert main(["clean", str(path), "-o", "hoodie.cleaner.commits.retained=2", "--explain"]) == 0
+    first = capsys.readouterr().out
+    assert "plan: clean: full scan: no earlier clean recorded an earliest retained commit" in first, first
+    assert "plan: clean: nothing to delete; an empty clean records the earliest retained commit" in first, first
+    _append(path, 4, model, **{"hoodie.clean.automatic": "false"})
+    assert main(["clean", str(path), "-o", "hoodie.cleaner.commits.retained=2", "--explain"]) == 0
+    second = capsys.readouterr().out
+    assert "plan: clean: incremental: 1 partition(s) written by commits in" in second, second
+    _check(path, model)
