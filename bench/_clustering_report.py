@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import common  # noqa: E402 - bench/ is on sys.path
+from _clustering_churn import render_churn  # noqa: E402
 from common import MB, fmt_bytes, format_table, ratio  # noqa: E402
 
 NAME = "clustering"
@@ -233,7 +234,8 @@ def render_text(r: dict[str, Any]) -> str:
             lines.append(f"  {layout}: pyhudi phases (median) {_phases_text(c)}")
     lines += ["", "Queries (must read = footers of every file + query column chunks of row groups whose min/max "
                   "overlap the filter):", format_table(_QUERY_HEADERS, _query_rows(r)), "",
-              *(h.replace("**", "") for h in _headline(r)), f"verification: {_verdict(r)}"]
+              *(h.replace("**", "") for h in _headline(r)), "", render_churn(r.get("churn"), markdown=False),
+              f"verification: {_verdict(r)}"]
     return "\n".join(lines)
 
 
@@ -313,6 +315,7 @@ row-group skipping. `bytes before/after` compares `must read`; `speed-up` compar
 
 {_reading(r)}
 
+{render_churn(r.get("churn"), markdown=True)}
 {_history()}**Correctness** (checked in the run): {_verdict(r)}. Checksums are order-independent sums of
 xxhash64 over every column except `_hoodie_file_name` (clustering keeps commit times and sequence numbers),
 and every query returns the same answer on every table.

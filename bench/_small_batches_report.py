@@ -142,7 +142,7 @@ def _headline(r: dict[str, Any]) -> list[str]:
             "pyhudi COW query time vs compacted delta-rs: " + ", ".join(f"{k} **{_x(v)}**" for k, v in qd.items()),
             f"End-to-end (ingest + maintenance), pyhudi COW / delta-rs: **{_x(c['end_to_end_over_delta'])}**",
         ]
-    for k in ("mor", "cow_cluster"):
+    for k in ("mor", "cow_cluster", "mor_services"):
         if k in h:
             c = h[k]
             out.append(f"{s[k]['label']}: insert {_x(c['insert_vs_spark'])}, upsert {_x(c['upsert_vs_spark'])} "

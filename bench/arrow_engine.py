@@ -13,7 +13,9 @@ output is flushed to disk (`common.settle`), outside the timing. Workloads:
    parquet with pyarrow inside the timed region and written by every system in rotating order, in one
    long-lived process (after an unmeasured tiny stream): pyhudi COW with auto-sizing, pyhudi MOR (+ a
    final `pyhudi.compact(None, ...)`), pyhudi COW with inline clustering (+ a final
-   `pyhudi.cluster(None, ...)`), and delta-rs (`write_deltalake` append, then `merge`, +
+   `pyhudi.cluster(None, ...)`), pyhudi MOR with the default SIMPLE index, auto-sizing, inline compaction
+   and inline clustering (issue 19: no maintenance at the end; its log bytes count as not well sized), and
+   delta-rs (`write_deltalake` append, then `merge`, +
    `optimize.compact(target_size)`). End-to-end = ingest + maintenance; final files against the
    small-file limit and 1.1 x max.
 2. load: the large load of `bench/large_load.py` (2M generated trips, partitioned by city, staged as 8
@@ -58,7 +60,7 @@ from common import MB, fmt_bytes, median  # noqa: E402
 
 CHILD = Path(__file__).resolve().parent / "_arrow_child.py"
 WORKLOADS = ("load", "merge", "memory", "stream")
-STREAM_SYSTEMS = ("cow", "mor", "cow_cluster", "delta")
+STREAM_SYSTEMS = ("cow", "mor", "cow_cluster", "mor_services", "delta")
 LOAD_SYSTEMS = ("raw", "raw_1", "raw_meta", "bulk_insert", "bulk_insert_nometa", "insert", "upsert")
 LOAD_LABELS = {"raw": "raw pyarrow write_table ({t} threads)", "raw_1": "raw pyarrow write_table (1 thread)",
                "raw_meta": "raw pyarrow write_table ({t} threads) of the same columns as pyhudi's files "
@@ -68,7 +70,11 @@ LOAD_LABELS = {"raw": "raw pyarrow write_table ({t} threads)", "raw_1": "raw pya
                "insert": "pyhudi insert (auto-sized)",
                "upsert": "pyhudi upsert (new table)"}
 STREAM_LABELS = {"cow": "pyhudi COW auto-sized", "mor": "pyhudi MOR + compact", "cow_cluster":
-                 "pyhudi COW + clustering", "delta": "delta-rs append/merge + optimize"}
+                 "pyhudi COW + clustering", "mor_services": "pyhudi MOR + inline compaction + clustering",
+                 "delta": "delta-rs append/merge + optimize"}
+STREAM_WHAT = {"cow": "none (auto-sizing at write time)", "mor": "pyhudi.compact(None, ...)",
+               "cow_cluster": "inline clustering + one pyhudi.cluster(None, ...)",
+               "mor_services": "none (inline compaction and clustering)"}
 
 
 # --------------------------------------------------------------------------- child processes
@@ -172,6 +178,13 @@ def file_summary(path: str, kind: str, small_limit: int, max_size: int) -> dict[
     return _tables.size_summary(files, path, small_limit, max_size)
 
 
+def well_sized_with_logs(files: dict[str, Any]) -> float:
+    """Share of bytes well sized when the live log files count as bytes not (yet) in well-sized base files:
+    a merge-on-read table is well sized only once its logs are compacted."""
+    total = files.get("total", 0) + files.get("log_bytes", 0)
+    return 100.0 * files.get("well_sized_bytes", 0) / total if total else float("nan")
+
+
 # --------------------------------------------------------------------------- probe: no pyspark
 
 
@@ -217,10 +230,8 @@ def stream_systems(args: Any, keys: list[str]) -> dict[str, dict[str, Any]]:
         opts = small_batches.hudi_options(key, args)
         if args.parallelism:
             opts["hoodie.pyhudi.engine.local.parallelism"] = str(args.parallelism)
-        what = {"cow": "none (auto-sizing at write time)", "mor": "pyhudi.compact(None, ...)",
-                "cow_cluster": "inline clustering + one pyhudi.cluster(None, ...)"}[key]
-        out[key] = {"kind": "pyhudi", "label": STREAM_LABELS[key], "options": opts, "what": what,
-                    "maintenance": {"cow": None, "mor": "compact", "cow_cluster": "cluster"}[key]}
+        out[key] = {"kind": "pyhudi", "label": STREAM_LABELS[key], "options": opts, "what": STREAM_WHAT[key],
+                    "maintenance": small_batches.MAINTENANCE[key]}
     return out
 
 
@@ -262,7 +273,10 @@ def run_stream(args: Any, work: Path, children: Children, problems: list[str]) -
         if not err and os.path.exists(path):
             s["final_files"] = file_summary(path, "delta" if key == "delta" else "hudi", args.small_file_limit,
                                             args.max_file_size)
-            s["log_files"] = 0 if key == "delta" else len(_tables.hudi_live_files(path)["log"])
+            logs = [] if key == "delta" else _tables.hudi_live_files(path)["log"]
+            s["log_files"] = len(logs)
+            s["final_files"]["log_bytes"] = sum(size for _, size in logs)
+            s["final_files"]["well_sized_pct_with_logs"] = well_sized_with_logs(s["final_files"])
             got = delta_table(path) if key == "delta" else hudi_rs_table(path)
             s["keys_ok"] = check_keys(f"stream {key}", got, expected, problems)
             s["bytes_written"] = (res.get("bytes_written") or {}).get(key, {})
@@ -277,6 +291,7 @@ def run_stream(args: Any, work: Path, children: Children, problems: list[str]) -
                 "update_fraction": args.update_fraction, "update_window": args.update_window,
                 "max_file_size": args.max_file_size, "small_file_limit": args.small_file_limit,
                 "cluster_every": args.cluster_every, "cluster_group_bytes": args.cluster_group_bytes,
+                "compact_every": args.compact_every,
                 "partitioned": args.partitioned, "final_keys": expected.num_rows,
                 "staged_bytes": sum(b.staged_bytes for b in batches)}}
 
@@ -532,6 +547,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--max-file-size", type=int, default=8 * MB, help="stream: max file size (and delta's target)")
     p.add_argument("--small-file-limit", type=int, default=None, help="stream: default 100/120 of the max size")
     p.add_argument("--cluster-every", type=int, default=4)
+    p.add_argument("--compact-every", type=int, default=5, help="MOR + services: inline compaction every N deltacommits")
     p.add_argument("--cluster-group-bytes", type=int, default=None)
     p.add_argument("--partitioned", action="store_true")
     p.add_argument("--stream-systems", default=",".join(STREAM_SYSTEMS))

@@ -18,7 +18,9 @@ clustering throughput against a plain pyarrow read-sort-write of the same files.
    run, interleaved: one Python process reads the same files with pyarrow, orders them with the same
    `order()` function and writes snappy parquet files of the same target size.
 4. The same queries on each clustered copy: row groups, bytes, wall time, and the ratios to before.
-5. Correctness: every clustered copy has the same row count and checksum as the table before (and as the
+5. Clustering at small targets never churns (issue 19; `bench/_clustering_churn.py`, in-process): 1 MB target,
+   768 KB limit; the bytes a second clustering rewrites (0), outputs per partition below the limit.
+6. Correctness: every clustered copy has the same row count and checksum as the table before (and as the
    generated input) through pyhudi, every query returns the same answer on every copy, and hudi-rs
    reads the same row count.
 """
@@ -43,6 +45,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
+from _clustering_churn import churn_targets  # noqa: E402
 from _clustering_report import NAME, TITLE, render_markdown, render_text  # noqa: E402
 from common import MB, fmt_bytes, median, ratio  # noqa: E402
 
@@ -349,6 +352,8 @@ def main() -> int:
     p.add_argument("--cluster-runs", type=int, default=3,
                    help="pyhudi clusterings per layout (each on a fresh copy); the baseline runs as often")
     p.add_argument("--query-runs", type=int, default=5, help="timed runs of every query on every table")
+    p.add_argument("--no-churn", action="store_true",
+                   help="skip the small-target churn check (bench/_clustering_churn.py, in-process, ~10 s)")
     args = p.parse_args()
     layouts = [x.strip() for x in args.layouts.split(",") if x.strip()]
 
@@ -554,6 +559,15 @@ def main() -> int:
     print(f"verify: checksums {'OK' if ok_sums else 'MISMATCH'}, input {'OK' if ok_input else 'MISMATCH'}, "
           f"hudi-rs {'OK' if ok_rs else 'MISMATCH'}")
 
+    # ---- issue 19: clustering at small targets never churns (in-process, on its own small table)
+    churn: dict[str, Any] | None = None
+    if not args.no_churn:
+        from _clustering_churn import run_churn
+
+        with monitor.phase("churn"):
+            churn = run_churn(work, args.seed)
+        problems += churn["problems"]
+
     monitor.stop()
     results: dict[str, Any] = {
         "benchmark": NAME, "started": started, "finished": common.now_utc(), "command": common.command_line(),
@@ -587,6 +601,8 @@ def main() -> int:
         "verification": {"expected_input": list(expected), "table_before_data": list(input_sum),
                          "checksums": {t: list(v) for t, v in sums.items()}, "hudi_rs_rows": rs_rows,
                          "ok": not problems, "problems": problems},
+        "churn": churn,
+        "targets": churn_targets(churn) if churn else [],
     }
     spark.stop()
 

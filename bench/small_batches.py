@@ -48,10 +48,13 @@ from common import MB, fmt_bytes, median, ratio  # noqa: E402
 
 DEFAULT_BATCHES = 16  # per phase at --scale 1
 HOUR_MS = 3_600_000
-SYSTEMS = ("spark", "cow", "mor", "cow_cluster", "delta")
-PYHUDI = ("cow", "mor", "cow_cluster")
+SYSTEMS = ("spark", "cow", "mor", "cow_cluster", "mor_services", "delta")
+PYHUDI = ("cow", "mor", "cow_cluster", "mor_services")
 LABELS = {"spark": "Spark parquet append", "cow": "pyhudi COW auto-sized", "mor": "pyhudi MOR",
-          "cow_cluster": "pyhudi COW + clustering", "delta": "delta-rs append/merge + optimize"}
+          "cow_cluster": "pyhudi COW + clustering", "mor_services": "pyhudi MOR + inline compaction + clustering",
+          "delta": "delta-rs append/merge + optimize"}
+MOR_KEYS = ("mor", "mor_services")
+MAINTENANCE = {"cow": None, "mor": "compact", "cow_cluster": "cluster", "mor_services": None}
 PROFILE_PHASES = common.WRITE_STEPS
 
 
@@ -115,13 +118,23 @@ def hudi_options(key: str, args: Any) -> dict[str, str]:
         "hoodie.datasource.write.partitionpath.field": "city" if args.partitioned else "",
         "hoodie.parquet.max.file.size": str(args.max_file_size),
         "hoodie.parquet.small.file.limit": str(args.small_file_limit),
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ" if key == "mor" else "COPY_ON_WRITE",
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ" if key in MOR_KEYS else "COPY_ON_WRITE",
     }
     if not args.partitioned:
         opts["hoodie.datasource.write.keygenerator.class"] = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
     if key == "cow_cluster":
         opts.update({
             "hoodie.parquet.small.file.limit": "0",
+            "hoodie.clustering.inline": "true",
+            "hoodie.clustering.inline.max.commits": str(args.cluster_every),
+            "hoodie.clustering.plan.strategy.small.file.limit": str(args.small_file_limit),
+            "hoodie.clustering.plan.strategy.target.file.max.bytes": str(args.max_file_size),
+            "hoodie.clustering.plan.strategy.max.bytes.per.group": str(args.cluster_group_bytes),
+        })
+    if key == "mor_services":  # issue 19: default SIMPLE index, auto-sizing, inline compaction and clustering
+        opts.update({
+            "hoodie.compact.inline": "true",
+            "hoodie.compact.inline.max.delta.commits": str(args.compact_every),
             "hoodie.clustering.inline": "true",
             "hoodie.clustering.inline.max.commits": str(args.cluster_every),
             "hoodie.clustering.plan.strategy.small.file.limit": str(args.small_file_limit),
@@ -143,10 +156,11 @@ def make_sinks(root: Path, args: Any, systems: tuple[str, ...] = SYSTEMS) -> dic
                                            maintenance_what="optimize.compact(target_size=max file size)",
                                            partition_by=part, target_size=args.max_file_size)
         else:
-            maint = {"cow": None, "mor": "compact", "cow_cluster": "cluster"}[key]
+            maint = MAINTENANCE[key]
             what = {"cow": "none (auto-sizing at write time; the cleaner runs inline)",
                     "mor": "pyhudi.compact of every file slice with logs",
-                    "cow_cluster": "one pyhudi.cluster for files inline clustering has not reached"}[key]
+                    "cow_cluster": "one pyhudi.cluster for files inline clustering has not reached",
+                    "mor_services": "none (inline compaction and clustering)"}[key]
             sinks[key] = _ingest.PyhudiSink(key, LABELS[key], path, maintenance_what=what,
                                             options=hudi_options(key, args), maintenance=maint)
     return sinks
@@ -284,6 +298,8 @@ def main() -> int:
     p.add_argument("--small-file-limit", type=int, default=None,
                    help="hoodie.parquet.small.file.limit (default 100/120 of the max size, Hudi's proportion)")
     p.add_argument("--cluster-every", type=int, default=4, help="(d): hoodie.clustering.inline.max.commits")
+    p.add_argument("--compact-every", type=int, default=5,
+                   help="MOR + services: hoodie.compact.inline.max.delta.commits (Hudi's default 5)")
     p.add_argument("--cluster-group-bytes", type=int, default=None,
                    help="(d): clustering max.bytes.per.group (default 2 x max file size, Hudi's proportion)")
     p.add_argument("--partitioned", action="store_true",

@@ -85,7 +85,7 @@ def small_batches_rows(r: dict[str, Any]) -> list[Row]:
                     _judge(h["end_to_end_over_delta"], lambda v: v <= 1.0),
                     f"{s['cow']['end_to_end_seconds']:.1f} s vs {s['delta']['end_to_end_seconds']:.1f} s"
                     if "delta" in s else "", "end_to_end"))
-    for k in ("cow_cluster", "mor"):
+    for k in ("cow_cluster", "mor", "mor_services"):
         hk = r["headline"].get(k)
         if hk:
             rows.append(Row(f"(info) {s[k]['label']}: end-to-end vs delta-rs; bytes well sized", name,
