@@ -328,7 +328,12 @@ def why_nothing(draft: ClusteringPlanDraft) -> str:
     if draft.partitions_skipped:
         skipped = Counter(draft.partitions_skipped.values())
         parts += [f"{render.plural(n, 'partition')} skipped: {r}" for r, n in skipped.most_common()]
-    if not draft.partitions_considered:
+    if not draft.partitions_considered and draft.scope is not None and draft.scope.incremental \
+            and not draft.scope.partitions:
+        parts.insert(0, f"no partition written since the last clustering {draft.scope.anchor} needs a look "
+                        "(incremental planning; hoodie.table.services.incremental.enabled=false scans every "
+                        "partition)")
+    elif not draft.partitions_considered:
         parts.insert(0, "no partition selected")
     elif not draft.decisions:
         parts.insert(0, "no file slices in the selected partitions")
@@ -363,7 +368,8 @@ def describe_draft(view: FileSystemView, draft: ClusteringPlanDraft, explain: bo
             row.update(_slice_detail(sl) if sl is not None else
                        {"base_file": None, "base_bytes": None, "log_files": None, "log_bytes": None})
             decisions.append(row)
-        out["explain"] = {"partitions_considered": list(draft.partitions_considered),
+        out["explain"] = {"scope": draft.scope.to_dict() if draft.scope else None,
+                          "partitions_considered": list(draft.partitions_considered),
                           "partitions_skipped": dict(draft.partitions_skipped), "decisions": decisions}
     return out
 
@@ -464,6 +470,8 @@ def run_execute(args: argparse.Namespace) -> int:
         check_sort_columns(t, cfg)
         view = build_view(t.storage, t.config, tl)
         draft = draft_now(view, cfg, max_file_size(parsed))
+        if args.explain and draft.scope is not None:
+            print(f"{PROG}: plan: clustering: {draft.scope.reason}", file=sys.stderr)
         if draft.empty:
             return _report_run(args, t, [], [], 0.0, why_nothing(draft), None)
     todo = [args.instant] if args.instant else pending
@@ -591,7 +599,8 @@ def _logs_cell(count: int | None, size: int | None) -> str:
 def explain_lines(e: dict[str, Any]) -> list[str]:
     hb = render.human_bytes
     considered = ", ".join(p or ROOT_LABEL for p in e["partitions_considered"]) or "none"
-    lines = [f"partitions considered: {considered}"]
+    lines = [f"plan: clustering: {e['scope']['reason']}"] if e.get("scope") else []
+    lines.append(f"partitions considered: {considered}")
     if e["partitions_skipped"]:
         lines.append("partitions skipped:")
         lines += render.table(["PARTITION", "REASON"],

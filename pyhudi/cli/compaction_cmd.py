@@ -236,6 +236,18 @@ def why_nothing(view: FileSystemView, cfg: CompactionConfig) -> str:
             f"{cfg.log_size_threshold} bytes of log files")
 
 
+def plan_scope(view: FileSystemView, cfg: CompactionConfig) -> dict[str, Any]:
+    """For --explain: which partitions a compaction planned now looks at (incremental, from which plan and
+    watermark, how many partitions) or a full scan, and why."""
+    from pyhudi.services import compaction
+
+    return compaction.compaction_scope(view, cfg).to_dict()
+
+
+def scope_line(scope: dict[str, Any]) -> str:
+    return f"plan: compaction: {scope['reason']}"
+
+
 def trigger_status(tl: ActiveTimeline, cfg: CompactionConfig, local_tz: bool) -> dict[str, Any]:
     from pyhudi.services import compaction
 
@@ -281,9 +293,12 @@ def run_schedule(args: argparse.Namespace) -> int:
     blockers = pending_writes(t.timeline)
     if blockers:
         raise HudiError(_blocked_message(blockers))
+    scope = plan_scope(build_view(t.storage, t.config, t.timeline), cfg) if args.explain else None
     instant = compaction.schedule(t.storage, t.config, cfg, force=True,
                                    max_file_size=_max_file_size(parsed))
     data: dict[str, Any] = {"table": table_header(t), "scheduled": instant, "compaction": None, "reason": None}
+    if scope is not None:
+        data["scope"] = scope
     if instant is None:
         data["reason"] = why_nothing(build_view(t.storage, t.config, t.timeline), cfg)
     else:
@@ -324,6 +339,8 @@ def run_execute(args: argparse.Namespace) -> int:
         if blockers:
             raise HudiError(_blocked_message(blockers))
         view = build_view(t.storage, t.config, tl)
+        if args.explain:
+            print(scope_line(plan_scope(view, compaction_config(parsed))), file=sys.stderr)
         if not compaction.candidates(view, compaction_config(parsed), _max_file_size(parsed)):
             return _report_run(args, t, [], [], 0.0, why_nothing(view, compaction_config(parsed)))
     todo = [args.instant] if args.instant else pending
@@ -441,7 +458,7 @@ def render_show(data: dict[str, Any]) -> list[str]:
 
 
 def render_schedule(data: dict[str, Any]) -> list[str]:
-    lines = [_header(data["table"])]
+    lines = [_header(data["table"])] + ([scope_line(data["scope"])] if "scope" in data else [])
     if data["scheduled"] is None:
         return lines + [f"{NOTHING_TO_COMPACT}: {data['reason']}"]
     return lines + [f"scheduled compaction {data['scheduled']}"] + _pending_lines(data["compaction"])

@@ -365,6 +365,11 @@ CLUSTERING_UPDATES_STRATEGY = declare(
     choice_aliases={"REJECT": "SparkRejectUpdateStrategy", "ALLOW": "SparkAllowUpdateStrategy"})
 CLUSTERING_ROLLBACK_ON_CONFLICT = declare("hoodie.clustering.rollback.pending.replacecommit.on.conflict", "bool",
                                           False, "Roll back a conflicting pending clustering.", Group.CLUSTERING)
+TABLE_SERVICES_INCREMENTAL = declare(
+    "hoodie.table.services.incremental.enabled", "bool", True,
+    "Compaction and clustering plan from the partitions written since the last completed plan of the same "
+    "service plus the partitions it left out (Hudi 1.x's RFC-83); false scans every partition.",
+    Group.CLUSTERING)
 
 # --------------------------------------------------------------------------- background table services
 SERVICES_RETRY_COUNT = declare(

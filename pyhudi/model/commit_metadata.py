@@ -93,3 +93,24 @@ class CommitMetadata:
         if not isinstance(parsed, dict):
             raise CorruptFileError(f"{what} is not a JSON object")
         return cls.from_json(parsed)
+
+
+def top_level_value(data: bytes, key: str, kind: type) -> Any | None:
+    """The value of `key` in a commit's JSON if it is of `kind`, decoding only that value (a commit of
+    a clustering or bulk load names every partition; a planner reading its replaced file ids or extra
+    metadata need not build its write stats). Searched from the end: the top-level keys follow
+    partitionToWriteStats. None when absent or unreadable: callers then parse the whole commit."""
+    needle = f'"{key}"'.encode()
+    decoder = json.JSONDecoder()
+    pos = data.rfind(needle)
+    while pos >= 0:
+        if pos == 0 or data[pos - 1:pos] != b"\\":
+            try:
+                text = data[pos + len(needle):].decode("utf-8").lstrip()
+                value = decoder.raw_decode(text[1:].lstrip())[0] if text.startswith(":") else None
+            except (UnicodeDecodeError, ValueError):
+                value = None
+            if isinstance(value, kind):
+                return value
+        pos = data.rfind(needle, 0, pos)
+    return None

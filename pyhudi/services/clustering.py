@@ -3,8 +3,11 @@
 Schedule (driver): `clustering_plan.draft_plan` -> `<C>.replacecommit.requested` holding Hudi's Avro
 HoodieRequestedReplaceMetadata (operationType CLUSTER, HoodieClusteringPlan).
 Execute (executors): per group, merge each slice (base + logs), order the records (linear, z-order,
-Hilbert), write new file groups rolling over at `target.file.max.bytes`, keeping each record's
-commit time and sequence number. Commit (driver, under the table lock): verify no write slipped into
+Hilbert), write new file groups rolling over at `target.file.max.bytes` as measured from the encoded
+bytes, keeping each record's commit time and sequence number; then, where a partition's groups left
+more than one file below the small-file limit, those tails are written together once more, so a
+partition ends with at most one small file and the next clustering has nothing to redo.
+Commit (driver, under the table lock): verify no write slipped into
 an input group since scheduling, then complete `<C>.replacecommit` with `partitionToReplaceFileIds`.
 Readers switch to the new groups atomically with that one file; the old files stay for the cleaner.
 A conflicting or failed execution is rolled back, never committed over a write.
@@ -31,11 +34,19 @@ from pyhudi.io.base_file import ParquetSettings, bloom_overhead, encode_within, 
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.file_names import base_file_name, file_id, join_path, new_file_id_prefix
+from pyhudi.model.instant_time import now_instant
 from pyhudi.model.table_config import TableConfig
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
-from pyhudi.services.clustering_plan import ClusteringPlanDraft, draft_plan, to_avro_plan
+from pyhudi.services.clustering_plan import (
+    ClusteringPlanDraft,
+    clustering_settings,
+    draft_plan,
+    recheck_partitions,
+    to_avro_plan,
+)
 from pyhudi.services.layout import order
+from pyhudi.services.plan_scope import RECHECK, carried_over, plan_extra
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.table_schema import table_schema
@@ -65,18 +76,24 @@ def explain(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_fil
 
 def schedule(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_file_size: int,
              lock: LockSettings | None = None) -> str | None:
-    """Write a clustering plan if there is anything worth clustering; return its instant."""
+    """Write a clustering plan if there is anything worth clustering; return its instant. The plan
+    records where the next plan's window starts (`plan_scope`): taken before the timeline loads."""
     with table_lock(storage, lock or LockSettings()):
+        started = now_instant(table.local_timezone)
         timeline = ActiveTimeline.load(storage)
         _check_sort_columns(timeline, table, cfg.sort_columns)
-        draft = draft_plan(build_view(storage, table, timeline), cfg, max_file_size)
+        view = build_view(storage, table, timeline)
+        draft = draft_plan(view, cfg, max_file_size)
         if draft.empty:
             return None
+        extra = plan_extra(started, timeline, draft.missing, clustering_settings(cfg, max_file_size),
+                           ignore=view.pending_clustering_file_ids().values())
         requested = am.write_instant_avro("HoodieRequestedReplaceMetadata",
-                                          to_avro_plan(draft, storage, cfg, max_file_size))
+                                          to_avro_plan(draft, storage, cfg, max_file_size, extra))
         instant = timeline.create_new_requested(Action.REPLACE_COMMIT, requested, table.local_timezone).timestamp
     fault_point("clustering.after_schedule")
-    log.info("scheduled clustering %s: %d groups", instant, len(draft.groups))
+    log.info("scheduled clustering %s: %d groups (%s)", instant, len(draft.groups),
+             draft.scope.reason if draft.scope else "")
     return instant
 
 
@@ -255,7 +272,9 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
     bloom filter and footer of its own), so the split is decided from bytes actually written: each file
     is encoded in memory and measured (data bytes per row, footer bytes), the measure sizes the next
     file, and a file that misses [small-file limit, target] is re-encoded with a corrected row count
-    (`_encode_next`). Only the group's last file may stay below the small-file limit.
+    (`_encode_next`). Only the group's last file may stay below the small-file limit (when the group's
+    bytes admit no split into files inside [limit, target]); `_stitch_tails` then joins such tails of
+    one partition.
     """
     stats: list[WriteStat] = []
     if records.num_rows == 0:
@@ -350,8 +369,49 @@ def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: Act
 
 
 def _run(engine: Engine, ctx: ClusterContext, rows: list[dict[str, Any]], parallelism: int) -> list[WriteStat]:
-    return engine.map_tasks(partial(_cluster_task, ctx), rows, max(1, parallelism),
-                            description=f"pyhudi clustering {ctx.instant}")
+    stats = engine.map_tasks(partial(_cluster_task, ctx), rows, max(1, parallelism),
+                             description=f"pyhudi clustering {ctx.instant}")
+    return _stitch_tails(engine, ctx, stats, parallelism)
+
+
+def small_outputs(ctx: ClusterContext, stats: list[WriteStat]) -> dict[str, list[WriteStat]]:
+    """Partition -> outputs below the small-file limit, where a partition has more than one."""
+    small: dict[str, list[WriteStat]] = {}
+    for s in stats:
+        if s.file_size_in_bytes < ctx.small_file_bytes:
+            small.setdefault(s.partition_path or "", []).append(s)
+    return {p: v for p, v in small.items() if len(v) > 1}
+
+
+def _stitch_tails(engine: Engine, ctx: ClusterContext, stats: list[WriteStat], parallelism: int) -> list[WriteStat]:
+    """Leave at most one output below the small-file limit per partition.
+
+    Each group fills its files to the target and only its last file stays small when the group's bytes
+    cannot be split into well-sized files. A partition whose small files exceed max.bytes.per.group has
+    several groups, run in parallel, and so several such tails, which the next clustering would rewrite
+    again (churn). Their rows are written once more here, together, by one task per partition: the tails
+    are this instant's own uncommitted files (a few small-file limits at most), dropped from the stats,
+    so the commit's finalize step deletes them (`delete_unreported_files`). Hudi writes every group's
+    files independently and keeps each group's small remainder.
+    """
+    tails = small_outputs(ctx, stats)
+    if not tails:
+        return stats
+    items = [{"partition": p, "paths": [s.path for s in v], "file_ids": [s.file_id for s in v]}
+             for p, v in sorted(tails.items())]
+    stitched = engine.map_tasks(partial(_stitch_task, ctx), items, max(1, parallelism),
+                                description=f"pyhudi clustering {ctx.instant}: small tails")
+    dropped = {path for item in items for path in item["paths"]}
+    return [s for s in stats if s.path not in dropped] + stitched
+
+
+def _stitch_task(ctx: ClusterContext, item: dict[str, Any], task: TaskInfo) -> list[WriteStat]:
+    """One partition's small outputs read back, ordered as the plan orders, and written as new files."""
+    start = time.monotonic()
+    tables = [merge_file_slice(ctx.storage, fid, path, [], ctx.spec)[0]
+              for fid, path in zip(item["file_ids"], item["paths"])]
+    records = order(pa.concat_tables(tables), ctx.sort_columns, ctx.layout)
+    return _write_preserving_meta(ctx, ctx.storage, item["partition"], records, task.token(), start)
 
 
 def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, Any], stats: list[WriteStat],
@@ -360,7 +420,10 @@ def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, 
     for g in plan.get("inputGroups") or []:
         for sl in g.get("slices") or []:
             replaced.setdefault(str(sl.get("partitionPath") or ""), []).append(str(sl["fileId"]))
-    meta = CommitMetadata(operation_type="CLUSTER", extra_metadata={"schema": S.to_json(avro)},
+    small = int(((plan.get("strategy") or {}).get("strategyParams") or {}).get(
+        "hoodie.clustering.plan.strategy.small.file.limit") or 0)
+    scope = {**carried_over(plan.get("extraMetadata")), RECHECK: json.dumps(recheck_partitions(stats, small))}
+    meta = CommitMetadata(operation_type="CLUSTER", extra_metadata={"schema": S.to_json(avro), **scope},
                           partition_to_replace_file_ids={p: sorted(ids) for p, ids in replaced.items()})
     for s in stats:
         meta.add(s)

@@ -15,6 +15,13 @@ pending write's base files are new, uncommitted versions that no plan names.) Sh
 file still slip into a plan, the write fails its commit check (a clustering planned after it started
 takes its group) and the clustering its own (the group's files changed), so neither drops the other.
 
+Which partitions are looked at (`clustering_scope`, `plan_scope`): as Hudi 1.x's incremental table
+services, those written since the last completed clustering plus those it left out on purpose
+(filtered, cut by max.num.groups, holding blocked slices, or a small slice beside a planned group); a
+full scan for the first plan, changed settings, archived history, a restore or RECENT_DAYS. The last
+clustering's own outputs count only where it left more than one small file in a partition (Hudi skips
+that instant altogether); a lone small output is never planned alone.
+
 One deliberate improvement over Hudi: a group of a single slice that would be
 rewritten unchanged is skipped, because rewriting it only costs IO (a waste Hudi
 users report: hudi#8234, #14086/PR #14087). Unchanged means no log files to merge
@@ -23,17 +30,25 @@ the same order (same sort columns and layout, read from that clustering's plan).
 Hudi plans such a group whenever sort columns are set
 (`shouldClusteringSingleGroup`), so every run re-sorts the same small tail file
 the previous run left; here a clustering over a table it has just clustered plans
-nothing.
+nothing. For the same reason such a slice, when it is the partition's trailing group
+after others, joins the group before it rather than staying out (`partition_bins`):
+left out, it and that group's small last file would be two small files for the next
+clustering to join; the executor leaves at most one small file per partition
+(`clustering._stitch_tails`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_log_file
+from pyhudi.model.write_stat import WriteStat
+from pyhudi.services.plan_scope import RECHECK, PlanScope, incremental_scope, last_clustering, settings_key
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -73,6 +88,8 @@ class ClusteringPlanDraft:
     decisions: list[SliceDecision] = field(default_factory=list)
     partitions_considered: list[str] = field(default_factory=list)
     partitions_skipped: dict[str, str] = field(default_factory=dict)
+    scope: PlanScope | None = None  # which partitions were listed, and why (incremental or a full scan)
+    missing: list[str] = field(default_factory=list)  # left out on purpose: the next plan looks again
 
     @property
     def empty(self) -> bool:
@@ -135,10 +152,56 @@ def groups_with_pending_logs(view: FileSystemView, partitions: list[str]) -> dic
     return out
 
 
-def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) -> ClusteringPlanDraft:
-    draft = ClusteringPlanDraft()
-    partitions, draft.partitions_skipped = select_partitions(view.partition_paths, cfg)
+def clustering_settings(cfg: ClusteringConfig, max_file_size: int) -> str:
+    """The settings that decide for good whether a slice is planned (a change means a full scan)."""
+    return settings_key({
+        "small.file.limit": cfg.small_file_limit, "max.bytes.per.group": cfg.max_bytes_per_group,
+        "target.file.max.bytes": cfg.target_file_max_bytes, "single.group": cfg.single_group_enabled,
+        "sort.columns": list(cfg.sort_columns), "layout": cfg.layout, "parquet.max.file.size": max_file_size,
+        "recent.days": cfg.filter_mode == "RECENT_DAYS"})
+
+
+def clustering_scope(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) -> PlanScope:
+    """Which partitions a clustering plan looks at (plan_scope: incremental, as Hudi 1.x's RFC-83).
+
+    RECENT_DAYS keeps the newest partitions of the whole table, so it needs every partition's name: a
+    full scan (Hudi 1.x ranks only the incremental partitions, which keeps a different set)."""
+    if cfg.incremental and cfg.filter_mode == "RECENT_DAYS":
+        return PlanScope(None, "full scan: partition.filter.mode=RECENT_DAYS ranks every partition of the table")
+    timeline = view.timeline
+    anchor = last_clustering(timeline)
+
+    def written(inst: Instant, meta: dict[str, Any] | None) -> set[str] | None:
+        if anchor is None or inst.timestamp != anchor.instant:
+            return None
+        if RECHECK in anchor.extra:  # recorded at its commit
+            return {str(p) for p in json.loads(anchor.extra[RECHECK])}
+        if meta is None:
+            return None
+        # The last clustering's own outputs: a lone small one is never planned alone (a single slice with
+        # nothing to merge or sort); two small ones in a partition may be packed together. A small slice
+        # it left beside its outputs made the partition "missing" (`_pack_partition`).
+        return {str(p) for p, stats in (meta.get("partitionToWriteStats") or {}).items()
+                if sum(int(st.get("fileSizeInBytes") or 0) < cfg.small_file_limit for st in stats or []) > 1}
+
+    return incremental_scope(timeline, "clustering", anchor, cfg.incremental,
+                             clustering_settings(cfg, max_file_size), written)
+
+
+def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int,
+               scope: PlanScope | None = None) -> ClusteringPlanDraft:
+    """Plan from the partitions of `scope` (default: `clustering_scope`); only those are listed. The
+    partitions left out on purpose (filtered, cut by max.num.groups, or holding slices a pending
+    operation blocks) are the draft's `missing`."""
+    scope = scope or clustering_scope(view, cfg, max_file_size)
+    draft = ClusteringPlanDraft(scope=scope)
+    # Filters read names only: an incremental plan lists just the partitions they keep.
+    names = view.partition_paths if scope.partitions is None else scope.partitions
+    partitions, draft.partitions_skipped = select_partitions(names, cfg)
+    if scope.partitions is not None:
+        partitions = view.existing_partitions(partitions)
     draft.partitions_considered = partitions
+    missing = set() if cfg.filter_mode == "RECENT_DAYS" else set(draft.partitions_skipped)
     compacting = view.pending_compaction_file_ids()
     clustering = view.pending_clustering_file_ids()
     writing = groups_with_pending_logs(view, partitions)
@@ -155,6 +218,8 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) 
             elif (p, s.file_id) in writing:
                 reason = f"has log files of pending write {writing[(p, s.file_id)]} (clustered once that " \
                          "write completes or is rolled back)"
+            if reason:
+                missing.add(p)  # blocked for now: looked at again by the next plan
             elif s.base_file is not None and s.base_size >= cfg.small_file_limit:
                 reason = f"base file {s.base_size} B is not below the clustering small-file limit " \
                          f"{cfg.small_file_limit} B"
@@ -162,28 +227,63 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int) 
                 draft.decisions.append(SliceDecision(p, s.file_id, size, False, reason))
             else:
                 eligible.append(s)
-        eligible.sort(key=lambda s: _size(s, max_file_size), reverse=True)
-        bins = pack_sequential(eligible, lambda s: _size(s, max_file_size), cfg.max_bytes_per_group)
-        for pos, bin_ in enumerate(bins):
-            group_bytes = sum(_size(s, max_file_size) for s in bin_)
-            n_out = max(1, math.ceil(group_bytes / cfg.target_file_max_bytes))
-            if len(bin_) == 1:
-                why = _single_slice_skip(bin_[0], n_out, pos == len(bins) - 1, cfg, orders)
-                if why:
-                    draft.decisions.append(SliceDecision(p, bin_[0].file_id, group_bytes, False, why))
-                    continue
-            if len(draft.groups) >= cfg.max_num_groups:
-                for s in bin_:
-                    draft.decisions.append(SliceDecision(p, s.file_id, _size(s, max_file_size), False,
-                                                         f"plan already has max.num.groups={cfg.max_num_groups}"))
-                continue
-            draft.groups.append(PlannedGroup(list(bin_), n_out))
-            for s in bin_:
-                draft.decisions.append(SliceDecision(
-                    p, s.file_id, _size(s, max_file_size), True,
-                    f"small file (below {cfg.small_file_limit} B), packed into group {len(draft.groups) - 1} "
-                    f"({group_bytes} B -> {n_out} file(s))", len(draft.groups) - 1))
+        if _pack_partition(draft, p, eligible, cfg, max_file_size, orders):
+            missing.add(p)
+    draft.missing = sorted(missing)
     return draft
+
+
+def _pack_partition(draft: ClusteringPlanDraft, p: str, eligible: list[FileSlice], cfg: ClusteringConfig,
+                    max_file_size: int, orders: ClusteredOrders) -> bool:
+    """Pack a partition's eligible slices into groups of the draft. True when the next plan must look at
+    the partition again: max.num.groups cut a group, or a small slice stays beside a planned group (its
+    small output may pack with that slice then)."""
+    cut = single = planned = False
+    bins = partition_bins(eligible, cfg, max_file_size, orders)
+    for pos, bin_ in enumerate(bins):
+        group_bytes = sum(_size(s, max_file_size) for s in bin_)
+        n_out = max(1, math.ceil(group_bytes / cfg.target_file_max_bytes))
+        if len(bin_) == 1:
+            why = _single_slice_skip(bin_[0], n_out, pos == len(bins) - 1, cfg, orders)
+            if why:
+                draft.decisions.append(SliceDecision(p, bin_[0].file_id, group_bytes, False, why))
+                single = True
+                continue
+        if len(draft.groups) >= cfg.max_num_groups:
+            cut = True
+            for s in bin_:
+                draft.decisions.append(SliceDecision(p, s.file_id, _size(s, max_file_size), False,
+                                                     f"plan already has max.num.groups={cfg.max_num_groups}"))
+            continue
+        draft.groups.append(PlannedGroup(list(bin_), n_out))
+        planned = True
+        for s in bin_:
+            draft.decisions.append(SliceDecision(
+                p, s.file_id, _size(s, max_file_size), True,
+                f"small file (below {cfg.small_file_limit} B), packed into group {len(draft.groups) - 1} "
+                f"({group_bytes} B -> {n_out} file(s))", len(draft.groups) - 1))
+    return cut or (single and planned)
+
+
+def partition_bins(eligible: list[FileSlice], cfg: ClusteringConfig, max_file_size: int,
+                   orders: ClusteredOrders) -> list[list[FileSlice]]:
+    """A partition's groups: Hudi's (largest first, a group closes when the next slice would pass
+    max.bytes.per.group), except that a trailing one-slice group the planner would skip as unchanged joins
+    the group before it (a trailing slice single.group.clustering.enabled=false drops stays dropped, as the
+    user asked).
+
+    Hudi leaves that last small file out; beside the tail the group before it may leave, the partition
+    would then hold two small files, and the next clustering would rewrite that tail to join them. The
+    slice is below the small-file limit, so the group passes max.bytes.per.group by less than that limit.
+    """
+    eligible = sorted(eligible, key=lambda s: _size(s, max_file_size), reverse=True)
+    bins = pack_sequential(eligible, lambda s: _size(s, max_file_size), cfg.max_bytes_per_group)
+    if len(bins) > 1 and len(bins[-1]) == 1:
+        (last,) = bins[-1]
+        n_out = max(1, math.ceil(_size(last, max_file_size) / cfg.target_file_max_bytes))
+        if _unchanged_alone(last, n_out, cfg, orders):
+            bins[-2].append(bins.pop()[0])
+    return bins
 
 
 def _single_slice_skip(only: FileSlice, n_out: int, trailing: bool, cfg: ClusteringConfig,
@@ -195,15 +295,25 @@ def _single_slice_skip(only: FileSlice, n_out: int, trailing: bool, cfg: Cluster
     rewritten unchanged: nothing to merge (no logs), a single output file, and nothing to sort (no
     sort columns, or the base file is a clustering's output in this very order).
     """
-    if not only.log_files and only.base_file is not None and n_out == 1:
-        if not cfg.sort_columns:
-            return "a single file group with nothing to merge or sort would be rewritten unchanged"
-        by = orders.order_of(only.base_instant)
-        if by is not None and by == plan_order(cfg.sort_columns, cfg.layout):
-            return (f"a single file group already sorted by {','.join(cfg.sort_columns)} (written by clustering "
-                    f"{only.base_instant}) would be rewritten unchanged")
+    unchanged = _unchanged_alone(only, n_out, cfg, orders)
+    if unchanged:
+        return unchanged
     if trailing and not (cfg.single_group_enabled or cfg.sort_columns):
         return "single-slice groups are disabled (plan.strategy.single.group.clustering.enabled=false)"
+    return None
+
+
+def _unchanged_alone(only: FileSlice, n_out: int, cfg: ClusteringConfig, orders: ClusteredOrders) -> str | None:
+    """Why rewriting this slice alone would change nothing (no logs to merge, one output file, nothing to
+    sort or already in the plan's order), or None."""
+    if only.log_files or only.base_file is None or n_out != 1:
+        return None
+    if not cfg.sort_columns:
+        return "a single file group with nothing to merge or sort would be rewritten unchanged"
+    by = orders.order_of(only.base_instant)
+    if by is not None and by == plan_order(cfg.sort_columns, cfg.layout):
+        return (f"a single file group already sorted by {','.join(cfg.sort_columns)} (written by clustering "
+                f"{only.base_instant}) would be rewritten unchanged")
     return None
 
 
@@ -249,8 +359,19 @@ class ClusteredOrders:
         return plan_order(columns, params.get(LAYOUT_KEY))
 
 
+def recheck_partitions(stats: list[WriteStat], small_file_limit: int) -> list[str]:
+    """Partitions where a clustering wrote more than one file below the small-file limit: the next
+    plan looks at them again (two small outputs may pack together); recorded in its commit."""
+    small: dict[str, int] = {}
+    for st in stats:
+        if st.file_size_in_bytes < small_file_limit:
+            part = st.partition_path or ""
+            small[part] = small.get(part, 0) + 1
+    return sorted(p for p, n in small.items() if n > 1)
+
+
 def to_avro_plan(draft: ClusteringPlanDraft, storage: Storage, cfg: ClusteringConfig,
-                 max_file_size: int) -> dict[str, object]:
+                 max_file_size: int, extra: dict[str, str] | None = None) -> dict[str, object]:
     groups = []
     for g in draft.groups:
         slices = [am.slice_info(file_id=s.file_id, partition_path=s.partition,
@@ -267,5 +388,6 @@ def to_avro_plan(draft: ClusteringPlanDraft, storage: Storage, cfg: ClusteringCo
               "hoodie.clustering.plan.strategy.target.file.max.bytes": str(cfg.target_file_max_bytes),
               "hoodie.clustering.plan.strategy.small.file.limit": str(cfg.small_file_limit)}
     strategy = am.clustering_strategy(strategy_params={k: v for k, v in params.items() if v})
-    plan = am.clustering_plan(input_groups=groups, strategy=strategy, preserve_hoodie_metadata=True)
+    plan = am.clustering_plan(input_groups=groups, strategy=strategy, preserve_hoodie_metadata=True,
+                              extra_metadata=extra)
     return am.requested_replace_metadata(clustering_plan=plan, operation_type="CLUSTER")

@@ -9,6 +9,10 @@ Execute (executors): merge base + plan's logs (committed blocks only) into
 `<fileId>_<token>_<C>.parquet`, then complete as `<C>.commit` with
 `"compacted": true`. An interrupted execution is resumed from its plan: files
 it left behind are deleted (via markers) and the merge runs again.
+
+Planning lists only the partitions deltacommits wrote since the last completed compaction's watermark,
+plus those that plan left out (cut by the IO budget, or with slices under a pending compaction or
+clustering): `compaction_scope`, `plan_scope` (Hudi 1.x's incremental table services).
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
+from typing import Any
 
 from pyhudi.engine.base import Engine, TaskInfo
 from pyhudi.errors import HudiError, TimelineError
@@ -28,10 +33,18 @@ from pyhudi.io.base_file import ParquetSettings, write_parquet
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.file_names import base_file_name, join_path
-from pyhudi.model.instant_time import instant_to_ms, zone
+from pyhudi.model.instant_time import instant_to_ms, now_instant, zone
 from pyhudi.model.table_config import TableConfig
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
+from pyhudi.services.plan_scope import (
+    PlanScope,
+    carried_over,
+    incremental_scope,
+    last_compaction,
+    plan_extra,
+    settings_key,
+)
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.table_schema import table_schema
@@ -112,18 +125,68 @@ def trigger_fired(timeline: ActiveTimeline, cfg: CompactionConfig, local_tz: boo
 
 
 # --------------------------------------------------------------------------- planning
-def candidates(view: FileSystemView, cfg: CompactionConfig,
-               max_file_size: int = 125829120) -> list[CompactionCandidate]:
-    """Slices with logs, not under pending compaction or clustering, ordered by Hudi's strategy."""
-    clustering = view.pending_clustering_file_ids()
-    found = [CompactionCandidate(s, max_file_size) for p in view.partition_paths
-             for s in view.latest_file_slices(p, include_pending_compaction=False)
-             if s.log_files and (p, s.file_id) not in clustering]
+@dataclass
+class CompactionDraft:
+    """A compaction plan before it is written: the chosen slices, the partitions it looked at (and why),
+    and the partitions it left out on purpose, which the next plan looks at again."""
+
+    chosen: list[CompactionCandidate]
+    scope: PlanScope
+    missing: list[str] = field(default_factory=list)
+
+
+def compaction_settings(cfg: CompactionConfig) -> str:
+    """The settings that decide for good whether a slice qualifies (a change means a full scan)."""
+    return settings_key({"strategy": cfg.strategy, "logfile.size.threshold": cfg.log_size_threshold})
+
+
+def compaction_scope(view: FileSystemView, cfg: CompactionConfig) -> PlanScope:
+    """Which partitions a compaction plan looks at (plan_scope: incremental, as Hudi 1.x's RFC-83)."""
+    timeline = view.timeline
+
+    def written(inst: Instant, meta: dict[str, Any] | None) -> set[str] | None:
+        # Only log files make a candidate, and only deltacommits write them (also against a pending
+        # compaction). Compactions, clusterings and overwrites write base files without logs, or replace
+        # groups (which removes candidates): Hudi takes deltacommits and replacecommits on a merge-on-read
+        # table; pyhudi skips the replacecommits, which would bring in every partition a clustering touched.
+        if inst.action is Action.REPLACE_COMMIT or timeline.is_compaction_commit(inst):
+            return set()
+        return None if meta is None else set(meta.get("partitionToWriteStats") or {})
+
+    return incremental_scope(timeline, "compaction", last_compaction(timeline), cfg.incremental,
+                             compaction_settings(cfg), written)
+
+
+def plan_compaction(view: FileSystemView, cfg: CompactionConfig, max_file_size: int = 125829120,
+                    scope: PlanScope | None = None) -> CompactionDraft:
+    """Slices with logs, not under pending compaction or clustering, ordered and bounded by Hudi's
+    strategy, from the partitions of `scope` (default: `compaction_scope`); only those are listed."""
+    scope = scope or compaction_scope(view, cfg)
+    partitions = view.partition_paths if scope.partitions is None else view.existing_partitions(scope.partitions)
+    blocked_ids = {**view.pending_clustering_file_ids(), **view.pending_compaction_file_ids()}
+    found: list[CompactionCandidate] = []
+    blocked: set[str] = set()
+    for p in partitions:
+        for s in view.latest_file_slices(p):
+            if not s.log_files:
+                continue
+            if (p, s.file_id) in blocked_ids:
+                blocked.add(p)  # eligible again once that operation completes or is rolled back
+            else:
+                found.append(CompactionCandidate(s, max_file_size))
     if cfg.strategy == "UnBoundedCompactionStrategy":
-        return found
+        return CompactionDraft(found, scope, sorted(blocked))
     found = [c for c in found if c.log_bytes >= cfg.log_size_threshold]
     found.sort(key=lambda c: c.log_bytes, reverse=True)
-    return take_within_budget(found, lambda c: c.io_mb, cfg.target_io)
+    chosen = take_within_budget(found, lambda c: c.io_mb, cfg.target_io)
+    left = {c.slice.partition for c in found[len(chosen):]}  # cut by hoodie.compaction.target.io
+    return CompactionDraft(chosen, scope, sorted(blocked | left))
+
+
+def candidates(view: FileSystemView, cfg: CompactionConfig,
+               max_file_size: int = 125829120) -> list[CompactionCandidate]:
+    """The slices a compaction scheduled now would pick (`plan_compaction`)."""
+    return plan_compaction(view, cfg, max_file_size).chosen
 
 
 def _operation(c: CompactionCandidate) -> dict[str, object]:
@@ -139,7 +202,9 @@ def _operation(c: CompactionCandidate) -> dict[str, object]:
 
 def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, force: bool = False,
              max_file_size: int = 125829120) -> str | None:
-    """Write a compaction plan if the trigger fired (or `force`) and something has logs; return its instant."""
+    """Write a compaction plan if the trigger fired (or `force`) and something has logs; return its instant.
+    The plan records where the next plan's window starts (`plan_scope`): taken before the timeline loads."""
+    started = now_instant(table.local_timezone)
     timeline = ActiveTimeline.load(storage)
     if not table.is_mor:
         raise HudiError(f"{storage.base_uri} is a {table.table_type} table; only merge-on-read tables compact")
@@ -150,14 +215,16 @@ def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, for
         return None
     if not force and not trigger_fired(timeline, cfg, table.local_timezone):
         return None
-    chosen = candidates(build_view(storage, table, timeline), cfg, max_file_size)
+    draft = plan_compaction(build_view(storage, table, timeline), cfg, max_file_size)
+    chosen = draft.chosen
     if not chosen:
         return None
-    plan = am.compaction_plan(operations=[_operation(c) for c in chosen])
+    extra = plan_extra(started, timeline, draft.missing, compaction_settings(cfg))
+    plan = am.compaction_plan(operations=[_operation(c) for c in chosen], extra_metadata=extra)
     instant = timeline.create_new_requested(Action.COMPACTION, am.write_instant_avro("HoodieCompactionPlan", plan),
                                             table.local_timezone).timestamp
     fault_point("compaction.after_schedule")
-    log.info("scheduled compaction %s of %d file slices", instant, len(chosen))
+    log.info("scheduled compaction %s of %d file slices (%s)", instant, len(chosen), draft.scope.reason)
     return instant
 
 
@@ -228,7 +295,8 @@ def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str,
                                               description=f"pyhudi compaction {instant}")
     delete_unreported_files(storage, instant, {s.path for s in stats})
     fault_point("compaction.before_commit")
-    meta = CommitMetadata(compacted=True, operation_type="COMPACT", extra_metadata={"schema": S.to_json(avro)})
+    meta = CommitMetadata(compacted=True, operation_type="COMPACT",
+                          extra_metadata={"schema": S.to_json(avro), **carried_over(plan.get("extraMetadata"))})
     for s in stats:
         meta.add(s)
     timeline.complete(Instant(instant, Action.COMPACTION, State.INFLIGHT), meta.to_bytes())

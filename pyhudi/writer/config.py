@@ -352,6 +352,7 @@ class CompactionConfig:
     target_io: int = 500 * 1024  # MB, as Hudi's hoodie.compaction.target.io
     strategy: str = "LogFileSizeBasedCompactionStrategy"
     run_async: bool = False  # schedule after a micro-batch, execute in the background (streaming MOR)
+    incremental: bool = True  # hoodie.table.services.incremental.enabled
 
     @classmethod
     def from_options(cls, o: Options, streaming_mor: bool = False) -> CompactionConfig:
@@ -364,7 +365,7 @@ class CompactionConfig:
             trigger=o.get(K.COMPACT_TRIGGER_STRATEGY), max_delta_commits=o.get(K.COMPACT_MAX_DELTA_COMMITS),
             max_delta_seconds=o.get(K.COMPACT_MAX_DELTA_SECONDS),
             log_size_threshold=o.get(K.COMPACTION_LOGFILE_SIZE_THRESHOLD), target_io=o.get(K.COMPACTION_TARGET_IO),
-            strategy=o.get(K.COMPACTION_STRATEGY),
+            strategy=o.get(K.COMPACTION_STRATEGY), incremental=o.get(K.TABLE_SERVICES_INCREMENTAL),
         )
 
 
@@ -407,6 +408,7 @@ class ClusteringConfig:
     max_parallelism: int = 15
     reject_updates: bool = True
     rollback_on_conflict: bool = False
+    incremental: bool = True  # hoodie.table.services.incremental.enabled
 
     @classmethod
     def from_options(cls, o: Options) -> ClusteringConfig:
@@ -427,6 +429,7 @@ class ClusteringConfig:
             max_parallelism=o.get(K.CLUSTERING_MAX_PARALLELISM),
             reject_updates=o.get(K.CLUSTERING_UPDATES_STRATEGY) == "SparkRejectUpdateStrategy",
             rollback_on_conflict=o.get(K.CLUSTERING_ROLLBACK_ON_CONFLICT),
+            incremental=o.get(K.TABLE_SERVICES_INCREMENTAL),
         )
 
 

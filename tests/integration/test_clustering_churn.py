@@ -1,7 +1,8 @@
 """Clustering never churns (issue 19, item 4), in-process, no Spark.
 
-* Output files are sized by the bytes actually written: every output of a clustering group lies in
-  [small-file limit, 1.1 x target], except at most the group's last file.
+* Output files are sized by the bytes actually written: every output of a clustering lies in
+  [small-file limit, 1.1 x target], except at most one file per partition (its tail), even when the
+  partition's small files fill several groups (max.bytes.per.group of 2 targets).
 * A clustering over a table it has just clustered plans nothing; a later one, after new small files,
   rewrites only those files and at most the previous tail of each partition, never a well-sized file.
 * Ingestion-ordered clustering (no sort columns) stitches only the small files together.
@@ -60,7 +61,8 @@ def _batch(rng: random.Random, key_type: str, first: int, n: int, ts: int) -> pa
     })
 
 
-def _options(target: int, bloom: int | None, sort: str) -> dict[str, str]:
+def _options(target: int, bloom: int | None, sort: str, group: int | None = None) -> dict[str, str]:
+    """`group`: max.bytes.per.group (default Hudi's 2 GB: a partition's small files fill one group)."""
     o = {"hoodie.table.name": "churn", "hoodie.datasource.write.recordkey.field": "k",
          "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p",
          "hoodie.datasource.write.operation": "insert", "hoodie.parquet.small.file.limit": "0",
@@ -69,6 +71,9 @@ def _options(target: int, bloom: int | None, sort: str) -> dict[str, str]:
          "hoodie.clustering.plan.strategy.sort.columns": sort}
     if bloom is not None:
         o["hoodie.index.bloom.num_entries"] = str(bloom)
+    if group is not None:
+        o["hoodie.clustering.plan.strategy.max.bytes.per.group"] = str(group)
+        o["hoodie.clustering.plan.strategy.max.num.groups"] = "1000"
     return o
 
 
@@ -101,30 +106,39 @@ def _replaced(path: str, instant: str) -> set[tuple[str, str]]:
     return {(p, f) for p, ids in (meta.partition_to_replace_file_ids or {}).items() for f in ids}
 
 
-def _check_output_sizes(path: str, instant: str, target: int) -> dict[tuple[str, str], int]:
-    """Every output of `instant` in [limit, 1.1 x target] but at most one per group (file-id prefix)."""
-    timeline = ActiveTimeline.load(Storage(path))
+def _check_output_sizes(path: str, instant: str, target: int, limit: int | None = None) -> dict[tuple[str, str], int]:
+    """Every output of `instant` in [limit, 1.1 x target] but at most one per partition (its tail), however
+    many groups the partition's small files filled; the files on storage are exactly the reported ones.
+    `limit`: the clustering small-file limit (default 3/4 of the target)."""
+    storage = Storage(path)
+    timeline = ActiveTimeline.load(storage)
     stats = timeline.commit_metadata(timeline.find(instant)).all_stats()  # type: ignore[arg-type]
-    limit = target * 3 // 4
+    limit = target * 3 // 4 if limit is None else limit
     small: dict[str, list[int]] = {}
     for s in stats:
         assert s.file_size_in_bytes <= target * 1.1, f"{s.path}: {s.file_size_in_bytes} B over 1.1 x {target}"
+        assert storage.size(s.path) == s.file_size_in_bytes, f"{s.path}: stat and file differ"
         if s.file_size_in_bytes < limit:
-            small.setdefault(s.file_id.rsplit("-", 1)[0], []).append(s.file_size_in_bytes)
-    assert all(len(v) == 1 for v in small.values()), f"more than one small output in a group: {small} " \
+            small.setdefault(s.partition_path or "", []).append(s.file_size_in_bytes)
+    assert all(len(v) == 1 for v in small.values()), f"more than one small output in a partition: {small} " \
         f"(all: {sorted(s.file_size_in_bytes for s in stats)})"
+    written = {f.path for p in {s.partition_path or "" for s in stats} for f in storage.list_dir(p)
+               if f.name.endswith(f"_{instant}.parquet")}
+    assert written == {s.path for s in stats}, f"files of {instant} nobody reports: {written - {s.path for s in stats}}"
     return {(s.partition_path, s.file_id): s.file_size_in_bytes for s in stats}
 
 
 @pytest.mark.parametrize("size", sorted(SIZES))
-@pytest.mark.parametrize("sort,key_type,seed", [("", "string", 1), ("n,v", "string", 2), ("s", "decimal", 3),
-                                                 ("", "decimal", 4)])
-def test_clustering_sizes_by_bytes_written_and_never_churns(tmp_path, size, sort, key_type, seed):
+@pytest.mark.parametrize("sort,key_type,seed,groups", [("", "string", 1, None), ("n,v", "string", 2, 2),
+                                                        ("s", "decimal", 3, None), ("", "decimal", 4, 2)])
+def test_clustering_sizes_by_bytes_written_and_never_churns(tmp_path, size, sort, key_type, seed, groups):
+    """`groups`: max.bytes.per.group in targets (2: a partition's small files fill several groups, each
+    with its own small last file, which the executor joins into one tail per partition)."""
     target, bloom, per_batch = SIZES[size]
     limit = target * 3 // 4
     rng = random.Random(seed)
     path = str(tmp_path / "t")
-    opts = _options(target, bloom, sort)
+    opts = _options(target, bloom, sort, groups * target if groups else None)
     model: dict[Any, tuple[Any, ...]] = {}
     batches = rng.randint(9, 14)
     for b in range(batches):
@@ -225,14 +239,20 @@ def test_mor_stream_ends_well_sized_with_simple_index_inline_compaction_and_clus
             "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "3",
             "hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "4",
             "hoodie.clustering.plan.strategy.small.file.limit": str(MOR_LIMIT),
-            "hoodie.clustering.plan.strategy.target.file.max.bytes": str(MOR_MAX)}
+            "hoodie.clustering.plan.strategy.target.file.max.bytes": str(MOR_MAX),
+            "hoodie.clustering.plan.strategy.max.bytes.per.group": str(2 * MOR_MAX)}
     model: dict[Any, tuple[Any, ...]] = {}
+    checked: set[str] = set()
     for b in range(MOR_BATCHES):
         _write(path, opts, _mor_batch(b), model)
+        for instant in set(_clusterings(path)) - checked:  # each inline clustering, before any clean
+            _check_output_sizes(path, instant, MOR_MAX)
+            checked.add(instant)
         bases, logs = _mor_files(path)
         if b >= 4:  # after the first clustering, only the file group taking this batch's inserts is small
             assert sum(1 for x in bases if x < MOR_LIMIT) <= 1, f"batch {b}: more than one small base file: {bases}"
         assert max(bases) <= MOR_MAX * 1.1, f"batch {b}: oversized base file: {bases}"
+    assert checked, "inline clustering ran"
     bases, logs = _mor_files(path)
     well = sum(x for x in bases if MOR_LIMIT <= x <= MOR_MAX * 1.1)
     assert well / (sum(bases) + logs) >= 0.95, f"only {well / (sum(bases) + logs):.1%} of the bytes well sized: " \

@@ -339,6 +339,8 @@ def test_run_schedules_and_reports(cow: ClusterTable, capsys: pytest.CaptureFixt
     assert "completed 1 clustering in" in out
     assert f"{instant} (scheduled now): replaced 3 file groups, wrote 1 file (50.0 MiB, 100 records)" in out
     code, out, _ = cli(capsys, "clustering", str(cow.root), "run")
+    assert code == 0 and "nothing to cluster: no partition written since the last clustering" in out
+    code, out, _ = cli(capsys, "clustering", str(cow.root), "run", "-o", "hoodie.table.services.incremental.enabled=false")
     assert code == 0 and "nothing to cluster: 1 file slice: a single file group" in out and len(seen) == 1
 
 
