@@ -114,3 +114,12 @@ def top_level_value(data: bytes, key: str, kind: type) -> Any | None:
                 return value
         pos = data.rfind(needle, 0, pos)
     return None
+
+
+def replaced_file_ids(data: bytes, what: str = "replacecommit") -> dict[str, list[str]]:
+    """A replacecommit's partition -> replaced file ids, without building its write stats (a clustering
+    of every partition is megabytes of them; views and cleans of any partition read its replaced ids)."""
+    ids = top_level_value(data, "partitionToReplaceFileIds", dict)
+    if ids is None:  # not found cheaply: parse the whole commit
+        ids = CommitMetadata.from_bytes(data, what).partition_to_replace_file_ids or {}
+    return {str(p): [str(f) for f in fids or []] for p, fids in ids.items()}

@@ -32,8 +32,10 @@ from datetime import timedelta
 
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
+from pyhudi.model.commit_metadata import replaced_file_ids
 from pyhudi.model.file_names import parse_base_file, parse_log_file
 from pyhudi.model.instant_time import instant_minus, now_instant
+from pyhudi.services.plan_scope import partitions_written
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -167,8 +169,7 @@ def _replaced_before(timeline: ActiveTimeline, earliest: Instant | None, all_: b
     for inst in timeline.actions(Action.REPLACE_COMMIT).completed():
         if not all_ and (earliest is None or inst.timestamp >= earliest.timestamp):
             continue
-        meta = timeline.commit_metadata(inst)
-        for p, ids in (meta.partition_to_replace_file_ids or {}).items():
+        for p, ids in replaced_file_ids(timeline.details(inst), inst.file_name).items():
             for fid in ids:
                 out[(p, fid)] = inst.timestamp
     return out
@@ -273,11 +274,6 @@ def clean_scope(view: FileSystemView, cfg: CleanConfig, earliest: Instant | None
         return None, f"full scan: the last clean's earliest retained commit {previous} was archived"
     if timeline.savepoints():
         return None, "full scan: a savepoint exists (removing one frees files no write touched)"
-    touched: set[str] = set()
-    for inst in timeline.completed():
-        if inst.action in WRITE_ACTIONS and previous <= inst.timestamp < earliest.timestamp:
-            meta = timeline.commit_metadata(inst)
-            touched.update(meta.partition_to_write_stats)
-            touched.update(meta.partition_to_replace_file_ids or {})
+    touched = partitions_written(timeline, previous, earliest.timestamp)
     return sorted(touched), (f"incremental: {len(touched)} partition(s) written by commits in [{previous}, "
                              f"{earliest.timestamp})")

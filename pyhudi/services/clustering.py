@@ -48,6 +48,7 @@ from pyhudi.services.clustering_plan import (
 from pyhudi.services.layout import order
 from pyhudi.services.plan_scope import RECHECK, carried_over, plan_extra
 from pyhudi.storage import Storage
+from pyhudi.storage.metrics import note
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
@@ -84,6 +85,8 @@ def schedule(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_fi
         _check_sort_columns(timeline, table, cfg.sort_columns)
         view = build_view(storage, table, timeline)
         draft = draft_plan(view, cfg, max_file_size)
+        if draft.scope is not None:
+            note(f"clustering: {draft.scope.reason}")
         if draft.empty:
             return None
         extra = plan_extra(started, timeline, draft.missing, clustering_settings(cfg, max_file_size),

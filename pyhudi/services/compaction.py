@@ -46,6 +46,7 @@ from pyhudi.services.plan_scope import (
     settings_key,
 )
 from pyhudi.storage import Storage
+from pyhudi.storage.metrics import note
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -216,6 +217,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, for
     if not force and not trigger_fired(timeline, cfg, table.local_timezone):
         return None
     draft = plan_compaction(build_view(storage, table, timeline), cfg, max_file_size)
+    note(f"compaction: {draft.scope.reason}")
     chosen = draft.chosen
     if not chosen:
         return None

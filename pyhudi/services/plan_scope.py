@@ -24,8 +24,8 @@ recorded no watermark (Hudi or an older pyhudi wrote it), history since the wate
 archived, a restore since then, planning settings that changed since the last plan (a slice skipped
 for good under the old settings may qualify now), or hoodie.table.services.incremental.enabled=false.
 
-The clean (`clean_plan.clean_scope`) walks the same window shape over [previous earliest retained
-commit, new earliest retained commit): `partitions_written(timeline, lo, hi)` is that loop.
+The clean (`clean_plan.clean_scope`) takes the same window shape over [previous earliest retained
+commit, new earliest retained commit) through `partitions_written`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from pyhudi.model.commit_metadata import top_level_value
+from pyhudi.model.commit_metadata import replaced_file_ids
 from pyhudi.model.file_names import PARTITION_METAFILE, join_path, parse_base_file, parse_log_file
 from pyhudi.model.table_config import TableConfig
 from pyhudi.storage import FileInfo, Storage
@@ -166,11 +166,8 @@ class FileSystemView:
         for inst in self.timeline.actions(Action.REPLACE_COMMIT).completed():
             if as_of is not None and inst.timestamp > as_of:
                 continue
-            ids_by_part = top_level_value(self.timeline.details(inst), "partitionToReplaceFileIds", dict)
-            if ids_by_part is None:  # not found cheaply: parse the whole commit
-                ids_by_part = self.timeline.commit_metadata(inst).partition_to_replace_file_ids or {}
-            for partition, ids in ids_by_part.items():
-                replaced.update((str(partition), str(fid)) for fid in ids or [])
+            for partition, ids in replaced_file_ids(self.timeline.details(inst), inst.file_name).items():
+                replaced.update((partition, fid) for fid in ids)
         return replaced
 
     @cached_property

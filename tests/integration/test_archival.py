@@ -155,7 +155,7 @@ def _archive_until_killed(path: str, opts: dict[str, str], point: str) -> None:
 def test_a_killed_archiver_is_finished_by_the_next_run(spark: Any, tmp_path: Path, point: str) -> None:
     path = str(tmp_path / "t")
     # A short lock lease: the next run waits out the killed archiver's lock (what is tested is the archive).
-    opts = options("arch_kill", hoodie__archive__automatic="false", hoodie__write__lock__filesystem__expire="3")
+    opts = options("arch_kill", hoodie__archive__automatic="false", hoodie__write__lock__filesystem__expire=str(3 / 60))  # minutes: a 3 s lease
     model = Model()
     write_history(spark, path, opts, model, 6)
     every = {ts for ts, _ in model.history}
