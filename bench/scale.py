@@ -10,7 +10,8 @@ two `bulk_insert`s and cached under `<work-dir>/cache` between runs; every run m
   1,500 partitions vs 10 partitions (same rows per partition), and of 10,000 partitions with fewer rows
   per partition vs 10 partitions with the same (targets <= 1.3x and <= 1.5x);
 * spread upsert: 1,000 rows (half updates) spread over every partition, 300 partitions vs 10 (<= 5x);
-* planning with one touched partition (MOR tables, one upsert into p00000 before the plans): the clean
+* planning with one touched partition (MOR tables, a clustering of the whole table after the history, then one
+  upsert into p00000 before the plans, so compaction and clustering plan after a plan of their own): the clean
   plan (`clean_plan.plan_clean`), compaction candidates (`compaction.candidates`) and the clustering
   draft (`clustering_plan.draft_plan`), each with its timeline load and file-system view, as the
   services' schedule calls build them: 1,500 vs 10 partitions (<= 1.3x);
@@ -18,9 +19,11 @@ two `bulk_insert`s and cached under `<work-dir>/cache` between runs; every run m
   vs one with 100 (<= 1.2x). The commits are crafted (empty commits, valid layout-1 instant files, one
   second apart, before the table's data commits), then one untimed write lets archival move them to the
   archived timeline, as it would on a real table: both timelines are active + archived;
-* snapshot count over the 3,000 files of the 1,500-partition table: `pyhudi.read(path)` vs
-  `pyarrow.dataset` over the same files (a proxy for Spark's plain parquet reader, which the issue names;
-  no Spark here).
+* snapshot count over the 3,000 files of the 1,500-partition table (<= 1.5x): in-process,
+  `pyhudi.read(path, columns=[]).num_rows` (a count: no columns) vs `pyarrow.dataset` over the same
+  files; and with Spark (one `local[2]` session per child, started outside the timing),
+  `pyhudi.read(spark, path).count()` vs `spark.read.parquet(*files).count()` over the same files, the
+  issue's comparison.
 
 Every measured call runs in its own child process (`scale.py --child SPEC`; imports outside the timing),
 the two sides of a ratio alternate within each round, and each figure is the median of `--runs`
@@ -142,7 +145,8 @@ def build(cache: Path, kind: str, parts: int, per_part: int, instants: int = 0) 
     history(path, kind, parts, per_part)
     if instants:  # one more write lets archival move the crafted commits out of the active timeline
         pyhudi.write(upsert_batch([0], 2, per_part, 999), str(path), options(kind, "upsert"))
-    if kind == "mor":  # the one touched partition the plans see
+    if kind == "mor":  # a clustering as a long-lived table has had, then the one touched partition the plans see
+        pyhudi.cluster(None, str(path), {**EXTRA, "hoodie.clustering.plan.strategy.max.num.groups": str(parts)})
         pyhudi.write(upsert_batch([0], 100, per_part, 998), str(path), options(kind, "upsert"))
     (path / "_built").write_text("ok")
     print(f"  built {path.name} in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -230,6 +234,13 @@ def _plan(path: str, kind: str) -> int:
     return len(clustering_plan.draft_plan(view, ClusteringConfig.from_options(o), 125829120).groups)
 
 
+def _spark() -> Any:
+    """The child's one SparkSession (local[2], as the project's other Spark benchmarks use)."""
+    from pyhudi.spark_env import create_session
+
+    return create_session("local[2]", "pyhudi-scale-read")
+
+
 def warm_up(op: str) -> None:
     """Import what the measured call imports lazily, outside the timing: an upsert into a scratch
     table (a write), or a read of one."""
@@ -240,11 +251,17 @@ def warm_up(op: str) -> None:
         pyhudi.write(rows([0, 1], 2, 0, 1), scratch, options("cow", "bulk_insert"))
         if op == "upsert":
             pyhudi.write(upsert_batch([0], 4, 2, 1), scratch, options("cow", "upsert"))
-        if op.startswith("read"):
+        if op == "plan":  # the planners `_plan` imports (module imports are tens of ms, alike on both sides)
+            from pyhudi.services import clean_plan, clustering_plan, compaction  # noqa: F401
+        if op in ("read_hudi", "read_pyarrow"):
             import pyarrow.dataset as ds
 
-            pyhudi.read(scratch)
+            pyhudi.read(scratch, columns=[])
             ds.dataset([str(p) for p in Path(scratch).rglob("*.parquet")], format="parquet").count_rows()
+        if op in ("read_hudi_spark", "read_spark"):  # both: the same classes loaded, the same JIT warmth
+            spark = _spark()
+            pyhudi.read(spark, scratch).count()
+            spark.read.parquet(*[str(p) for p in Path(scratch).rglob("*.parquet")]).count()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -267,13 +284,21 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         return {"seconds": t[0], "planned": n}
     if op == "read_hudi":
         with common.timed() as t:
-            n = pyhudi.read(spec["path"]).num_rows
+            n = pyhudi.read(spec["path"], columns=[]).num_rows
         return {"seconds": t[0], "rows": n}
     if op == "read_pyarrow":
         import pyarrow.dataset as ds
 
         with common.timed() as t:
             n = ds.dataset(spec["files"], format="parquet").count_rows()
+        return {"seconds": t[0], "rows": n}
+    if op == "read_hudi_spark":
+        with common.timed() as t:
+            n = pyhudi.read(_spark(), spec["path"]).count()
+        return {"seconds": t[0], "rows": n}
+    if op == "read_spark":
+        with common.timed() as t:
+            n = _spark().read.parquet(*spec["files"]).count()
         return {"seconds": t[0], "rows": n}
     raise SystemExit(f"unknown child op {op!r}")
 
@@ -283,7 +308,7 @@ def run_child(spec: dict[str, Any], profile_dir: str | None) -> dict[str, Any]:
     with os.fdopen(fd, "w") as f:  # a file, not argv: a read's spec lists thousands of files
         json.dump({**spec, "extra": EXTRA}, f)
     cmd = [sys.executable, str(SELF), "--child", "@" + spec_file]
-    if profile_dir and spec["op"] != "read_pyarrow":
+    if profile_dir and spec["op"] not in ("read_pyarrow", "read_spark"):
         out = Path(profile_dir) / f"{spec['name']}-{spec.get('round', 0)}.txt"
         cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "-r", "200",
                "-o", str(out), "--", *cmd]
@@ -400,28 +425,36 @@ class Bench:
                                  {"big_partitions": bp, "small_partitions": sp}))
         return out
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> list[dict[str, Any]]:
+        """Snapshot counts over the same files: in-process against pyarrow.dataset, and with Spark
+        against Spark's plain parquet reader (the issue's figure)."""
         parts = self.parts(1500)
         path = self.table("cow", parts, 66)
         from pyhudi.reader.plan import plan_read
 
         files = sorted(str(Path(path) / f) for f in plan_read(path, None, None).plan.files)
         expected = len(self.models[Path(path).name])
-        times: dict[str, list[float]] = {"big": [], "small": []}
-        counts = set()
-        for rnd in range(self.args.runs + 1):
-            for side, spec in (("big", {"op": "read_hudi", "name": "read-pyhudi", "path": path}),
-                               ("small", {"op": "read_pyarrow", "name": "read-pyarrow", "files": files})
-                               )[:: 1 if rnd % 2 else -1]:
-                res = run_child({**spec, "round": rnd}, self.args.profile_dir)
-                counts.add(res["rows"])
-                if rnd:
-                    times[side].append(float(res["seconds"]))
-        if counts != {expected}:
-            self.problems.append(f"snapshot count: got {sorted(counts)}, expected {expected}")
-        return self._row("read_count", f"snapshot count over {len(files):,} files: pyhudi.read vs "
-                         "pyarrow.dataset (proxy for Spark's parquet reader)", times, 1.5,
-                         {"files": len(files)})
+        sides = {"read_count": (("read_hudi", "read-pyhudi"), ("read_pyarrow", "read-pyarrow")),
+                 "read_count_spark": (("read_hudi_spark", "read-pyhudi-spark"), ("read_spark", "read-spark"))}
+        labels = {"read_count": "pyhudi.read(path, columns=[]) vs pyarrow.dataset",
+                  "read_count_spark": "pyhudi.read(spark, path).count() vs spark.read.parquet(*files).count()"}
+        out = []
+        for key, (big_op, small_op) in sides.items():
+            times: dict[str, list[float]] = {"big": [], "small": []}
+            counts = set()
+            for rnd in range(self.args.runs + 1):
+                for side, (op, name) in (("big", big_op), ("small", small_op))[:: 1 if rnd % 2 else -1]:
+                    spec = {"op": op, "name": name, "round": rnd, **({"path": path} if side == "big" else
+                                                                       {"files": files})}
+                    res = run_child(spec, self.args.profile_dir)
+                    counts.add(res["rows"])
+                    if rnd:
+                        times[side].append(float(res["seconds"]))
+            if counts != {expected}:
+                self.problems.append(f"{key}: got {sorted(counts)}, expected {expected}")
+            out.append(self._row(key, f"snapshot count over {len(files):,} files: {labels[key]}", times, 1.5,
+                                 {"files": len(files)}))
+        return out
 
     @staticmethod
     def _row(key: str, label: str, times: dict[str, list[float]], target: float,
@@ -496,7 +529,8 @@ What still grows with the table, and why (per-partition costs from this run):
 NOTES = ("Tables have 2 file groups per partition (two bulk_inserts). Upserts are half updates, half "
          "inserts, with pyhudi's default options (automatic clean and archival included). The instants "
          "row crafts empty commits before the data commits and lets one untimed write archive them. The "
-         "read row compares with pyarrow.dataset, not Spark.")
+         "read rows count with no columns: in-process against pyarrow.dataset, and with Spark (local[2]) "
+         "against spark.read.parquet over the same files.")
 
 
 # --------------------------------------------------------------------------- main

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +34,8 @@ from pyhudi.reader.log_merge import IS_DELETED, MergeSpec, merge_file_slice
 from pyhudi.reader.plan import COMMIT_TIME, PlannedRead, meta_names, plan_read, planned_merge_spec
 from pyhudi.storage import Storage
 from pyhudi.view.partitions import Condition
+
+_MAX_CHUNK = 32  # units per task at most
 
 
 @dataclass(frozen=True)
@@ -52,20 +54,45 @@ class ArrowJob:
 
     storage: Storage
     units: list[Unit]
-    read_schema: pa.Schema  # the columns read and conformed (query schema narrowed to what is needed)
+    read_schema: pa.Schema  # the columns merged slices read and conform (query + filter + merge columns)
     output: pa.Schema  # the columns returned
     conditions: tuple[Condition, ...]  # every row filter: the user's and the incremental range
     spec: MergeSpec | None  # merge-on-read slices: how logs merge (target narrowed like read_schema)
     empty: bool = False  # an incremental range with no commits: nothing to read
+    # The columns a lone base file reads (query + filter columns): none for a count, which then takes
+    # the row count from the footer. None: read_schema.
+    base_schema: pa.Schema | None = None
+    # The filter columns' types in a file -> the conditions pushed to its row-group statistics: computed
+    # once per file layout, not per file (converting the literals costs more than checking statistics).
+    # Keyed by types, not by the schema: a file's Arrow schema carries its footer metadata (the bloom
+    # filter, ~400 KB), different in every file and slow to hash.
+    _pushed: dict[tuple[Any, ...], list[arrow_filter.Pushed]] = field(default_factory=dict, compare=False,
+                                                                      repr=False)
 
     def load(self, unit: Unit) -> pa.Table:
         if unit.logs or unit.base is None:
             assert self.spec is not None
             table, _ = merge_file_slice(self.storage, unit.file_id, unit.base, list(unit.logs), self.spec)
         else:
-            table = _read_base(self.storage, unit.base, self.read_schema, self.conditions)
+            schema = self.base_schema if self.base_schema is not None else self.read_schema
+            table = _read_base(self.storage, unit.base, schema, self.pushed)
         table = arrow_filter.apply(table, self.conditions)
         return table.select(self.output.names)
+
+    def pushed(self, physical: pa.Schema) -> list[arrow_filter.Pushed]:
+        key = tuple(physical.field(i).type if (i := physical.get_field_index(c.column)) >= 0 else None
+                    for c in self.conditions)
+        found = self._pushed.get(key)
+        if found is None:  # threads may compute it twice: same answer
+            found = self._pushed[key] = arrow_filter.pushdown(physical, self.conditions)
+        return found
+
+    def combine(self, tables: Sequence[pa.Table]) -> pa.Table:
+        """The units' tables as one; tables without columns keep their row counts (Arrow's concat
+        would drop them: a count reads no columns)."""
+        if not self.output.names:
+            return rows_only(sum(t.num_rows for t in tables))
+        return pa.concat_tables(tables) if tables else self.output.empty_table()
 
 
 def read(path: str | os.PathLike[str], options: dict[str, Any] | None = None,
@@ -76,7 +103,9 @@ def read(path: str | os.PathLike[str], options: dict[str, Any] | None = None,
 
     `options` are Hudi's read options (query type, `as.of.instant`, incremental begin/end, ...), `filters`
     `(column, op, value)` tuples (ops `= == != < <= > >= in, not in`; partition columns prune partitions),
-    `columns` the columns to return (default: all, meta columns first). pandas: `.to_pandas()`.
+    `columns` the columns to return (default: all, meta columns first); `columns=[]` returns only the
+    row count (`.num_rows`, Spark's `count()`): base files without logs are then counted from their
+    parquet footers, decoding no column. pandas: `.to_pandas()`.
     `storage_options` configure an object store beyond the standard environment (see `pyhudi.write`).
     """
     planned = plan_read(path, options, filters, storage_options)
@@ -85,13 +114,19 @@ def read(path: str | os.PathLike[str], options: dict[str, Any] | None = None,
         return pa.RecordBatchReader.from_batches(job.output, _batches(job))
     engine = LocalEngine(int(planned.options.get(K.LOCAL_PARALLELISM) or 0) or None)
 
-    def task(unit: Unit, _: TaskInfo) -> list[pa.Table]:
-        return [job.load(unit)]
+    def task(chunk: list[Unit], _: TaskInfo) -> list[pa.Table]:
+        return [job.load(unit) for unit in chunk]
 
-    tables = [] if job.empty else engine.map_tasks(task, job.units, description="pyhudi read")
-    if not tables:
-        return job.output.empty_table()
-    return pa.concat_tables(tables)
+    chunks = [] if job.empty else _chunks(job.units, engine.parallelism)
+    return job.combine(engine.map_tasks(task, chunks, description="pyhudi read"))
+
+
+def _chunks(units: list[Unit], parallelism: int) -> list[list[Unit]]:
+    """Consecutive runs of units, one task each: a task per small file costs more in pool overhead than
+    counting the file from its footer; about 8 tasks per worker (at most `_MAX_CHUNK` units) keep the
+    workers evenly loaded when slices differ in size. Order is kept (partition, then file id)."""
+    size = max(1, min(_MAX_CHUNK, len(units) // (8 * max(1, parallelism))))
+    return [units[i:i + size] for i in range(0, len(units), size)]
 
 
 def _batches(job: ArrowJob) -> Iterator[pa.RecordBatch]:
@@ -115,6 +150,7 @@ def plan_job(planned: PlannedRead, columns: Sequence[str] | None) -> ArrowJob:
     for c in conditions:
         _check_filter_column(visible if c.column != COMMIT_TIME else full, c.column)
     needed = set(output.names) | {c.column.split(".")[0] for c in conditions}
+    base_schema = pa.schema([f for f in full if f.name in needed])
     spec = None
     if plan.slices is not None:
         spec = planned_merge_spec(planned)
@@ -122,7 +158,8 @@ def plan_job(planned: PlannedRead, columns: Sequence[str] | None) -> ArrowJob:
     read_schema = pa.schema([f for f in full if f.name in needed])
     if spec is not None:
         spec = dataclasses.replace(spec, target_schema=read_schema)
-    return ArrowJob(planned.storage, _units(planned), read_schema, output, tuple(conditions), spec, empty)
+    return ArrowJob(planned.storage, _units(planned), read_schema, output, tuple(conditions), spec, empty,
+                    base_schema)
 
 
 def _project(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
@@ -177,20 +214,30 @@ def _base_unit(path: str) -> Unit:
     return Unit(partition, parsed.file_id if parsed else name, path)
 
 
-def _read_base(storage: Storage, path: str, schema: pa.Schema, conditions: Sequence[Condition]) -> pa.Table:
-    """A base file's needed columns, row groups pruned by the pushed-down filters, conformed to `schema`."""
+def rows_only(n: int) -> pa.Table:
+    """A table of `n` rows and no columns (what a count returns)."""
+    return pa.table({"_": pa.nulls(n)}).select([])
+
+
+def _read_base(storage: Storage, path: str, schema: pa.Schema,
+               pushed: Callable[[pa.Schema], list[arrow_filter.Pushed]]) -> pa.Table:
+    """A base file's needed columns, row groups pruned by the filters `pushed` gives for its physical
+    schema, conformed to `schema`; with no column needed, only its row count, from the footer (a filter
+    always needs its column)."""
     with storage.open_input_file(path) as f:
         pf = pq.ParquetFile(f)
+        if not schema.names:
+            return rows_only(pf.metadata.num_rows)
         physical = pf.schema_arrow
         columns = [n for n in schema.names if physical.get_field_index(n) >= 0]
-        groups = arrow_filter.row_groups(pf.metadata, physical, arrow_filter.pushdown(physical, conditions))
+        groups = arrow_filter.row_groups(pf.metadata, physical, pushed(physical))
         if len(groups) == pf.metadata.num_row_groups:
-            table = pf.read(columns=columns)
+            table = pf.read(columns=columns, use_threads=storage.arrow_threads)
         elif groups:
-            table = pf.read_row_groups(groups, columns=columns)
+            table = pf.read_row_groups(groups, columns=columns, use_threads=storage.arrow_threads)
         else:
-            table = pa.schema([physical.field(c) for c in columns]).empty_table()
+            return schema.empty_table()  # every row group excluded: nothing to conform
     return conform_table(table, schema)
 
 
-__all__ = ["ArrowJob", "Unit", "plan_job", "read"]
+__all__ = ["ArrowJob", "Unit", "plan_job", "read", "rows_only"]

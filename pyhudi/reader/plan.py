@@ -4,7 +4,9 @@ A read is planned on the driver from the timeline and the file-system view only:
 read-optimized (latest base files or merged slices, optionally as of `as.of.instant`), time travel
 (refused for cleaned instants, `time_travel.check_readable`), and incremental (the range from
 `incremental.resolve`; files whose slices may hold rows of the range). Partition filters prune
-directories before they are listed, typed by the schema rows are read with. The loaders turn a plan
+directories before they are listed, typed by the schema rows are read with; an incremental read lists
+only the partitions its range's commits wrote, and a time travel checks only the selected partitions'
+files, against the view's listing (issue 19: a read costs what it selects). The loaders turn a plan
 into rows: `engine/spark/read.py` with Spark, `reader/arrow_read.py` in-process. Nothing here imports
 pyspark.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +35,7 @@ from pyhudi.timeline.table_schema import table_schema as schema_as_of
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
-from pyhudi.view.partitions import PartitionFilter
+from pyhudi.view.partitions import PartitionFilter, partition_accepted, prunable_fields
 
 COMMIT_TIME = "_hoodie_commit_time"
 log = logging.getLogger(__name__)
@@ -109,14 +111,37 @@ def _prune(view: FileSystemView, config: TableConfig, pfilter: PartitionFilter |
     view.partition_filter = pfilter.bind(schema, config.partition_fields) if pfilter is not None else None
 
 
+def _scope(config: TableConfig, pfilter: PartitionFilter | None, schema: pa.Schema) -> Callable[[str], bool] | None:
+    """The partitions a read selects, as a predicate on partition paths (None: all): the same test the
+    listing prunes with, so a time travel checks the files of exactly the partitions it reads."""
+    if pfilter is None or not config.is_partitioned:
+        return None
+    bound, prunable = pfilter.bind(schema, config.partition_fields), prunable_fields(config)
+    return lambda partition: partition_accepted(bound, config, partition, prunable)
+
+
+def _listed(view: FileSystemView) -> Callable[[str], bool]:
+    """Whether a file exists, from the view's listing of its partition (made once, kept for the read):
+    a time travel's check costs no request per file."""
+    names: dict[str, set[str]] = {}
+
+    def exists(path: str) -> bool:
+        partition, _, name = path.rpartition("/")
+        if partition not in names:
+            names[partition] = {i.name for i in view.listing(partition)}
+        return name in names[partition]
+
+    return exists
+
+
 def _snapshot_plan(opts: Options, config: TableConfig, timeline: ActiveTimeline, view: FileSystemView,
                    query: str, pfilter: PartitionFilter | None) -> ReadPlan:
     as_of = as_of_instant(opts)
-    if as_of is not None:
-        check_readable(view.storage, timeline, as_of)
     avro = _avro(config, timeline, as_of)
     schema = read_schema(avro)
     _prune(view, config, pfilter, schema)
+    if as_of is not None:
+        check_readable(view.storage, timeline, as_of, _scope(config, pfilter, schema), _listed(view))
     if config.is_mor and query == "snapshot":
         slices = view.all_latest_merged_file_slices(as_of)
         return ReadPlan(query, as_of, None, None, [], schema, slices, avro)
@@ -138,10 +163,14 @@ def _incremental_plan(opts: Options, config: TableConfig, timeline: ActiveTimeli
     end_opt = opts.get(K.END_INSTANT)
     rng = incremental.resolve(opts, view.storage, timeline, config, begin,
                               normalize_instant(end_opt) if end_opt else None)
-    at = _readable_snapshot(opts, view, timeline, rng)
+    scope = _scope(config, pfilter, read_schema(_avro(config, timeline, rng.snapshot_at)))
+    at = _readable_snapshot(opts, view, timeline, rng, scope)
     avro = _avro(config, timeline, at)
     schema = read_schema(avro)
-    _prune(view, config, pfilter, schema)
+    partitions = _range_partitions(view, config, timeline, rng, _scope(config, pfilter, schema))
+    if partitions is None:
+        _prune(view, config, pfilter, schema)
+        partitions = view.partition_paths
     # A file can only hold rows committed in the range if it was written at or after the range's first commit.
     floor = rng.instants[0] if rng.instants else None
 
@@ -151,10 +180,33 @@ def _incremental_plan(opts: Options, config: TableConfig, timeline: ActiveTimeli
     if config.is_mor:
         # A slice can only hold rows committed after `begin` if it was created after it or has logs.
         slices = [] if rng.instants == () else [
-            s for s in view.all_latest_merged_file_slices(at) if fresh(s.base_instant) or s.log_files]
+            s for p in partitions for s in view.latest_merged_file_slices(p, at) if fresh(s.base_instant) or s.log_files]
         return ReadPlan("incremental", at, begin, rng.end, [], schema, slices, avro, rng.instants)
-    files = [] if rng.instants == () else [bf.path for bf in view.all_latest_base_files(at) if fresh(bf.instant)]
+    files = [] if rng.instants == () else [
+        bf.path for p in partitions for bf in view.latest_base_files(p, at) if fresh(bf.instant)]
     return ReadPlan("incremental", None, begin, rng.end, files, schema, None, avro, rng.instants)
+
+
+def _range_partitions(view: FileSystemView, config: TableConfig, timeline: ActiveTimeline,
+                      rng: incremental.IncrementalRange, scope: Callable[[str], bool] | None) -> list[str] | None:
+    """The partitions an incremental read lists: those the range's commits wrote (their write stats),
+    selected by the filter, as Hudi's incremental relations take the range's files from its commits'
+    metadata. A row keeps the commit time of the commit that wrote it into its partition (merges,
+    compaction and clustering copy it within the partition), so no other partition holds a row of the
+    range. None (list every selected partition) when a commit of the range may be archived, so its
+    metadata is not at hand: the range starts before the active timeline's first commit (completion-time
+    ranges name active commits only)."""
+    if not config.is_partitioned or rng.instants == ():
+        return None
+    chosen = set(rng.instants) if rng.instants is not None else None  # completion-time mode: active commits
+    first = timeline.commits().first()
+    if chosen is None and (first is None or rng.begin < first.timestamp):
+        return None
+    written: set[str] = set()
+    for inst in timeline.commits().completed():
+        if (inst.timestamp in chosen) if chosen is not None else rng.begin < inst.timestamp <= rng.end:
+            written.update(timeline.commit_metadata(inst).partition_to_write_stats)
+    return view.existing_partitions(p for p in written if scope is None or scope(p))
 
 
 def _check_incremental(opts: Options, config: TableConfig) -> str:
@@ -174,7 +226,7 @@ def _check_incremental(opts: Options, config: TableConfig) -> str:
 
 
 def _readable_snapshot(opts: Options, view: FileSystemView, timeline: ActiveTimeline,
-                       rng: incremental.IncrementalRange) -> str | None:
+                       rng: incremental.IncrementalRange, scope: Callable[[str], bool] | None) -> str | None:
     """The instant the range's files are read as of; None (the latest snapshot, filtered by commit time:
     Hudi's full table scan) when that instant's files were cleaned or archived and
     hoodie.datasource.read.incr.fallback.fulltablescan.enable is on."""
@@ -183,7 +235,7 @@ def _readable_snapshot(opts: Options, view: FileSystemView, timeline: ActiveTime
     if at is None or last is None or at >= last.timestamp:
         return at  # the latest snapshot: nothing it needs was cleaned
     try:
-        check_readable(view.storage, timeline, at)
+        check_readable(view.storage, timeline, at, scope)
     except InstantNotFoundError as exc:
         if not opts.get(K.INCR_FALLBACK_FULL_TABLE_SCAN):
             raise InstantNotFoundError(f"incremental read up to {rng.end}: {exc} (or set "

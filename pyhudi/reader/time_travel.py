@@ -17,7 +17,7 @@ cleaner's retention (hoodie.keep.min.commits > hoodie.cleaner.commits.retained).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 
 from pyhudi.errors import InstantNotFoundError, InvalidConfigError
@@ -28,6 +28,10 @@ from pyhudi.timeline.timeline import ActiveTimeline
 
 #: (instant, metadata) of completed writes that are only in the archived timeline.
 ArchivedWrites = Sequence[tuple[Instant, CommitMetadata]]
+#: Which partitions a read selects (its partition filter); None: every partition.
+PartitionScope = Callable[[str], bool] | None
+#: Whether a file (relative path) exists; None: ask the storage (one request per file).
+Exists = Callable[[str], bool] | None
 
 _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{3})?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -93,8 +97,10 @@ def _writes(timeline: ActiveTimeline, archived: ArchivedWrites,
             yield inst, timeline.commit_metadata(inst)
 
 
-def needed_files(timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites = ()) -> set[str]:
-    """Paths (relative) a snapshot at `as_of` reads, from the write stats of commits at or before it."""
+def needed_files(timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites = (),
+                 scope: PartitionScope = None) -> set[str]:
+    """Paths (relative) a snapshot at `as_of` reads, from the write stats of commits at or before it;
+    with `scope`, only those of the partitions it accepts."""
     base_of: dict[tuple[str, str], tuple[str, str]] = {}  # group -> (base instant, base path)
     logs_of: dict[tuple[str, str], list[tuple[str, str]]] = {}  # group -> [(slice base instant, log path)]
     replaced: set[tuple[str, str]] = set()
@@ -105,6 +111,8 @@ def needed_files(timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites 
             if not s.path:
                 continue
             key = (s.partition_path or "", s.file_id)
+            if scope is not None and not scope(key[0]):
+                continue
             if s.is_delta:
                 logs_of.setdefault(key, []).append((s.prev_commit, s.path))
             elif s.path.endswith(".parquet"):
@@ -121,12 +129,19 @@ def needed_files(timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites 
     return needed
 
 
-def missing_files(storage: Storage, timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites = ()) -> list[str]:
-    return sorted(p for p in needed_files(timeline, as_of, archived) if not storage.exists(p))
+def missing_files(storage: Storage, timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites = (),
+                  scope: PartitionScope = None, exists: Exists = None) -> list[str]:
+    found = exists or storage.exists
+    return sorted(p for p in needed_files(timeline, as_of, archived, scope) if not found(p))
 
 
-def check_readable(storage: Storage, timeline: ActiveTimeline, as_of: str) -> None:
-    """Raise InstantNotFoundError when a read as of `as_of` would silently miss cleaned files."""
+def check_readable(storage: Storage, timeline: ActiveTimeline, as_of: str, scope: PartitionScope = None,
+                   exists: Exists = None) -> None:
+    """Raise InstantNotFoundError when a read as of `as_of` would silently miss cleaned files. With
+    `scope` (the read's partition filter), only the selected partitions' files are checked: a read
+    of partition p as of X is exact when p's files at X exist, whatever the cleaner did elsewhere, and
+    a filtered time travel then costs requests for what it reads, not for the whole table. `exists`
+    answers from a listing the read makes anyway (the file-system view's) instead of a request per file."""
     writes = [i for i in timeline.completed() if i.action in WRITE_ACTIONS]
     first = writes[0].timestamp if writes else None
     archived_any = _archived(storage)
@@ -136,11 +151,12 @@ def check_readable(storage: Storage, timeline: ActiveTimeline, as_of: str) -> No
         return  # no clean ever started and nothing was archived: every version is still on disk
     archived = archived_writes(storage) if archived_any else []
     if first is not None and as_of < first and archived_any:
-        raise _error(storage, timeline, as_of, writes, "it is older than the active timeline (archived)", archived)
-    missing = missing_files(storage, timeline, as_of, archived)
+        raise _error(storage, timeline, as_of, writes, "it is older than the active timeline (archived)", archived,
+                     scope, exists)
+    missing = missing_files(storage, timeline, as_of, archived, scope, exists)
     if missing:
         raise _error(storage, timeline, as_of, writes, f"the cleaner deleted {len(missing)} file(s) it needs, "
-                     f"e.g. {missing[0]}", archived)
+                     f"e.g. {missing[0]}", archived, scope, exists)
 
 
 def archived_writes(storage: Storage) -> list[tuple[Instant, CommitMetadata]]:
@@ -163,9 +179,10 @@ def _archived(storage: Storage) -> bool:
 
 
 def _error(storage: Storage, timeline: ActiveTimeline, as_of: str, writes: list[Instant],
-           why: str, archived: ArchivedWrites = ()) -> InstantNotFoundError:
+           why: str, archived: ArchivedWrites = (), scope: PartitionScope = None,
+           exists: Exists = None) -> InstantNotFoundError:
     earliest = next((w.timestamp for w in writes if w.timestamp > as_of
-                     and not missing_files(storage, timeline, w.timestamp, archived)), None)
+                     and not missing_files(storage, timeline, w.timestamp, archived, scope, exists)), None)
     hint = f"the earliest instant still readable is {earliest}" if earliest else "no earlier instant is readable"
     return InstantNotFoundError(
         f"cannot read {storage.base_uri} as of {as_of}: {why}; {hint}. Keep more history with "
