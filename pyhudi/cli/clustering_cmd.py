@@ -67,7 +67,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("clustering", help="show, schedule or run clustering (rewrite small files)",
                        description="Clustering rewrites small file slices into fewer, well-sized (optionally "
                                    "sorted) file groups: `show` pending and completed clusterings, `schedule` a "
-                                   "plan now, `run` pending plans with Spark.")
+                                   "plan now, `run` pending plans (in-process; on Spark with --master).")
     add_arguments(p)
 
 

@@ -50,7 +50,7 @@ NOTHING_TO_COMPACT = "nothing to compact"
 def register(sub: Any) -> None:
     p = sub.add_parser("compaction", help="show, schedule or run compaction of a merge-on-read table",
                        description="Compaction of a merge-on-read table: `show` pending and completed "
-                                   "compactions, `schedule` a plan now, `run` pending plans with Spark.")
+                                   "compactions, `schedule` a plan now, `run` pending plans (in-process; on Spark with --master).")
     add_arguments(p)
 
 
