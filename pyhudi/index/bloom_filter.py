@@ -411,7 +411,8 @@ class BloomFilter:
                 f"{code} bloom filter is truncated: a {vector_size}-bit row needs {nbytes} bytes "
                 f"at offset {pos}, only {len(raw) - pos} left")
         packed = np.frombuffer(raw, dtype=np.uint8, count=nbytes, offset=pos)
-        bits = np.unpackbits(packed, bitorder="little")[:vector_size].astype(bool)
+        # 0/1 bytes viewed as bools: no second pass over the (millions of) bits of a Hudi-sized filter.
+        bits = np.unpackbits(packed, count=vector_size, bitorder="little").view(bool)
         return bits, pos + nbytes
 
 

@@ -105,14 +105,15 @@ def _live_file_ids(view: FileSystemView, partition: str) -> list[str]:
     return [g.file_id for g in view.live_groups(partition) if view._latest_slice(g, None) is not None]
 
 
-def check_layout(view: FileSystemView, num_buckets: int) -> None:
+def check_layout(view: FileSystemView, num_buckets: int, partitions: Sequence[str] | None = None) -> None:
     """Refuse, before anything is written, a table whose live file groups cannot serve a BUCKET write with
     `num_buckets` buckets: a file id that is not bucket-named (the table was written with another index, or
     by a bulk_insert that ignored the bucket index), two file groups for one bucket, or a bucket number the
     configured count cannot produce (the table was written with more buckets). Hudi 0.14 keeps no bucket
     count in hoodie.properties, so a count larger than the table's is only caught when the property is
-    there (writer/config.py)."""
-    for partition in view.partition_paths:
+    there (writer/config.py). With `partitions`, only those (the write's) are checked, as Hudi's bucket
+    index loads (and checks) the bucket-to-file-group mapping of the records' partitions only."""
+    for partition in view.partition_paths if partitions is None else view.existing_partitions(partitions):
         owners: dict[int, str] = {}
         for fid in _live_file_ids(view, partition):
             b = bucket_of_file_id(fid)

@@ -11,15 +11,15 @@ the old state or the new one.
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Callable, Iterable, Iterator
 
-from pyhudi.errors import CorruptFileError, InstantNotFoundError, TimelineError
+from pyhudi.errors import InstantNotFoundError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.model.instant_time import new_instant_time
 from pyhudi.model.metadata_table import drop_metadata_table
 from pyhudi.storage import FileInfo, Storage
+from pyhudi.timeline.commit_totals import NotScannable, json_totals, scan_totals
 from pyhudi.timeline.instant import (
     WRITE_ACTIONS,
     Action,
@@ -162,21 +162,10 @@ class ActiveTimeline(Timeline):
         data = self.details(instant)
         if not data.strip():
             return 0, 0
-        try:
-            parsed = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CorruptFileError(f"{instant.file_name} is not valid JSON ({exc}); restore the file from a "
-                                   "backup, or archive or roll back the instant") from exc
-        if not isinstance(parsed, dict):
-            raise CorruptFileError(f"{instant.file_name} is not a JSON object; restore the file from a backup")
-        total_bytes = total_records = 0
-        for stats in (parsed.get("partitionToWriteStats") or {}).values():
-            for st in stats or ():
-                if base_files_only and not str(st.get("path") or "").endswith(".parquet"):
-                    continue
-                total_bytes += int(st.get("totalWriteBytes") or 0)
-                total_records += int(st.get("numWrites") or 0)
-        return total_bytes, total_records
+        try:  # exact, and without parsing the whole file (see commit_totals.py)
+            return scan_totals(data, base_files_only)
+        except NotScannable:
+            return json_totals(data, base_files_only, instant.file_name)
 
     def requested_details(self, instant: Instant) -> bytes:
         return self.details(Instant(instant.timestamp, instant.action, State.REQUESTED))
@@ -195,7 +184,10 @@ class ActiveTimeline(Timeline):
         """Start an instant; fails if any file of this timestamp already exists."""
         if instant.state is not State.REQUESTED:
             raise TimelineError(f"can only create a requested instant, got {instant}")
-        if any(n.startswith(instant.timestamp + ".") for n in self._existing_names()):
+        # The names this timeline listed when it was loaded: a time taken since is caught by the listing
+        # after the create below, so the check before it needs no listing of its own (one LIST per
+        # instant started, which on an object store is a request).
+        if instant.timestamp in self._files:
             raise TimelineError(f"instant time {instant.timestamp} is already used on the timeline")
         if not self.storage.create_exclusive(f"{META_DIR}/{instant.file_name}", content):
             raise TimelineError(f"instant {instant} already exists (another writer took this instant time)")

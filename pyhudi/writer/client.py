@@ -88,11 +88,13 @@ class WriteClient:
     """The engine-neutral write client. `engine` is an Engine, a SparkSession (its Spark engine) or None
     (the in-process engine)."""
 
-    def __init__(self, engine: Any, storage: Storage, config: WriteConfig) -> None:
+    def __init__(self, engine: Any, storage: Storage, config: WriteConfig, table_exists: bool = False) -> None:
         self.engine = engine_for(engine, config.local_parallelism)
         self.storage = storage
         self.config = config
         self._known_completed: frozenset[str] = frozenset()
+        # The caller (writer/entry.py) has just read hoodie.properties: no second read to learn the same.
+        self._table_exists = table_exists
 
     def _begin(self) -> ActiveTimeline | None:
         """Before planning: resume orphaned clusterings, note the completed instants this write knows about
@@ -114,7 +116,9 @@ class WriteClient:
         self._known_completed = frozenset(i.timestamp for i in timeline.completed())
         requested = self._requested_partitions(from_records)
         timeline, view = self._recovered_view()
-        partitions = delete_partition.resolve(requested, view.partition_paths)
+        # Only a wildcard needs the table's partitions; named ones are looked at one by one.
+        wild = any(delete_partition.WILDCARD in p for p in requested)
+        partitions = delete_partition.resolve(requested, view.partition_paths if wild else ())
         named = requested if cfg.options.is_set(K.PARTITIONS_TO_DELETE) else None
         delete_partition.refuse_empty(partitions, named, self.storage.base_uri)
         delete_partition.check_no_pending_services(view, partitions)
@@ -175,10 +179,11 @@ class WriteClient:
 
     # ------------------------------------------------------------------ steps
     def _timeline(self) -> ActiveTimeline | None:
-        try:
-            load_table_config(self.storage)
-        except TableNotFoundError:
-            return None
+        if not self._table_exists:
+            try:
+                load_table_config(self.storage)
+            except TableNotFoundError:
+                return None
         return ActiveTimeline.load(self.storage)
 
     def _ensure_table(self) -> None:
@@ -221,22 +226,29 @@ class WriteClient:
             raise _Rejected(self._task_error(errors[0]))
         return [WriteStat.from_json(json.loads(p)) for _, p in rows]
 
-    def _recovered_timeline(self) -> ActiveTimeline:
-        """The timeline after rolling back earlier failed writes.
+    def _recovered_timeline(self, loaded: ActiveTimeline | None = None) -> ActiveTimeline:
+        """The timeline after rolling back earlier failed writes; `loaded`, the timeline this write began
+        with, saves a second load when nothing was rolled back.
 
         In every mode (EAGER included) only pending writes whose owner is gone are rolled back (see
         transaction/heartbeat.py): a second process writing the same table has a live heartbeat, and
         deleting its files would lose a write it is about to acknowledge."""
         cfg = self.config
-        timeline = ActiveTimeline.load(self.storage)
+        timeline = loaded if loaded is not None else ActiveTimeline.load(self.storage)
         liveness = (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)
         if rollback_failed_writes(self.storage, timeline, liveness):
             timeline = timeline.reload()
         return timeline
 
-    def _recovered_view(self) -> tuple[ActiveTimeline, FileSystemView]:
-        """The recovered timeline and the view a write commits against."""
-        timeline = self._recovered_timeline()
+    def _recovered_view(self, loaded: ActiveTimeline | None = None,
+                        view: FileSystemView | None = None) -> tuple[ActiveTimeline, FileSystemView]:
+        """The recovered timeline and the view a write commits against. As in Hudi (one HoodieTable per
+        write: the index and the partitioner share its file-system view), the view the records were
+        tagged with is reused when no rollback changed the timeline it was built from: its partitions
+        are not listed twice. Commits completed since are checked at commit time (`_known_completed`)."""
+        timeline = self._recovered_timeline(loaded)
+        if view is not None and timeline is loaded:
+            return timeline, view
         return timeline, build_view(self.storage, self.config.table, timeline)
 
     def _run_instant(self, timeline: ActiveTimeline, action: Action, requested_bytes: bytes, inflight_bytes: bytes,
@@ -455,8 +467,11 @@ class WriteClient:
                            replace_all: bool) -> dict[str, list[str]]:
         op = self.config.operation
         whole_table = replace_all or op is WriteOperation.INSERT_OVERWRITE_TABLE
-        partitions = view.partition_paths if whole_table else [p for p in profile.partitions if p in
-                                                                set(view.partition_paths)]
+        if whole_table:
+            partitions = view.partition_paths
+        else:  # the written partitions only, listed one by one (not the whole table)
+            known = set(view.existing_partitions(profile.partitions))
+            partitions = [p for p in profile.partitions if p in known]
         out: dict[str, list[str]] = {}
         for part in partitions:
             ids = sorted(g.file_id for g in view.live_groups(part))

@@ -83,6 +83,6 @@ def check_no_pending_services(view: FileSystemView, partitions: Sequence[str]) -
 def replaced_file_ids(view: FileSystemView, partitions: Sequence[str]) -> dict[str, list[str]]:
     """Every live file group of each partition (Hudi's getAllExistingFileIds: the latest file slices);
     a partition without any keeps an empty list, as in Hudi's commit metadata."""
-    existing = set(view.partition_paths)
+    existing = set(view.existing_partitions(partitions))
     return {part: sorted({g.file_id for g in view.live_groups(part)}) if part in existing else []
             for part in partitions}

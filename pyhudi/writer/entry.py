@@ -67,7 +67,8 @@ def write_table(data: Any, path: str, options: Mapping[str, Any] | None, mode: s
     if not is_spark_dataframe(data):
         from pyhudi.writer.local_write import LocalWriteClient
 
-        return LocalWriteClient(storage, config).write(data, replace_all=replace_all).instant
+        client = LocalWriteClient(storage, config, table_exists=existing is not None)
+        return client.write(data, replace_all=replace_all).instant
     return _spark_write(data, storage, config, replace_all)
 
 

@@ -51,6 +51,7 @@ from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyhudi.engine.base import TaskInfo
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
@@ -130,7 +131,7 @@ class StreamedInsert(WriteClient):
             tables.append(prepared)
             rows, nbytes = rows + prepared.num_rows, nbytes + prepared.nbytes
             if room_pending and timeline is not None and rows * avg >= target:
-                room_pending, target = False, target + self._small_file_room(timeline)
+                room_pending, target = False, target + self._small_file_room(timeline, tables)
             if rows * avg >= target or nbytes >= by_arrow:
                 rest = _peeked(batches)
                 break
@@ -148,13 +149,17 @@ class StreamedInsert(WriteClient):
             raise null_ordering_error(self.config, missing)
         return records.drop_columns([BAD_KEY])
 
-    def _small_file_room(self, timeline: ActiveTimeline) -> int:
-        """Bytes the table's small files (every partition) may still take: the first chunk grows by that
-        much, so it can top them up. Only asked once the stream outgrows the base chunk (a small stream
-        lists nothing extra)."""
+    def _small_file_room(self, timeline: ActiveTimeline, tables: list[pa.Table]) -> int:
+        """Bytes the small files of the partitions the chunk holds so far may still take: the first chunk
+        grows by that much, so it can top them up (the plan tops up only partitions the chunk writes, as
+        Hudi's partitioner assigns small files of the profile's partitions only). Only asked once the
+        stream outgrows the base chunk (a small stream lists nothing extra)."""
         cfg = self.config
         view = build_view(self.storage, cfg.table, timeline)
-        small = small_file_candidates(cfg, view, timeline, view.partition_paths)
+        seen: set[str] = set()
+        for table in tables:
+            seen.update(pc.unique(table.column(PARTITION_COL)).to_pylist())
+        small = small_file_candidates(cfg, view, timeline, view.existing_partitions(seen))
         return sum(max(0, cfg.sizing.max_file_size - sf.size) for files in small.values() for sf in files)
 
     def _write_stream(self, first: pa.Table, rest: Iterator[pa.RecordBatch], spec: ArrowBatchSpec) -> WriteResult:

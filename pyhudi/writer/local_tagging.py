@@ -43,6 +43,7 @@ from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.profile import WorkloadProfile
 
 BUCKET_COL = "_pyhudi_bucket_id"
+KEY_FIELD = "_hoodie_record_key"
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def tag_records(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.
     op = cfg.operation
     committed = view is not None and bool(view.committed_instants)
     if cfg.index.type == "BUCKET" and view is not None and not op.is_overwrite:
-        bucket_index.check_layout(view, cfg.index.bucket_num)
+        bucket_index.check_layout(view, cfg.index.bucket_num, pc.unique(records.column(PARTITION_COL)).to_pylist())
     if cfg.index.type == "BUCKET" and op is not WriteOperation.BULK_INSERT:
         # An overwrite replaces the partitions' file groups: every record goes to a new bucket file group
         # (Hudi's bucket partitioner with isOverwrite), never into an existing group it then replaces.
@@ -139,10 +140,7 @@ def locate_in_files(engine: Engine, storage: Storage, files: Sequence[KeyFile], 
     write passes a sequential engine and its layout's SIMPLE files."""
     parts = records.column(PARTITION_COL).combine_chunks()
     keys = records.column(RECORD_KEY_COL).combine_chunks()
-    by_part: dict[str, pa.Array] = {}
-    if not global_index:
-        for p in {f.partition for f in files}:
-            by_part[p] = pc.unique(keys.filter(pc.equal(parts, p)))
+    by_part = {} if global_index else _keys_by_partition(parts, keys, {f.partition for f in files})
     all_keys = pc.unique(keys) if global_index else None
 
     def lookup(kf: KeyFile, _info: TaskInfo) -> list[tuple[KeyFile, pa.Array]]:
@@ -150,13 +148,38 @@ def locate_in_files(engine: Engine, storage: Storage, files: Sequence[KeyFile], 
         if wanted is None or not len(wanted):
             return []
         if bloom and kf.base_path is not None:
-            wanted = _bloom_candidates(storage, kf.base_path, wanted, prune_by_ranges)
-            if not len(wanted):
-                return []
+            return _bloom_lookup(storage, kf, wanted, prune_by_ranges)
         return [(kf, _present(wanted, _file_keys(storage, kf)))]
 
     found = engine.map_tasks(lookup, list(files), description="index lookup")
     return _assign(records.num_rows, parts, keys, found, global_index)
+
+
+def _keys_by_partition(parts: pa.Array, keys: pa.Array, wanted: set[str]) -> dict[str, pa.Array]:
+    """The distinct keys of each partition in `wanted`: one group-by over the batch (a filter per
+    partition would cost partitions x records on a write spread over many partitions)."""
+    grouped = pa.table({"p": parts, "k": keys}).group_by("p", use_threads=False).aggregate([("k", "distinct")])
+    lists = grouped.column("k_distinct").combine_chunks()
+    return {p: lists[i].values for i, p in enumerate(grouped.column("p").to_pylist()) if p in wanted}
+
+
+def _bloom_lookup(storage: Storage, kf: KeyFile, wanted: pa.Array, by_ranges: bool
+                  ) -> list[tuple[KeyFile, pa.Array]]:
+    """BLOOM: the footer read once for the key range and the filter; the key column of the same open
+    file read only when candidates survive (and not cached yet), as Hudi's bloom index checks
+    candidates against the file's keys."""
+    assert kf.base_path is not None
+    with storage.open_input_file(kf.base_path) as f:
+        pf = pq.ParquetFile(f, pre_buffer=storage.arrow_threads)
+        candidates = _bloom_filtered(pf.metadata.metadata or {}, wanted, by_ranges)
+        if not len(candidates):
+            return []
+        uri = storage.uri(kf.base_path)
+        stored = _cached_keys(uri)
+        if stored is None:
+            stored = pf.read(columns=[KEY_FIELD], use_threads=storage.arrow_threads).column(0).combine_chunks()
+            _cache_keys(uri, stored)
+    return [(kf, _present(candidates, stored))]
 
 
 def _present(wanted: pa.Array, stored: pa.Array) -> pa.Array:
@@ -186,25 +209,33 @@ _KEY_CACHE_LOCK = threading.Lock()  # the in-process engine looks keys up from s
 def stored_keys(storage: Storage, path: str) -> pa.Array:
     """The `_hoodie_record_key` column of a base file, from the bounded per-process cache."""
     uri = storage.uri(path)
+    cached = _cached_keys(uri)
+    if cached is not None:
+        return cached
+    keys = read_parquet(storage, path, columns=[KEY_FIELD]).column(0).combine_chunks()
+    _cache_keys(uri, keys)
+    return keys
+
+
+def _cached_keys(uri: str) -> pa.Array | None:
     with _KEY_CACHE_LOCK:
         cached = _KEY_CACHE.get(uri)
         if cached is not None:
             _KEY_CACHE.move_to_end(uri)
-            return cached
-    keys = read_parquet(storage, path, columns=["_hoodie_record_key"]).column(0).combine_chunks()
+        return cached
+
+
+def _cache_keys(uri: str, keys: pa.Array) -> None:
     with _KEY_CACHE_LOCK:
         _KEY_CACHE[uri] = keys
         total = sum(k.nbytes for k in _KEY_CACHE.values())
         while total > _KEY_CACHE_MAX_BYTES and len(_KEY_CACHE) > 1:
             _, dropped = _KEY_CACHE.popitem(last=False)
             total -= dropped.nbytes
-    return keys
 
 
-def _bloom_candidates(storage: Storage, path: str, keys: pa.Array, by_ranges: bool) -> pa.Array:
-    """The keys the file may hold: within its footer key range (Java order) and passing its bloom filter."""
-    with storage.open_input_file(path) as f:
-        meta = pq.ParquetFile(f).metadata.metadata or {}
+def _bloom_filtered(meta: dict[bytes, bytes], keys: pa.Array, by_ranges: bool) -> pa.Array:
+    """The keys a file may hold: within its footer key range (Java order) and passing its bloom filter."""
     if by_ranges:
         lo, hi = meta.get(MIN_KEY_FOOTER.encode()), meta.get(MAX_KEY_FOOTER.encode())
         if lo is not None and hi is not None:

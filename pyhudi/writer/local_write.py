@@ -60,8 +60,8 @@ BULK_SORT_CHUNK_ROWS = 1 << 20  # rows a streamed bulk_insert sorts / combines a
 
 
 class LocalWriteClient(StreamedInsert):
-    def __init__(self, storage: Storage, config: WriteConfig, engine: Any = None) -> None:
-        super().__init__(engine, storage, config)
+    def __init__(self, storage: Storage, config: WriteConfig, engine: Any = None, table_exists: bool = False) -> None:
+        super().__init__(engine, storage, config, table_exists)
 
     # ------------------------------------------------------------------ entry point
     def write(self, data: Any, replace_all: bool = False) -> WriteResult:
@@ -107,7 +107,7 @@ class LocalWriteClient(StreamedInsert):
         view = build_view(self.storage, cfg.table, timeline) if timeline is not None else None
         tagged, profile = tag_records(self.engine, self.storage, cfg, records, view)
         self._ensure_table()
-        timeline, view = self._recovered_view()
+        timeline, view = self._recovered_view(timeline, view)
         return self._commit_write(tagged, profile, spec.avro_schema, timeline, view, replace_all)
 
     def _run_handles(self, tagged: pa.Table, plan: BucketPlan, avro_schema: dict[str, Any],

@@ -19,7 +19,7 @@ pending clustering); the driver turns those into the same exceptions the distrib
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -209,9 +209,12 @@ def _run_buckets(ctx: HandleContext, storage: Storage, plan: BucketPlan, records
 
 
 # --------------------------------------------------------------------------- driver side
-def table_layout(cfg: WriteConfig, view: FileSystemView, timeline: ActiveTimeline, threads: int) -> TableLayout:
-    """The table's layout for one small-batch write, from the view the write commits against."""
-    parts = view.partition_paths
+def table_layout(cfg: WriteConfig, view: FileSystemView, timeline: ActiveTimeline, threads: int,
+                 partitions: Sequence[str] | None = None) -> TableLayout:
+    """The table's layout for one small-batch write, from the view the write commits against. With the
+    batch's `partitions` (the count job's), only those are listed and described: the task tags, tops up
+    and appends to nothing else, as Hudi's index and partitioner take only the records' partitions."""
+    parts = view.partition_paths if partitions is None else view.existing_partitions(partitions)
     base_files = {p: tuple(StoredFile(bf.file_id, bf.instant, bf.path) for bf in view.latest_base_files(p))
                   for p in parts} if cfg.operation.needs_tagging else {}
     small = small_file_candidates(cfg, view, timeline, parts)

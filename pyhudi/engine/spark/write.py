@@ -97,7 +97,7 @@ class SparkWriteClient(WriteClient):
         try:
             counts = self._partition_counts(keyed)
             if one_task and timeline is not None and single_task.fits(cfg, timeline, counts):
-                result = self._write_single_task(batch, keyed)
+                result = self._write_single_task(batch, keyed, partitions=list(counts))
             if result is None:
                 result = self._write_distributed(batch, keyed, counts, timeline, level, keyed_level, replace_all)
         finally:
@@ -185,7 +185,8 @@ class SparkWriteClient(WriteClient):
         return self._task_stats(rows)
 
     def _write_single_task(self, batch: PreparedBatch, records: DataFrame | None,
-                           direct: DirectInput | None = None) -> WriteResult | None:
+                           direct: DirectInput | None = None, partitions: list[str] | None = None
+                           ) -> WriteResult | None:
         """The small-batch path (writer/single_task.py): one Spark task tags, plans and writes. None when
         the table turns out not to suit it (no completed write yet, too many files for the index)."""
         cfg = self.config
@@ -194,7 +195,7 @@ class SparkWriteClient(WriteClient):
             return None
         # The batch's one task may use a few of the cores Spark would otherwise spread it over.
         threads = min(4, max(1, self.spark.sparkContext.defaultParallelism))
-        layout = single_task.table_layout(cfg, view, timeline, threads)
+        layout = single_task.table_layout(cfg, view, timeline, threads, partitions)
         if layout.index_files > cfg.single_task_max_index_files:
             return None
         action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
