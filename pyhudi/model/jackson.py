@@ -36,6 +36,12 @@ def _string(text: str) -> str:
     character (a commit of a spread write holds tens of thousands of strings)."""
     if _NEEDS_ESCAPE.search(text) is None:
         return f'"{text}"'
+    return escaped(text)
+
+
+def escaped(text: str) -> str:
+    """`text` as Jackson writes a string, every character looked at (the path `_string` skips when no
+    character needs an escape)."""
     out = ['"']
     for ch in text:
         if ch in _SHORT:

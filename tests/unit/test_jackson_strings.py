@@ -11,23 +11,13 @@ from hypothesis import strategies as st
 
 from pyhudi.model import jackson
 from pyhudi.model.commit_metadata import CommitMetadata
+from pyhudi.model.jackson import escaped
 from pyhudi.model.write_stat import WriteStat
-
-_SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _reference(text: str) -> str:
     """The serializer before the fast path: every character looked at."""
-    out = ['"']
-    for ch in text:
-        if ch in _SHORT:
-            out.append(_SHORT[ch])
-        elif ord(ch) < 0x20:
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    return escaped(text)
 
 
 ADVERSARIAL = ["", "p00001/abc_0-1-1_20240101.parquet", "2024/01/02", "é ü", "日本", "7", 'a"b', "back\\slash",
