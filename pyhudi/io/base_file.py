@@ -33,6 +33,9 @@ from pyhudi.storage import Storage
 RECORD_KEY = "_hoodie_record_key"
 # A parquet file's fixed cost besides data and bloom filter: magic, footer structure, schema strings.
 _FOOTER_SLACK = 4096
+# Largest base file a full read fetches by one GET on an object store (see read_parquet); bigger ones
+# are read by ranged GETs so memory holds the decoded table, not also the whole encoded file.
+WHOLE_READ_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -149,10 +152,12 @@ def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_
                   settings: ParquetSettings, bytes_per_row: float = 0.0, mid_write_fault: str | None = None,
                   bloom: BloomFilter | None = None) -> int:
     """Write `table` as one base file and return its size in bytes (`mid_write_fault`: a fault point
-    reached when the data is written but the footer is not, for crash tests)."""
+    reached when the data is written but the footer is not, for crash tests). The size is the bytes
+    written to the stream: on an object store a HEAD after the PUT would cost a request per file."""
     with storage.open_output_stream(rel_path) as sink:
         _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, mid_write_fault, bloom)
-    return storage.size(rel_path)
+        size = int(sink.tell())
+    return size
 
 
 def encode_within(make: Callable[[int], pa.Table], rows: int, limit: int, avro_schema_with_meta: str,
@@ -190,9 +195,14 @@ def estimate_bytes_per_row(table: pa.Table, settings: ParquetSettings, sample_ro
 
 def read_parquet(storage: Storage, rel_path: str, columns: list[str] | None = None) -> pa.Table:
     """One file, read with ParquetFile: pq.read_table builds a dataset per call, which costs about three
-    times a small file's read (the index lookup and the merge read thousands on a spread write)."""
-    with storage.open_input_file(rel_path) as f:
-        threads = storage.arrow_threads
+    times a small file's read (the index lookup and the merge read thousands on a spread write).
+
+    All columns (a merge's old base file) of a file up to WHOLE_READ_MAX_BYTES on an object store come
+    in one GET of the whole object instead of one ranged GET per column chunk; a read of some columns
+    (the index's key column) keeps the ranged reads, which fetch only those chunks."""
+    whole_below = WHOLE_READ_MAX_BYTES if columns is None else 0
+    with storage.open_input_file(rel_path, whole_below=whole_below) as f:
+        threads = storage.is_native_file(f)
         return pq.ParquetFile(f, pre_buffer=threads).read(columns=columns, use_threads=threads)
 
 

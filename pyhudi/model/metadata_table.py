@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 
 from pyhudi.faults import fault_point
 from pyhudi.model.properties import format_properties, parse_properties
@@ -27,6 +28,8 @@ METADATA_DIR = ".hoodie/metadata"
 PARTITION_KEYS = ("hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight")
 _told_enable = False
 _told_lock = threading.Lock()
+# Properties each Storage object's current operation loaded (weak: gone with the Storage object).
+_loaded: weakref.WeakKeyDictionary[Storage, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
 def listed_partitions(props: dict[str, str]) -> dict[str, str]:
@@ -41,8 +44,25 @@ def cleared(props: dict[str, str]) -> dict[str, str]:
     return {k: ("" if k in PARTITION_KEYS else v) for k, v in props.items()}
 
 
+def remember_properties(storage: Storage, props: dict[str, str]) -> None:
+    """Note the properties this operation loaded through `storage` (model/table_config.load_table_config),
+    so each instant's completion can check for a metadata table with one LIST (`drop_metadata_table`)."""
+    _loaded[storage] = dict(props)
+
+
 def drop_metadata_table(storage: Storage) -> list[str]:
-    """Remove the metadata table if the table has one; returns what was removed (empty: nothing)."""
+    """Remove the metadata table if the table has one; returns what was removed (empty: nothing).
+
+    Called before every completion (under the table lock), so a metadata table a Hudi writer created
+    since this operation began is still found. The cheap check is one LIST of `.hoodie/metadata`: Hudi
+    creates that folder before it names any partition in `hoodie.properties` (HoodieBackedTableMetadataWriter
+    initializes the metadata table's own meta client first, then marks each partition done), and removes
+    the names before the folder, as pyhudi does; so names without a folder arise only from someone
+    deleting the folder by hand, which the properties loaded at the start of the operation show. Only when
+    either says so is `hoodie.properties` read again (fresh) and the removal done."""
+    known = _loaded.get(storage)
+    if known is not None and not listed_partitions(known) and not storage.folder_exists(METADATA_DIR):
+        return []
     try:
         props = parse_properties(storage.read_bytes(PROPERTIES_FILE).decode("utf-8"))
     except FileNotFoundError:
@@ -51,6 +71,8 @@ def drop_metadata_table(storage: Storage) -> list[str]:
     if removed:
         text = format_properties(cleared(props), comments=["Updated by pyhudi: metadata table removed"])
         storage.write_atomic(PROPERTIES_FILE, text.encode("utf-8"))
+        if known is not None:
+            _loaded[storage] = cleared(props)
         fault_point("metadata_table.after_properties")
     if storage.is_dir(METADATA_DIR):
         _delete_tree(storage)

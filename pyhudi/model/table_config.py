@@ -11,6 +11,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 
 from pyhudi.errors import CorruptFileError, TableNotFoundError, UnsupportedTableError
+from pyhudi.model.metadata_table import remember_properties
 from pyhudi.model.properties import format_properties, parse_properties
 from pyhudi.model.table_features import check_readable, on_disk_features
 from pyhudi.storage import Storage
@@ -223,7 +224,9 @@ def load_table_config(storage: Storage) -> TableConfig:
             f"{storage.base_uri} is not a Hudi table: {PROPERTIES_FILE} does not exist. Check the path, or "
             "write to it first with pyhudi.write(df, path, options)"
         ) from exc
-    config = TableConfig.from_properties(parse_properties(text), where=storage.base_uri)
+    props = parse_properties(text)
+    config = TableConfig.from_properties(props, where=storage.base_uri)
+    remember_properties(storage, props)  # each completion's metadata-table check starts from these
     # Every read, write, service and CLI command loads the table here: refuse features pyhudi would
     # misread (model/table_features.py); writes check more in writer/config.build_write_config.
     check_readable(config, storage)
@@ -234,8 +237,10 @@ def save_table_config(storage: Storage, config: TableConfig) -> None:
     """Create the table's folders, then publish `hoodie.properties` atomically (its presence is the table)."""
     for rel in EMPTY_DIRS:
         storage.makedirs(rel)
-    text = format_properties(config.to_properties(), comments=["Updated at " + _iso_now()])
+    props = config.to_properties()
+    text = format_properties(props, comments=["Updated at " + _iso_now()])
     storage.write_atomic(PROPERTIES_FILE, text.encode("utf-8"))
+    remember_properties(storage, props)
 
 
 def _iso_now() -> str:

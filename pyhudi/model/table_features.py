@@ -188,7 +188,7 @@ def check_readable(config: TableConfig, storage: Storage | None = None) -> None:
 def on_disk_features(storage: Storage) -> frozenset[str]:
     """Features only the table's folders show (Hudi 0.14 does not record them in hoodie.properties)."""
     found = set()
-    if storage.exists(CONSISTENT_HASHING_DIR):
+    if storage.folder_exists(CONSISTENT_HASHING_DIR):  # a folder: one LIST on an object store, no HEAD
         found.add(CONSISTENT_HASHING_DIR)
     return frozenset(found)
 

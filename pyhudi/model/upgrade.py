@@ -61,11 +61,16 @@ def table_version(props: dict[str, str]) -> int:
 
 
 def upgrade_if_needed(storage: Storage, *, auto_upgrade: bool = True, skip_default_partition_check: bool = False,
-                      liveness: tuple[int, int] | None = None) -> bool:
+                      liveness: tuple[int, int] | None = None, loaded: dict[str, str] | None = None) -> bool:
     """Upgrade the table at `storage` to version 6 if it is older; True when an upgrade ran.
 
-    Called at the start of every write and table service. A missing table (first write) or a version-6
-    table costs one small read."""
+    Called at the start of every write and table service. `loaded`: the properties this operation has
+    just read; when they say version 6 nothing is read again (a table's version only ever goes up while
+    pyhudi writes it: only a downgrade tool lowers it). Otherwise a missing table (first write) or a
+    version-6 table costs one small read, and an older version is always confirmed by a fresh read
+    (another writer may have upgraded it meanwhile)."""
+    if loaded is not None and table_version(loaded) >= CURRENT_VERSION:
+        return False
     try:
         props = read_properties(storage)
     except FileNotFoundError:
@@ -100,12 +105,15 @@ def upgrade_if_needed(storage: Storage, *, auto_upgrade: bool = True, skip_defau
 
 
 def upgrade_for_write(storage: Storage, cfg: WriteConfig) -> bool:
-    """The one call at the start of a write or table service: options and liveness from its config."""
+    """The one call at the start of a write or table service: options and liveness from its config, and
+    the properties its table config was loaded from (`TableConfig.raw`; empty for a table this write
+    creates, which is then looked up)."""
     from pyhudi.config import keys as K
 
     return upgrade_if_needed(storage, auto_upgrade=bool(cfg.options.get(K.AUTO_UPGRADE)),
                              skip_default_partition_check=bool(cfg.options.get(K.SKIP_DEFAULT_PARTITION_VALIDATION)),
-                             liveness=(cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses))
+                             liveness=(cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses),
+                             loaded=cfg.table.raw or None)
 
 
 def _rollback_failed_writes(storage: Storage, liveness: tuple[int, int] | None) -> None:

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,20 @@ def dry_run(storage: Storage, table: TableConfig, cfg: CleanConfig) -> CleanPlan
 def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None) -> str | None:
     """Write a clean plan if anything can be deleted, or an empty one when due (`empty_clean_due`);
     return its instant."""
+    scheduled = _schedule(storage, table, cfg, lock)
+    return scheduled.instant if scheduled is not None else None
+
+
+@dataclass(frozen=True)
+class _Scheduled:
+    """A clean this process just planned: `execute` needs neither a listing nor a read to start it."""
+
+    instant: str
+    timeline: ActiveTimeline
+    plan_bytes: bytes
+
+
+def _schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None) -> _Scheduled | None:
     with table_lock(storage, lock or LockSettings()) as held:
         timeline = ActiveTimeline.load(storage)
         draft = plan_clean(storage, build_view(storage, table, timeline), cfg)
@@ -75,11 +90,11 @@ def schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockS
             if earliest else None,
             last_completed_commit_timestamp=draft.last_completed, partitions_to_be_deleted=draft.partitions_to_delete)
         ensure_held(held)
-        instant = timeline.create_new_requested(Action.CLEAN, am.write_instant_avro("HoodieCleanerPlan", plan),
-                                                table.local_timezone).timestamp
+        plan_bytes = am.write_instant_avro("HoodieCleanerPlan", plan)
+        instant = timeline.create_new_requested(Action.CLEAN, plan_bytes, table.local_timezone).timestamp
     fault_point("clean.after_plan")
     log.info("scheduled clean %s: %d files", instant, len(draft.files))
-    return instant
+    return _Scheduled(instant, timeline, plan_bytes)
 
 
 def empty_clean_due(timeline: ActiveTimeline, draft: CleanPlanDraft, cfg: CleanConfig, local_tz: bool,
@@ -102,10 +117,18 @@ def empty_clean_due(timeline: ActiveTimeline, draft: CleanPlanDraft, cfg: CleanC
     return now - instant_to_ms(last.timestamp, zone(local_tz)) > cfg.empty_clean_after_ms
 
 
-def execute(storage: Storage, instant: str) -> CleanResult:
-    timeline = ActiveTimeline.load(storage)
+def execute(storage: Storage, instant: str, scheduled: _Scheduled | None = None) -> CleanResult:
+    """Run a pending clean from its plan; `scheduled`: the clean `_schedule` just wrote (its plan and the
+    timeline it was written with), which is requested, so nothing is listed or read to find that out."""
     requested = Instant(instant, Action.CLEAN, State.REQUESTED)
-    plan_bytes = timeline.requested_details(requested)
+    state: State | None
+    if scheduled is not None:
+        timeline, plan_bytes, state = scheduled.timeline, scheduled.plan_bytes, State.REQUESTED
+    else:
+        timeline = ActiveTimeline.load(storage)
+        plan_bytes = timeline.requested_details(requested)
+        current = timeline.find(instant)
+        state = current.state if current is not None else None
     plan = am.read_instant_avro(plan_bytes)
     version = int(plan.get("version") or 0)
     if version > SUPPORTED_PLAN_VERSION:
@@ -113,8 +136,7 @@ def execute(storage: Storage, instant: str) -> CleanResult:
             f"pending clean {instant} has a plan of version {version}, written by a newer Hudi/pyhudi; this pyhudi "
             f"understands up to version {SUPPORTED_PLAN_VERSION}. Nothing was deleted; finish it with the newer "
             "version")
-    current = timeline.find(instant)
-    if current is not None and current.state is State.REQUESTED:
+    if state is State.REQUESTED:
         timeline.transition_to_inflight(requested, plan_bytes)
     started = time.monotonic()
     partitions: dict[str, dict[str, Any]] = {}
@@ -148,21 +170,28 @@ def _delete(storage: Storage, rel: str) -> bool:
     return gone
 
 
-def pending_cleans(storage: Storage) -> list[str]:
-    return [i.timestamp for i in ActiveTimeline.load(storage).actions(Action.CLEAN).pending()]
+def pending_cleans(storage: Storage, timeline: ActiveTimeline | None = None) -> list[str]:
+    loaded = timeline if timeline is not None else ActiveTimeline.load(storage)
+    return [i.timestamp for i in loaded.actions(Action.CLEAN).pending()]
 
 
-def clean(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None) -> list[CleanResult]:
+def clean(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None,
+          due: Callable[[ActiveTimeline], bool] | None = None) -> list[CleanResult]:
     """Resume interrupted cleans, then plan and run a new one if anything can go; also delete temp files
     that crashed processes left (older than an hour).
 
     Cleans of one table in one process take turns (a writer's clean and a background service's clean
-    would otherwise both resume the same pending clean)."""
+    would otherwise both resume the same pending clean). `due` (the writer's `cleans_due`) is asked
+    first, on the timeline loaded once this process's turn has come, which also names the pending
+    cleans: one listing instead of two (the plan's own listing, under the table lock, stays fresh)."""
     with _process_lock(storage.base_uri):
-        results = [execute(storage, i) for i in pending_cleans(storage)]
-        instant = schedule(storage, table, cfg, lock)
-        if instant is not None:
-            results.append(execute(storage, instant))
+        timeline = ActiveTimeline.load(storage)
+        if due is not None and not due(timeline):
+            return []
+        results = [execute(storage, i) for i in pending_cleans(storage, timeline)]
+        scheduled = _schedule(storage, table, cfg, lock)
+        if scheduled is not None:
+            results.append(execute(storage, scheduled.instant, scheduled))
     purged = storage.purge_temp_files()
     if purged:
         log.info("deleted %d temp files left by crashed processes", purged)

@@ -170,6 +170,13 @@ class Storage:
             return self._object.head(rel) is None and self._object.has_children(rel)
         return self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.Directory
 
+    def folder_exists(self, rel: str) -> bool:
+        """Whether the folder `rel` exists (one LIST on an object store, where a
+        folder exists only as the prefix of its objects; `is_dir` also HEADs `rel` as a file)."""
+        if self._object is not None:
+            return self._object.has_children(rel)
+        return self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.Directory
+
     def size(self, rel: str) -> int:
         if self._object is not None:
             meta = self._object.head(rel)
@@ -200,13 +207,20 @@ class Storage:
         exception"; apache/arrow#34314, #50482). Files are read in parallel by the engine's tasks instead."""
         return self._object is None
 
-    def open_input_file(self, rel: str) -> pa.NativeFile:
-        """A random-access file; on an object store a Python file object (read with `arrow_threads`)."""
+    def open_input_file(self, rel: str, whole_below: int = 0) -> pa.NativeFile:
+        """A random-access file; on an object store a Python file object (read with `arrow_threads`), or,
+        for a file of at most `whole_below` bytes that the caller reads whole anyway, its content fetched
+        by one GET into a native `pa.BufferReader` (`is_native_file` tells which)."""
         if self._object is not None:
             from pyhudi.storage.object_files import open_input_file
 
-            return open_input_file(self._object, rel)
+            return open_input_file(self._object, rel, whole_below)
         return self.fs.open_input_file(self.full_path(rel))
+
+    def is_native_file(self, f: pa.NativeFile) -> bool:
+        """Whether Arrow's own thread pools may read `f` (see `arrow_threads`): local files and whole
+        objects held in memory, never a Python file object over ranged GETs."""
+        return self.arrow_threads or isinstance(f, pa.BufferReader)
 
     def list_dir(self, rel: str) -> list[FileInfo]:
         """Direct children of a directory; a missing directory lists as empty."""

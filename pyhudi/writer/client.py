@@ -163,16 +163,20 @@ class WriteClient:
         cfg = self.config
         if not cfg.clean.automatic:
             return
-        if not cleaner.cleans_due(ActiveTimeline.load(self.storage), cfg.clean):
+
+        def due(timeline: ActiveTimeline) -> bool:
+            return cleaner.cleans_due(timeline, cfg.clean)
+
+        if not cfg.clean.run_async:
+            cleaner.clean(self.storage, cfg.table, cfg.clean, cfg.lock, due=due)  # checks `due` on its own load
+            return
+        if not due(ActiveTimeline.load(self.storage)):  # no background job for a clean that is not due
             return
 
         def run() -> object:
             return cleaner.clean(self.storage, cfg.table, cfg.clean, cfg.lock)
 
-        if cfg.clean.run_async:
-            background.submit(self.storage.base_uri, "clean", run)  # skipped while one is still running
-        else:
-            run()
+        background.submit(self.storage.base_uri, "clean", run)  # skipped while one is still running
 
     def _compaction_service(self) -> None:
         table_services.compaction_service(self.engine, self.storage, self.config)
@@ -187,6 +191,8 @@ class WriteClient:
         return ActiveTimeline.load(self.storage)
 
     def _ensure_table(self) -> None:
+        if self._table_exists:  # writer/entry.py read hoodie.properties at the start of this write
+            return
         if not self.storage.exists(".hoodie/hoodie.properties"):
             save_table_config(self.storage, self.config.table)
 
