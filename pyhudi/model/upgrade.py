@@ -36,6 +36,7 @@ from pyhudi.model.table_config import PROPERTIES_FILE, table_checksum
 from pyhudi.storage import Storage
 
 if TYPE_CHECKING:
+    from pyhudi.transaction.lock_types import LockSettings
     from pyhudi.writer.config import WriteConfig
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,8 @@ def table_version(props: dict[str, str]) -> int:
 
 
 def upgrade_if_needed(storage: Storage, *, auto_upgrade: bool = True, skip_default_partition_check: bool = False,
-                      liveness: tuple[int, int] | None = None, loaded: dict[str, str] | None = None) -> bool:
+                      liveness: tuple[int, int] | None = None, loaded: dict[str, str] | None = None,
+                      lock: LockSettings | None = None) -> bool:
     """Upgrade the table at `storage` to version 6 if it is older; True when an upgrade ran.
 
     Called at the start of every write and table service. `loaded`: the properties this operation has
@@ -88,7 +90,7 @@ def upgrade_if_needed(storage: Storage, *, auto_upgrade: bool = True, skip_defau
             "hoodie.write.auto.upgrade=false forbids the upgrade; drop that option (or set it to true) to let "
             "pyhudi upgrade the table as Hudi 0.14/0.15 do, or keep writing it with Hudi 0.12/0.13")
     log.info("upgrading %s from table version %d to %d", storage.base_uri, version, CURRENT_VERSION)
-    _rollback_failed_writes(storage, liveness)
+    _rollback_failed_writes(storage, liveness, lock)
     fault_point("upgrade.after_rollback")
     _ensure_checksum(storage)
     if version < 5 and not skip_default_partition_check:
@@ -113,16 +115,16 @@ def upgrade_for_write(storage: Storage, cfg: WriteConfig) -> bool:
     return upgrade_if_needed(storage, auto_upgrade=bool(cfg.options.get(K.AUTO_UPGRADE)),
                              skip_default_partition_check=bool(cfg.options.get(K.SKIP_DEFAULT_PARTITION_VALIDATION)),
                              liveness=(cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses),
-                             loaded=cfg.table.raw or None)
+                             loaded=cfg.table.raw or None, lock=cfg.lock)
 
 
-def _rollback_failed_writes(storage: Storage, liveness: tuple[int, int] | None) -> None:
+def _rollback_failed_writes(storage: Storage, liveness: tuple[int, int] | None, lock: LockSettings | None) -> None:
     """Hudi rolls back failed writes (EAGER) before any upgrade step, so no half-written instant of the
     old version survives into the new one."""
     from pyhudi.services.rollback import rollback_failed_writes
     from pyhudi.timeline.timeline import ActiveTimeline
 
-    rollback_failed_writes(storage, ActiveTimeline.load(storage), liveness)
+    rollback_failed_writes(storage, ActiveTimeline.load(storage), liveness, lock)
 
 
 def _write_properties(storage: Storage, props: dict[str, str], why: str) -> None:

@@ -23,6 +23,7 @@ from pyhudi.model.file_names import join_path, log_file_name, parse_log_file
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State, parse_instant_file
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
+from pyhudi.transaction.lock import LockSettings, table_lock
 from pyhudi.writer.markers import LogOwner, delete_markers, instant_wrote, list_marked_files, log_file_owner
 
 log = logging.getLogger(__name__)
@@ -207,13 +208,18 @@ def is_clustering(timeline: ActiveTimeline, instant: Instant) -> bool:
     return meta.get("operationType") == "CLUSTER" or bool(meta.get("clusteringPlan"))
 
 
-def rollback_failed_writes(storage: Storage, timeline: ActiveTimeline,
-                           lazy: tuple[int, int] | None = None) -> list[RollbackResult]:
+def rollback_failed_writes(storage: Storage, timeline: ActiveTimeline, lazy: tuple[int, int] | None = None,
+                           lock: LockSettings | None = None) -> list[RollbackResult]:
     """Undo pending writes of crashed writers (never compactions or clusterings).
 
     EAGER (single writer, `lazy=None`): every pending write is a failed one. LAZY (optimistic
     concurrency, `lazy=(heartbeat interval ms, tolerable misses)`): only writes whose heartbeat
     has expired, so a live concurrent writer is never rolled back.
+
+    `timeline` may be old: the write it shows pending may have completed since and stopped its
+    heartbeat (which then reads as expired). So each rollback is decided again under the table lock,
+    on a fresh timeline, where completions happen: a write that completed is left alone, and a
+    write rolled back here cannot complete afterwards (`rolled_back_by`, checked in its commit).
     """
     from pyhudi.transaction.heartbeat import is_expired
 
@@ -225,6 +231,27 @@ def rollback_failed_writes(storage: Storage, timeline: ActiveTimeline,
             continue
         if lazy is not None and not is_expired(storage, inst.timestamp, *lazy):
             continue
-        results.append(rollback_pending_write(storage, timeline, inst))
+        with table_lock(storage, lock or LockSettings()):
+            fresh = timeline.reload()
+            current = fresh.find(inst.timestamp)
+            if current is None or current.state is State.COMPLETED:
+                continue  # completed (or rolled back by someone else) since `timeline` was loaded
+            if lazy is not None and not is_expired(storage, inst.timestamp, *lazy):
+                continue
+            results.append(rollback_pending_write(storage, fresh, current))
         timeline = timeline.reload()
     return results
+
+
+def rolled_back_by(timeline: ActiveTimeline, instant: str) -> str | None:
+    """The pending rollback that targets `instant`, if any: a write must not complete once another
+    writer began rolling it back (a completed rollback has removed the instant from the timeline)."""
+    for inst in timeline.actions(Action.ROLLBACK).pending():
+        try:
+            plan = am.read_instant_avro(timeline.requested_details(inst))
+        except Exception:  # an unreadable plan of a crashed rollback: its target is unknown here
+            continue
+        target = plan.get("instantToRollback") or {}
+        if isinstance(target, dict) and target.get("commitTime") == instant:
+            return inst.timestamp
+    return None

@@ -46,7 +46,7 @@ from pyhudi.model.table_config import load_table_config, save_table_config
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.services import archival, background, table_services
 from pyhudi.services import clean as cleaner
-from pyhudi.services.rollback import rollback_failed_writes, rollback_pending_write
+from pyhudi.services.rollback import rollback_failed_writes, rollback_pending_write, rolled_back_by
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.table_schema import table_schema
@@ -242,7 +242,7 @@ class WriteClient:
         cfg = self.config
         timeline = loaded if loaded is not None else ActiveTimeline.load(self.storage)
         liveness = (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses)
-        if rollback_failed_writes(self.storage, timeline, liveness):
+        if rollback_failed_writes(self.storage, timeline, liveness, cfg.lock):
             timeline = timeline.reload()
         return timeline
 
@@ -335,6 +335,7 @@ class WriteClient:
         cfg = self.config
         with table_lock(self.storage, cfg.lock) as lock:
             timeline = ActiveTimeline.load(self.storage)
+            self._check_not_rolled_back(timeline, instant)
             try:
                 check_write(timeline, instant, self._known_completed, self._footprint(meta, stats))
                 fault_point("write.before_commit")
@@ -344,6 +345,20 @@ class WriteClient:
                 raise
             timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes())
             fault_point("write.after_commit")
+
+    def _check_not_rolled_back(self, timeline: ActiveTimeline, instant: str) -> None:
+        """Under the lock, before completing: another writer that took this write for a crashed one (its
+        heartbeat expired during a long pause) may have rolled it back, or begun to. Completing then would
+        publish a commit whose files are gone."""
+        current = timeline.find(instant)
+        by = rolled_back_by(timeline, instant)
+        if current is None or current.state is not State.INFLIGHT or by is not None:
+            cfg = self.config
+            raise CommitConflictError(
+                f"write {instant} was rolled back by another writer{f' (rollback {by})' if by else ''} while it "
+                f"ran: its heartbeat had expired (no beat for {cfg.heartbeat_interval_ms} ms x "
+                f"{cfg.heartbeat_tolerable_misses + 1}: hoodie.client.heartbeat.interval_in_ms and "
+                "hoodie.client.heartbeat.tolerable.misses). Nothing of it is visible; please retry the write")
 
     def _rollback_own(self, instant: str, action: Action) -> None:
         """A write that failed after creating its instant undoes itself at once (best effort; otherwise

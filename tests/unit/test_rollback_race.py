@@ -1,0 +1,106 @@
+"""A failed-write rollback and a commit racing (found by two writers on S3 under the default lock):
+
+* a writer that loaded its timeline while another write was still pending must not roll that write back
+  after it completed (its heartbeat is deleted at completion and then reads as expired);
+* a write that another writer rolled back, or began to, while it was paused must not complete.
+
+In-process writes; the race is staged by wrapping `WriteClient._complete`. Each table is read with pyhudi
+and hudi-rs and compared with a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import pyhudi
+from pyhudi.errors import CommitConflictError
+from pyhudi.model import avro_models as am
+from pyhudi.services import rollback as rb
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Action, Instant, State
+from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.writer.client import WriteClient
+from tests.helpers import hudi_rs
+
+OPTS = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p",
+        "hoodie.datasource.write.operation": "upsert"}
+
+
+def _batch(n: int) -> pa.Table:
+    return pa.table({"id": [f"k-{n}-ü", "shared"], "ts": [n, n], "p": ["2024/01/02", "p=7"]})
+
+
+def _apply(model: dict[str, tuple[str, int]], n: int) -> None:
+    model.update({f"k-{n}-ü": ("2024/01/02", n), "shared": ("p=7", n)})
+
+
+def _check(path: Path, model: dict[str, tuple[str, int]]) -> None:
+    ours = pyhudi.read(str(path))
+    assert {r["id"]: (r["p"], r["ts"]) for r in ours.to_pylist()} == model
+    got = hudi_rs(path)
+    assert got is not None
+    assert {r["id"]: (r["p"], r["ts"]) for r in got.to_pylist()} == model
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_a_stale_timeline_never_rolls_back_a_write_that_completed(tmp_path: Path, table_type: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    path, model = tmp_path / "t", {}
+    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type,
+            "hoodie.datasource.write.partitionpath.field": "p"}
+    pyhudi.write(_batch(1), str(path), {**opts, "hoodie.datasource.write.partitionpath.field": "p"})
+    _apply(model, 1)
+    seen: list[ActiveTimeline] = []
+    original = WriteClient._complete
+
+    def complete(self: WriteClient, *args: Any, **kwargs: Any) -> None:
+        seen.append(ActiveTimeline.load(self.storage))  # another writer's view: this write still pending
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(WriteClient, "_complete", complete)
+    pyhudi.write(_batch(2), str(path), opts)
+    monkeypatch.undo()
+    _apply(model, 2)
+    stale = seen[-1]
+    assert [i.state for i in stale.pending()] == [State.INFLIGHT]
+    storage = Storage(str(path))
+    assert rb.rollback_failed_writes(storage, stale, (60_000, 2)) == []  # heartbeat gone, yet completed
+    assert rb.rollback_failed_writes(storage, stale, None) == []  # EAGER mode: the same
+    _check(path, model)
+
+
+@pytest.mark.parametrize("begun_only", [False, True])
+def test_a_write_rolled_back_while_paused_does_not_complete(tmp_path: Path, begun_only: bool,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another writer took this paused write for a crashed one: it rolled it back completely, or crashed
+    after writing its rollback plan. The write fails with CommitConflictError and leaves nothing visible."""
+    path, model = tmp_path / "t", {}
+    pyhudi.write(_batch(1), str(path), OPTS)
+    _apply(model, 1)
+    commits = ActiveTimeline.load(Storage(str(path))).commits().completed().timestamps()
+    original = WriteClient._complete
+
+    def complete(self: WriteClient, instant: str, action: Action, *args: Any, **kwargs: Any) -> None:
+        timeline = ActiveTimeline.load(self.storage)
+        target = Instant(instant, action, State.INFLIGHT)
+        if begun_only:
+            plan = rb.plan_rollback(self.storage, target)
+            timeline.create_new_requested(Action.ROLLBACK, am.write_instant_avro("HoodieRollbackPlan", plan))
+        else:
+            rb.rollback_pending_write(self.storage, timeline, target)
+        original(self, instant, action, *args, **kwargs)
+
+    monkeypatch.setattr(WriteClient, "_complete", complete)
+    with pytest.raises(CommitConflictError, match="was rolled back by another writer"):
+        pyhudi.write(_batch(2), str(path), OPTS)
+    monkeypatch.undo()
+    assert ActiveTimeline.load(Storage(str(path))).commits().completed().timestamps() == commits
+    _check(path, model)
+    pyhudi.write(_batch(3), str(path), OPTS)  # the next write finishes a begun rollback
+    _apply(model, 3)
+    assert not ActiveTimeline.load(Storage(str(path))).pending()
+    _check(path, model)
