@@ -501,29 +501,36 @@ def render_markdown(r: dict[str, Any]) -> str:
             "round. " + NOTES + "\n\n" + GROWS)
 
 
-GROWS = """What changed (same command, same tables): before, the automatic clean after every write planned over
-every partition (`hoodie.cleaner.incremental.mode=false` reproduces it: 3.13x at 1,500 partitions, 18.9x at
-10,000, clean planning 7.7x); the cleaner now plans from the partitions written since the last clean's
-earliest retained commit, as Hudi's incremental mode does (`services/clean_plan.clean_scope`). The record-size
-estimate sums two fields of each commit instead of building its write stats (`ActiveTimeline.write_totals`;
-10,000 partitions: 5.4x before).
+GROWS = """What changed since the first run of this benchmark (2026-11-26 21:25 UTC, loaded machine): incremental
+cleaning and empty cleans, incremental compaction and clustering planning (Hudi 1.x's RFC-83, `services/plan_scope.py`),
+record-size totals read without parsing whole commits, write paths that look only at the batch's partitions,
+counts from parquet footers, and replaced file ids read without building a replacecommit's write stats.
 
-What still grows with the table, and why (per-partition costs from this run):
+What still grows with the table, and why (per-partition and per-file costs from this run):
 
-* one-partition upsert, about 17-20 us per partition: the record-size estimate (Hudi's
-  AverageRecordSizeUtils walk, the same in Hudi) parses every active commit until one wrote more than
-  the threshold; the bulk loads that built these tables name every partition and stay on the active timeline
-  until archived. At 640k partitions such a commit costs about 11 s per write, and nothing once archived.
-* spread upsert, about 20 ms per touched partition: each touched partition rewrites its file groups (key
-  lookup in its files, merge handle, marker, write stat, commit JSON); the work is the data's, but per file
-  it is far above what a 5x target allows on 2 cores (profile: index lookup 27 %, marker-directory delete
-  20 %, commit JSON 15 %).
-* compaction and clustering planning, about 50 us per partition: they still list and build every partition
-  (services/compaction.py, clustering_plan.py; incremental planning as RFC-83 is not done). At 640k
-  partitions: about 35 s per plan, the listing dominating.
-* snapshot count, about 0.3 ms per file more than pyarrow.dataset (listing, view, per-file reader setup): a
-  million files add about 5 minutes.
-* a write after 10,000 instants costs what one after 100 does: archival reads only the newest archive file.
+* one-partition upsert, about 3 us per partition (1,500: +5 ms; 10,000: +27 ms): the commits that name every
+  partition (the two bulk loads that built these tables) are read while they are on the active timeline: the
+  record-size estimate (Hudi's AverageRecordSizeUtils walk) reads commits newest first until one wrote enough
+  bytes, and every view reads each replacecommit's replaced file ids. Archival removes them; until then, at
+  640k partitions such a commit is about 600 MB of JSON, and reading it (about 2 s of CPU here, plus the GET)
+  would dominate every write.
+* spread upsert, about 7.8 ms per touched partition (2 file groups each): copy-on-write rewrites every file
+  group it touches, as Hudi does: the key lookup and the merge each read the old file (435 KB here, 431 KB of
+  it the bloom filter Hudi's default configuration writes into every footer), the bloom filter is rebuilt and
+  the file written again. Per-partition work runs in parallel on the engine (2 threads here, executors on
+  Spark), so 640k touched partitions would be about 80 minutes of 2 cores' work; the 5x target would need
+  under 2 ms per file group.
+* clean, compaction and clustering planning, about 2-2.5 us per partition of the table: the plans are
+  incremental (they list only the written partitions), but every view still reads the replacecommit of the
+  clustering that ran over the whole table when it was built (1,500 partitions, 1.5 MB), until archived.
+  At 640k partitions that commit would cost about 1.5 s per plan.
+* snapshot count: pyhudi counts from parquet footers, 0.11 ms per file in-process (0.21x pyarrow.dataset)
+  and through Spark 0.43x Spark's own parquet count; a million files is about 2 minutes of footer reads on
+  2 cores. On an object store the listing dominates: without a metadata table a full snapshot lists every
+  partition, 640k LISTs (a few minutes at 8 requests in flight), where Hudi reads its metadata table.
+* a write after 10,000 instants: the same work as after 100 (archival reads only the newest archive file;
+  CPU time 0.25 s both in a separate measurement); this run's medians differ by 13 ms with overlapping runs
+  (28-45 ms vs 28-37 ms), so its ratio is noise at this scale.
 """
 
 NOTES = ("Tables have 2 file groups per partition (two bulk_inserts). Upserts are half updates, half "
