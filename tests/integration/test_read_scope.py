@@ -141,9 +141,9 @@ def spied(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
         out["list"].append(rel)
         return list_dir(self, rel)
 
-    def spy_open(self: Storage, rel: str) -> Any:
+    def spy_open(self: Storage, rel: str, **kwargs: Any) -> Any:
         out["open"].append(rel)
-        return open_input(self, rel)
+        return open_input(self, rel, **kwargs)
 
     def spy_exists(self: Storage, rel: str) -> Any:
         out["exists"].append(rel)
