@@ -128,12 +128,15 @@ def run(spark: Any, spec: dict[str, Any]) -> Any:
     if op == "clean":
         return [r.instant for r in pyhudi.clean(None, path, options)]
     if op == "rollback":
+        from pyhudi.config.registry import Options
         from pyhudi.services.rollback import rollback_failed_writes
         from pyhudi.storage import Storage
         from pyhudi.timeline.timeline import ActiveTimeline
+        from pyhudi.writer.config import lock_settings
 
-        storage = Storage(path)
-        return [r.rollback_instant for r in rollback_failed_writes(storage, ActiveTimeline.load(storage))]
+        storage = Storage(path)  # the writer's lock settings: its short lease frees the lock it dies holding
+        return [r.rollback_instant for r in rollback_failed_writes(storage, ActiveTimeline.load(storage), None,
+                                                                   lock_settings(Options.parse(options)))]
     if op == "archive":
         return archive(path, options)
     raise ValueError(f"unknown operation {op!r}")

@@ -326,7 +326,8 @@ class Fleet:
     # A recovery write, started once the test has prepared its table (a killed write with many markers).
     def _start_kill_rollback(self) -> None:
         self._writer("kill_rb", "local[2]", [
-            {"path": self.table("kill_rb"), "rows": RECOVERY, "options": opts("kill_b1"),
+            {"path": self.table("kill_rb"), "rows": RECOVERY,  # killed in its rollback, under the lock: short lease
+             "options": opts("kill_b1", hoodie__write__lock__filesystem__expire=str(3 / 60)),
              "wait_for": [str(self.root / "kill_rb.go")]}])
 
     # Executors in separate JVMs (local-cluster): three commits, then a bulk_insert and an insert whose
