@@ -26,6 +26,7 @@ from tests.support.azure_server import (
     create_container,
     missing_reason,
 )
+from tests.support.child_server import use_env
 
 _CLEARED = ("AZURE_STORAGE_USE_EMULATOR", "AZURE_STORAGE_SAS_TOKEN", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET",
             "AZURE_TENANT_ID", "AZURITE_BLOB_STORAGE_URL")
@@ -74,9 +75,6 @@ def azure(azure_session: AzuriteServer, monkeypatch: pytest.MonkeyPatch) -> Iter
     container = f"pyhudi-{uuid.uuid4().hex[:12]}"
     create_container(azure_session.endpoint, container)
     env = azure_env(azure_session.endpoint)
-    for var in _CLEARED:
-        monkeypatch.delenv(var, raising=False)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    use_env(monkeypatch, env, _CLEARED)
     yield AzureContainer(container, f"abfss://{container}@{ACCOUNT}.dfs.core.windows.net/table",
                          azure_session.endpoint, env)

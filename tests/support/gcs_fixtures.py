@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.child_server import use_env
 from tests.support.gcs_server import GcsXmlServer, create_bucket, gcs_env
 
 _CLEARED = ("GOOGLE_SERVICE_ACCOUNT", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_BUCKET", "GOOGLE_BUCKET_NAME")
@@ -56,8 +57,5 @@ def gcs(gcs_session: GcsXmlServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     bucket = f"pyhudi-{uuid.uuid4().hex[:12]}"
     create_bucket(gcs_session.endpoint, bucket)
     env = gcs_env(gcs_session.endpoint)
-    for var in _CLEARED:
-        monkeypatch.delenv(var, raising=False)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    use_env(monkeypatch, env, _CLEARED)
     yield GcsBucket(bucket, f"gs://{bucket}/table", gcs_session.endpoint, env)

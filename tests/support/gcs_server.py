@@ -22,9 +22,6 @@ import email.utils
 import hashlib
 import http.server
 import json
-import pathlib
-import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -33,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape
 
-from tests.support.child_server import put_request, serve_until_parent_exits, stop_process
+from tests.support.child_server import LoopbackServer, put_request, serve_until_parent_exits
 
 _LIST_NS = "http://doc.s3.amazonaws.com/2006-03-01"
 # Buckets named so behave like a store that ignores preconditions (to test pyhudi's detection).
@@ -279,50 +276,18 @@ def _list_xml(bucket: str, prefix: str, contents: list[tuple[str, _Object]], pre
     return "".join(parts).encode()
 
 
-class GcsXmlServer:
+class GcsXmlServer(LoopbackServer):
     """The server on 127.0.0.1 and a free port, in a child process (`start`) or a thread here
     (`start_in_thread`); `stop()` ends it."""
 
-    def __init__(self) -> None:
-        self._server: http.server.ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._port = 0
-
-    def start(self) -> GcsXmlServer:
-        self._proc = subprocess.Popen([sys.executable, "-m", "tests.support.gcs_server"], stdout=subprocess.PIPE,
-                                      stdin=subprocess.PIPE, cwd=str(pathlib.Path(__file__).resolve().parents[2]))
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline().decode().strip()
-        if not line.isdigit():
-            self._proc.kill()
-            raise RuntimeError(f"the GCS test server did not start: {line!r}")
-        self._port = int(line)
-        return self
+    module = "tests.support.gcs_server"
+    what = "the GCS test server"
 
     def start_in_thread(self) -> GcsXmlServer:
         handler = type("Handler", (_Handler,), {"state": _State()})
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="gcs-xml", daemon=True)
-        self._thread.start()
-        return self
-
-    @property
-    def port(self) -> int:
-        return self._port or (int(self._server.server_address[1]) if self._server else 0)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        stop_process(self._proc)
-        self._proc = None
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        self._server = self._thread = None
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
+        return self._serve(server, "gcs-xml")
 
 
 def service_account_key(endpoint: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.child_server import use_env
 from tests.support.fault_proxy import FaultProxy
 from tests.support.s3_server import MotoS3Server, create_bucket, s3_env
 
@@ -78,10 +79,7 @@ def s3(s3_session: S3Session, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Buc
     bucket = f"pyhudi-{uuid.uuid4().hex[:12]}"
     create_bucket(s3_session.server.endpoint, bucket)
     env = s3_env(s3_session.proxy.url)
-    for var in ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(var, raising=False)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
+    use_env(monkeypatch, env, ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN"))
     s3_session.proxy.clear()
     yield S3Bucket(bucket, f"s3://{bucket}/table", s3_session.proxy.url, s3_session.server.endpoint,
                    s3_session.proxy, env)

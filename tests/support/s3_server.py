@@ -10,14 +10,11 @@ concurrent.
 
 from __future__ import annotations
 
-import pathlib
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tests.support.child_server import put_request, serve_until_parent_exits, stop_process
+from tests.support.child_server import LoopbackServer, put_request, serve_until_parent_exits
 
 ACCESS_KEY = "pyhudi-test-key"
 SECRET_KEY = "pyhudi-test-secret"
@@ -40,27 +37,12 @@ class _SerializedConditionals:
             return list(self.app(environ, start_response))
 
 
-class MotoS3Server:
+class MotoS3Server(LoopbackServer):
     """moto's S3 on 127.0.0.1 and a free port, in a child process (so the server does not compete with
     the code under test for this process's GIL); `stop()` ends it."""
 
-    def __init__(self) -> None:
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._port = 0
-
-    def start(self) -> MotoS3Server:
-        self._proc = subprocess.Popen([sys.executable, "-m", "tests.support.s3_server"], stdout=subprocess.PIPE,
-                                      stdin=subprocess.PIPE,
-                                      cwd=str(pathlib.Path(__file__).resolve().parents[2]))
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline().decode().strip()
-        if not line.isdigit():
-            self._proc.kill()
-            raise RuntimeError(f"the moto S3 server did not start: {line!r}")
-        self._port = int(line)
-        return self
+    module = "tests.support.s3_server"
+    what = "the moto S3 server"
 
     def start_in_thread(self) -> MotoS3Server:
         from moto.moto_server.werkzeug_app import (
@@ -75,28 +57,7 @@ class MotoS3Server:
                 pass
 
         app = _SerializedConditionals(DomainDispatcherApplication(create_backend_app))
-        self._server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="moto-s3", daemon=True)
-        self._thread.start()
-        return self
-
-    @property
-    def port(self) -> int:
-        return self._port or int(self._server.server_address[1])
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        stop_process(self._proc)
-        self._proc = None
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
+        return self._serve(make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler), "moto-s3")
 
 
 def s3_env(endpoint: str) -> dict[str, str]:
