@@ -32,6 +32,12 @@ from pyhudi.timeline.instant import (
 META_DIR = ".hoodie"
 
 
+# A completed instant's file is kept by the timeline that read it if at most this big (a commit that names
+# every partition of a big table is not), and at most this many per timeline.
+_CACHED_DETAILS_MAX_BYTES = 1 << 20
+_CACHED_DETAILS_MAX_FILES = 256
+
+
 class Timeline:
     """Sorted instants, one per timestamp, each in its latest state."""
 
@@ -119,6 +125,7 @@ class ActiveTimeline(Timeline):
         super().__init__(instants, compaction_commits)
         self.storage = storage
         self._files = files
+        self._completed_details: dict[str, bytes] = {}  # see `details`
 
     @classmethod
     def load(cls, storage: Storage) -> ActiveTimeline:
@@ -143,13 +150,23 @@ class ActiveTimeline(Timeline):
 
     # -- details ------------------------------------------------------------------------
     def details(self, instant: Instant) -> bytes:
+        """The instant file's bytes. A completed instant's file never changes, and one operation asks for
+        the same commits several times (record-size walk, schema, clean window, conflict check), so small
+        ones are kept for this timeline's life: one read each (a GET on an object store)."""
+        cached = self._completed_details.get(instant.file_name)
+        if cached is not None:
+            return cached
         try:
-            return self.storage.read_bytes(f"{META_DIR}/{instant.file_name}")
+            data = self.storage.read_bytes(f"{META_DIR}/{instant.file_name}")
         except FileNotFoundError as exc:
             raise InstantNotFoundError(
                 f"instant {instant} has no file {instant.file_name} in {self.storage.base_uri}/.hoodie; "
                 "it was archived, rolled back or never existed"
             ) from exc
+        if instant.is_completed and len(data) <= _CACHED_DETAILS_MAX_BYTES \
+                and len(self._completed_details) < _CACHED_DETAILS_MAX_FILES:
+            self._completed_details[instant.file_name] = data
+        return data
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         return CommitMetadata.from_bytes(self.details(instant), what=f"{instant.file_name}")
