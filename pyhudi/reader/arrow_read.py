@@ -232,9 +232,9 @@ def _read_base(storage: Storage, path: str, schema: pa.Schema,
         columns = [n for n in schema.names if physical.get_field_index(n) >= 0]
         groups = arrow_filter.row_groups(pf.metadata, physical, pushed(physical))
         if len(groups) == pf.metadata.num_row_groups:
-            table = pf.read(columns=columns, use_threads=storage.arrow_threads)
+            table = pf.read(columns=columns, use_threads=storage.is_native_file(f))
         elif groups:
-            table = pf.read_row_groups(groups, columns=columns, use_threads=storage.arrow_threads)
+            table = pf.read_row_groups(groups, columns=columns, use_threads=storage.is_native_file(f))
         else:
             return schema.empty_table()  # every row group excluded: nothing to conform
     return conform_table(table, schema)

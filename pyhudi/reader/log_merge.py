@@ -200,7 +200,7 @@ def _read_base(storage: Storage, base_path: str, target: pa.Schema) -> pa.Table:
         columns = [n for n in target.names if n in present]
         if RECORD_KEY in present and RECORD_KEY not in columns:
             columns.append(RECORD_KEY)
-        return pf.read(columns=columns, use_threads=storage.arrow_threads)
+        return pf.read(columns=columns, use_threads=storage.is_native_file(f))
 
 
 # ----------------------------------------------------------------------------- block selection

@@ -199,16 +199,8 @@ class Storage:
         with self.fs.open_input_stream(self.full_path(rel)) as f:
             return bytes(f.read())
 
-    @property
-    def arrow_threads(self) -> bool:
-        """Whether pyarrow may read this storage's files on its own thread pools. Not on object stores:
-        their files are Python file objects, and an Arrow pool thread still inside Python at interpreter
-        exit aborts the process after a run that succeeded (SIGABRT, "terminate called without an active
-        exception"; apache/arrow#34314, #50482). Files are read in parallel by the engine's tasks instead."""
-        return self._object is None
-
     def open_input_file(self, rel: str, whole_below: int = 0) -> pa.NativeFile:
-        """A random-access file; on an object store a Python file object (read with `arrow_threads`), or,
+        """A random-access file; on an object store a Python file object (see `is_native_file`), or,
         for a file of at most `whole_below` bytes that the caller reads whole anyway, its content fetched
         by one GET into a native `pa.BufferReader` (`is_native_file` tells which)."""
         if self._object is not None:
@@ -217,10 +209,14 @@ class Storage:
             return open_input_file(self._object, rel, whole_below)
         return self.fs.open_input_file(self.full_path(rel))
 
-    def is_native_file(self, f: pa.NativeFile) -> bool:
-        """Whether Arrow's own thread pools may read `f` (see `arrow_threads`): local files and whole
-        objects held in memory, never a Python file object over ranged GETs."""
-        return self.arrow_threads or isinstance(f, pa.BufferReader)
+    @staticmethod
+    def is_native_file(f: pa.NativeFile) -> bool:
+        """Whether Arrow's own thread pools may read `f` (`use_threads`, `pre_buffer`): local files and
+        whole objects held in memory, never a Python file object over ranged GETs. An Arrow pool thread
+        still inside Python at interpreter exit aborts the process after a run that succeeded (SIGABRT,
+        "terminate called without an active exception"; apache/arrow#34314, #50482); such files are read
+        in parallel by the engine's tasks instead."""
+        return not isinstance(f, pa.PythonFile)
 
     def list_dir(self, rel: str) -> list[FileInfo]:
         """Direct children of a directory; a missing directory lists as empty."""

@@ -170,14 +170,14 @@ def _bloom_lookup(storage: Storage, kf: KeyFile, wanted: pa.Array, by_ranges: bo
     candidates against the file's keys."""
     assert kf.base_path is not None
     with storage.open_input_file(kf.base_path) as f:
-        pf = pq.ParquetFile(f, pre_buffer=storage.arrow_threads)
+        pf = pq.ParquetFile(f, pre_buffer=storage.is_native_file(f))
         candidates = _bloom_filtered(pf.metadata.metadata or {}, wanted, by_ranges)
         if not len(candidates):
             return []
         uri = storage.uri(kf.base_path)
         stored = _cached_keys(uri)
         if stored is None:
-            stored = pf.read(columns=[KEY_FIELD], use_threads=storage.arrow_threads).column(0).combine_chunks()
+            stored = pf.read(columns=[KEY_FIELD], use_threads=storage.is_native_file(f)).column(0).combine_chunks()
             _cache_keys(uri, stored)
     return [(kf, _present(candidates, stored))]
 

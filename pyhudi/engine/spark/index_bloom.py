@@ -65,7 +65,7 @@ def _check_file(storage: Storage, table: pa.Table) -> pa.Table:
             keys = keys.filter(pa.array(bloom.might_contain_many(keys)))
         if len(keys) == 0:
             return empty
-        stored = pf.read(columns=[RECORD_KEY], use_threads=storage.arrow_threads).column(RECORD_KEY)
+        stored = pf.read(columns=[RECORD_KEY], use_threads=storage.is_native_file(f)).column(RECORD_KEY)
     hits = keys.filter(pc.is_in(keys, value_set=pc.unique(stored)))
     n = len(hits)
     first = table.slice(0, 1)
