@@ -8,12 +8,31 @@ read tolerantly (unknown keys ignored).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyhudi.errors import CorruptFileError
 from pyhudi.model import jackson
 from pyhudi.model.write_stat import WriteStat
+
+# extraMetadata key of the totals `CommitMetadata.to_bytes` stamps: "<instant>:bytes,records,base
+# bytes,base records" (base: the stats of .parquet files, which a deltacommit's estimate counts).
+TOTALS_KEY = "pyhudi.writeTotals"
+
+
+def stamped_totals(extra: dict[str, Any] | None, instant: str, base_files_only: bool) -> tuple[int, int] | None:
+    """The totals a commit stamped for itself; None if absent or stamped for another instant (an
+    extraMetadata copied from an older commit, as a commit-metadata key prefix could carry over)."""
+    value = (extra or {}).get(TOTALS_KEY)
+    if not isinstance(value, str):
+        return None
+    stamp, _, numbers = value.partition(":")
+    parts = numbers.split(",")
+    if stamp != instant or len(parts) != 4 or not all(p.isdigit() for p in parts):
+        return None
+    b, r, bb, br = (int(p) for p in parts)
+    return (bb, br) if base_files_only else (b, r)
 
 
 @dataclass
@@ -61,7 +80,14 @@ class CommitMetadata:
                                                 for p, ids in self.partition_to_replace_file_ids.items()}
         return out
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self, instant: str | None = None) -> bytes:
+        """The commit file; with `instant` (the commit's own time) its write totals go in extraMetadata
+        (`TOTALS_KEY`), which the record-size estimate of later writes reads from the file's tail instead
+        of summing the write stats of every partition the commit wrote."""
+        if instant is not None:
+            base = [s for s in self.all_stats() if (s.path or "").endswith(".parquet")]
+            self.extra_metadata[TOTALS_KEY] = f"{instant}:{self.total_bytes_written()},{self.total_records_written()}," \
+                f"{sum(s.total_write_bytes for s in base)},{sum(s.num_writes for s in base)}"
         return jackson.dumps(self.to_json()).encode("utf-8")
 
     @classmethod
@@ -95,16 +121,18 @@ class CommitMetadata:
         return cls.from_json(parsed)
 
 
-def top_level_value(data: bytes, key: str, kind: type) -> Any | None:
+def top_level_value(data: bytes, key: str, kind: type, tail: bool = False) -> Any | None:
     """The value of `key` in a commit's JSON if it is of `kind`, decoding only that value (a commit of
     a clustering or bulk load names every partition; a planner reading its replaced file ids or extra
     metadata need not build its write stats). Searched from the end: the top-level keys follow
-    partitionToWriteStats. None when absent or unreadable: callers then parse the whole commit."""
+    partitionToWriteStats. None when absent or unreadable: callers then parse the whole commit.
+    With `tail`, `data` is the end of the file only: a match at its first byte is not trusted (the byte
+    before it, which says whether the quote is escaped, was not read)."""
     needle = f'"{key}"'.encode()
     decoder = json.JSONDecoder()
     pos = data.rfind(needle)
     while pos >= 0:
-        if pos == 0 or data[pos - 1:pos] != b"\\":
+        if (pos == 0 and not tail) or (pos > 0 and data[pos - 1:pos] != b"\\"):
             try:
                 text = data[pos + len(needle):].decode("utf-8").lstrip()
                 value = decoder.raw_decode(text[1:].lstrip())[0] if text.startswith(":") else None
@@ -116,10 +144,24 @@ def top_level_value(data: bytes, key: str, kind: type) -> Any | None:
     return None
 
 
-def replaced_file_ids(data: bytes, what: str = "replacecommit") -> dict[str, list[str]]:
-    """A replacecommit's partition -> replaced file ids, without building its write stats (a clustering
-    of every partition is megabytes of them; views and cleans of any partition read its replaced ids)."""
+class ReplacedIds:
+    """One replacecommit's partition -> replaced file ids, as decoded; an entry is checked when asked
+    for, so a view of one partition costs no pass over every partition a whole-table clustering named."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self._raw = raw
+
+    def get(self, partition: str) -> list[str]:
+        return [str(f) for f in self._raw.get(partition) or []]
+
+    def items(self) -> Iterator[tuple[str, list[str]]]:
+        return ((str(p), [str(f) for f in fids or []]) for p, fids in self._raw.items())
+
+
+def replaced_file_ids(data: bytes, what: str = "replacecommit") -> ReplacedIds:
+    """A replacecommit's replaced file ids, without building its write stats (a clustering of every
+    partition is megabytes of them; views and cleans of any partition read its replaced ids)."""
     ids = top_level_value(data, "partitionToReplaceFileIds", dict)
     if ids is None:  # not found cheaply: parse the whole commit
         ids = CommitMetadata.from_bytes(data, what).partition_to_replace_file_ids or {}
-    return {str(p): [str(f) for f in fids or []] for p, fids in ids.items()}
+    return ReplacedIds(ids)

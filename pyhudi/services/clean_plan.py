@@ -32,7 +32,6 @@ from datetime import timedelta
 
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
-from pyhudi.model.commit_metadata import replaced_file_ids
 from pyhudi.model.file_names import parse_base_file, parse_log_file
 from pyhudi.model.instant_time import instant_minus, now_instant
 from pyhudi.services.plan_scope import partitions_written
@@ -164,15 +163,25 @@ def _group_by_versions(group: FileGroup, keep: int, protected: set[tuple[str, st
     return out
 
 
-def _replaced_before(timeline: ActiveTimeline, earliest: Instant | None, all_: bool) -> dict[tuple[str, str], str]:
-    out: dict[tuple[str, str], str] = {}
-    for inst in timeline.actions(Action.REPLACE_COMMIT).completed():
-        if not all_ and (earliest is None or inst.timestamp >= earliest.timestamp):
-            continue
-        for p, ids in replaced_file_ids(timeline.details(inst), inst.file_name).items():
-            for fid in ids:
-                out[(p, fid)] = inst.timestamp
-    return out
+class _Replaced:
+    """Which groups of a partition completed replacecommits replaced, asked per partition in the clean's
+    scope (a whole-table clustering names every partition; an incremental clean looks at a few)."""
+
+    def __init__(self, timeline: ActiveTimeline, earliest: Instant | None, all_: bool) -> None:
+        self._commits = [(inst.timestamp, timeline.replaced_ids(inst))
+                         for inst in timeline.actions(Action.REPLACE_COMMIT).completed()]
+        self._before = None if all_ else (earliest.timestamp if earliest is not None else "")
+
+    def in_partition(self, partition: str) -> tuple[dict[str, str], set[str]]:
+        """(file id -> replacecommit, for those the clean may remove now; every replaced file id)."""
+        may_go: dict[str, str] = {}
+        every: set[str] = set()
+        for ts, ids in self._commits:
+            for fid in ids.get(partition):
+                every.add(fid)
+                if self._before is None or ts < self._before:
+                    may_go[fid] = ts
+        return may_go, every
 
 
 def _orphans(storage: Storage, view: FileSystemView, partition: str) -> list[FileToClean]:
@@ -206,22 +215,23 @@ def plan_clean(storage: Storage, view: FileSystemView, cfg: CleanConfig, partiti
     saved = savepointed_files(timeline)
     protected = _protected_slices(view)
     by_versions = cfg.policy == "KEEP_LATEST_FILE_VERSIONS"
-    replaced = _replaced_before(timeline, earliest, by_versions)
     # As Hudi's view, replaced groups are no live groups: untouched until their replacecommit may go.
-    replaced_any = _replaced_before(timeline, None, True)
+    replaced = _Replaced(timeline, earliest, by_versions)
     compaction_bases = {(p.partition, p.file_id): _pending_base(view, p.partition, p.file_id, p.instant)
                         for p in view._pending_compactions}
     scope, draft.scope = (partitions, "the partitions asked for") if partitions is not None else \
         clean_scope(view, cfg, earliest)
+    clustering = view.pending_clustering_file_ids()
     for part in scope if scope is not None else view.partition_paths:
+        may_go, replaced_any = replaced.in_partition(part)
         for group in view.file_groups(part):
-            if (part, group.file_id) in replaced and (part, group.file_id) not in view.pending_clustering_file_ids():
-                rc = replaced[(part, group.file_id)]
+            if group.file_id in may_go and (part, group.file_id) not in clustering:
+                rc = may_go[group.file_id]
                 why = f"file group {group.file_id} was replaced by replacecommit {rc}" + (
                     "" if by_versions else f", before the earliest retained commit {earliest.timestamp if earliest else ''}")
                 draft.files.extend(FileToClean(part, p, why) for sl in group.slices
                                    if not _is_savepointed(sl, saved) for p in _slice_files(sl))
-            elif (part, group.file_id) in replaced_any:
+            elif group.file_id in replaced_any:
                 continue
             elif by_versions:
                 draft.files.extend(_group_by_versions(group, cfg.file_versions_retained, protected, saved,

@@ -434,7 +434,7 @@ def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, 
     with table_lock(storage, lock or LockSettings()):
         timeline = ActiveTimeline.load(storage)
         check_clustering(storage, table, timeline, instant, plan)
-        timeline.complete(Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT), meta.to_bytes())
+        timeline.complete(Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT), meta.to_bytes(instant))
     delete_markers(storage, instant)
     log.info("completed clustering %s: %d groups -> %d files", instant, len(plan.get("inputGroups") or []),
              len(stats))

@@ -301,7 +301,7 @@ def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str,
                           extra_metadata={"schema": S.to_json(avro), **carried_over(plan.get("extraMetadata"))})
     for s in stats:
         meta.add(s)
-    timeline.complete(Instant(instant, Action.COMPACTION, State.INFLIGHT), meta.to_bytes())
+    timeline.complete(Instant(instant, Action.COMPACTION, State.INFLIGHT), meta.to_bytes(instant))
     delete_markers(storage, instant)
     log.info("completed compaction %s: %d file groups", instant, len(stats))
     return meta

@@ -37,7 +37,7 @@ from typing import Any
 
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
-from pyhudi.model.commit_metadata import CommitMetadata, top_level_value
+from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant
 from pyhudi.timeline.timeline import ActiveTimeline, Timeline
 
@@ -196,10 +196,9 @@ def carried_over(plan_extra_metadata: dict[str, Any] | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in (plan_extra_metadata or {}).items() if str(k).startswith("pyhudi.incremental.")}
 
 
-def _commit_extra(timeline: ActiveTimeline, inst: Instant) -> tuple[bytes, dict[str, str] | None]:
-    data = timeline.details(inst)
-    extra = top_level_value(data, "extraMetadata", dict)
-    return data, ({str(k): str(v) for k, v in extra.items()} if extra is not None else None)
+def _commit_extra(timeline: ActiveTimeline, inst: Instant) -> dict[str, str] | None:
+    extra = timeline.top_level(inst, "extraMetadata", dict)
+    return {str(k): str(v) for k, v in extra.items()} if extra is not None else None
 
 
 def last_compaction(timeline: ActiveTimeline) -> Anchor | None:
@@ -212,7 +211,7 @@ def last_compaction(timeline: ActiveTimeline) -> Anchor | None:
         return None
     last = done[-1]
     try:
-        _, extra = _commit_extra(timeline, last)
+        extra = _commit_extra(timeline, last)
         if extra is not None and WATERMARK in extra:
             return Anchor(last.timestamp, extra)
         plan = am.read_instant_avro(compaction_plan_bytes(timeline, Instant(last.timestamp, Action.COMPACTION)))
@@ -226,8 +225,8 @@ def last_clustering(timeline: ActiveTimeline) -> Anchor | None:
     delete_partition are replacecommits too) and its scope keys."""
     for inst in reversed(list(timeline.completed().actions(Action.REPLACE_COMMIT))):
         try:
-            data, extra = _commit_extra(timeline, inst)
-            op = top_level_value(data, "operationType", str)
+            extra = _commit_extra(timeline, inst)
+            op = timeline.top_level(inst, "operationType", str)
             if op is None:
                 op = timeline.commit_metadata(inst).operation_type
             if op != "CLUSTER":

@@ -199,6 +199,15 @@ class Storage:
         with self.fs.open_input_stream(self.full_path(rel)) as f:
             return bytes(f.read())
 
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of `rel` (one ranged GET on an object store): the part of a large file a
+        reader needs, such as the tail of a commit that names every partition."""
+        if self._object is not None:
+            return self._object.read_range(rel, start, end)
+        with self.fs.open_input_file(self.full_path(rel)) as f:
+            f.seek(start)
+            return bytes(f.read(end - start))
+
     def open_input_file(self, rel: str, whole_below: int = 0) -> pa.NativeFile:
         """A random-access file; on an object store a Python file object (see `is_native_file`), or,
         for a file of at most `whole_below` bytes that the caller reads whole anyway, its content fetched

@@ -108,7 +108,6 @@ def check_clustering(storage: Storage, table: TableConfig, timeline: ActiveTimel
                      plan: dict[str, Any]) -> None:
     """Every input group must still have exactly the planned slice (no write slipped in)."""
     view = build_view(storage, table, timeline)
-    replaced = view.replaced_file_ids()
     by_partition: dict[str, dict[str, object]] = {}
     groups = plan.get("inputGroups") or []
     assert isinstance(groups, list)
@@ -121,7 +120,7 @@ def check_clustering(storage: Storage, table: TableConfig, timeline: ActiveTimel
             now = by_partition[part].get(fid)
             planned_base = _name(str(sl.get("dataFilePath") or ""))
             planned_logs = sorted(_name(str(p)) for p in sl.get("deltaFilePaths") or [])
-            if (part, fid) in replaced or now is None:
+            if fid in view.replaced_in(part) or now is None:
                 raise CommitConflictError(
                     f"clustering {instant}: file group {fid} ({part or 'table root'}) was replaced meanwhile; "
                     "the clustering was rolled back")

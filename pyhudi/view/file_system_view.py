@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from pyhudi.model.commit_metadata import replaced_file_ids
+from pyhudi.model.commit_metadata import ReplacedIds
 from pyhudi.model.file_names import PARTITION_METAFILE, join_path, parse_base_file, parse_log_file
 from pyhudi.model.table_config import TableConfig
 from pyhudi.storage import FileInfo, Storage
@@ -133,6 +133,7 @@ class FileSystemView:
         self._pending_clustering = dict(pending_clustering or {})
         self._listing: dict[str, list[FileInfo]] = {}
         self._groups: dict[str, list[FileGroup]] = {}
+        self._replaced_by_partition: dict[str, frozenset[str]] = {}
 
     # -- timeline-derived facts --------------------------------------------------------
     @cached_property
@@ -161,18 +162,25 @@ class FileSystemView:
             not self.timeline.contains(instant)
 
     def replaced_file_ids(self, as_of: str | None = None) -> set[tuple[str, str]]:
-        """(partition, fileId) replaced by completed replacecommits at or before `as_of`."""
-        replaced: set[tuple[str, str]] = set()
-        for inst in self.timeline.actions(Action.REPLACE_COMMIT).completed():
-            if as_of is not None and inst.timestamp > as_of:
-                continue
-            for partition, ids in replaced_file_ids(self.timeline.details(inst), inst.file_name).items():
-                replaced.update((partition, fid) for fid in ids)
-        return replaced
+        """(partition, fileId) replaced by completed replacecommits at or before `as_of`, in every partition
+        (listings of the whole table; a query of some partitions asks `replaced_in`)."""
+        return {(partition, fid) for ids in self._replace_maps(as_of)
+                for partition, fids in ids.items() for fid in fids}
 
-    @cached_property
-    def _replaced_latest(self) -> set[tuple[str, str]]:
-        return self.replaced_file_ids()
+    def replaced_in(self, partition: str, as_of: str | None = None) -> frozenset[str]:
+        """File ids of `partition` replaced at or before `as_of`: one lookup per replacecommit, so a view
+        of one partition costs no set of every partition a whole-table clustering replaced."""
+        if as_of is None and partition in self._replaced_by_partition:
+            return self._replaced_by_partition[partition]
+        out = frozenset(fid for ids in self._replace_maps(as_of) for fid in ids.get(partition))
+        if as_of is None:
+            self._replaced_by_partition[partition] = out
+        return out
+
+    def _replace_maps(self, as_of: str | None) -> list[ReplacedIds]:
+        """Each completed replacecommit's replaced ids (at or before `as_of`), as the timeline decoded them."""
+        return [self.timeline.replaced_ids(inst) for inst in self.timeline.actions(Action.REPLACE_COMMIT).completed()
+                if as_of is None or inst.timestamp <= as_of]
 
     def pending_compaction_file_ids(self) -> dict[tuple[str, str], str]:
         return {(p.partition, p.file_id): p.instant for p in self._pending_compactions}
@@ -257,8 +265,8 @@ class FileSystemView:
 
     # -- queries ---------------------------------------------------------------------------
     def live_groups(self, partition: str, as_of: str | None = None) -> list[FileGroup]:
-        replaced = self._replaced_latest if as_of is None else self.replaced_file_ids(as_of)
-        return [g for g in self.file_groups(partition) if (partition, g.file_id) not in replaced]
+        replaced = self.replaced_in(partition, as_of)
+        return [g for g in self.file_groups(partition) if g.file_id not in replaced]
 
     def latest_base_files(self, partition: str, as_of: str | None = None) -> list[BaseFile]:
         """Latest committed base file of each live group, as a COW reader sees the table."""

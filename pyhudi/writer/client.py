@@ -343,7 +343,7 @@ class WriteClient:
             except CommitConflictError:
                 rollback_pending_write(self.storage, timeline, Instant(instant, action, State.INFLIGHT))
                 raise
-            timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes())
+            timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes(instant))
             fault_point("write.after_commit")
 
     def _check_not_rolled_back(self, timeline: ActiveTimeline, instant: str) -> None:
