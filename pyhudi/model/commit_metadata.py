@@ -8,12 +8,12 @@ read tolerantly (unknown keys ignored).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyhudi.errors import CorruptFileError
 from pyhudi.model import jackson
+from pyhudi.model.replaced_ids import ReplacedIds
 from pyhudi.model.write_stat import WriteStat
 
 # extraMetadata key of the totals `CommitMetadata.to_bytes` stamps: "<instant>:bytes,records,base
@@ -144,24 +144,10 @@ def top_level_value(data: bytes, key: str, kind: type, tail: bool = False) -> An
     return None
 
 
-class ReplacedIds:
-    """One replacecommit's partition -> replaced file ids, as decoded; an entry is checked when asked
-    for, so a view of one partition costs no pass over every partition a whole-table clustering named."""
-
-    def __init__(self, raw: dict[str, Any]) -> None:
-        self._raw = raw
-
-    def get(self, partition: str) -> list[str]:
-        return [str(f) for f in self._raw.get(partition) or []]
-
-    def items(self) -> Iterator[tuple[str, list[str]]]:
-        return ((str(p), [str(f) for f in fids or []]) for p, fids in self._raw.items())
-
-
 def replaced_file_ids(data: bytes, what: str = "replacecommit") -> ReplacedIds:
     """A replacecommit's replaced file ids, without building its write stats (a clustering of every
     partition is megabytes of them; views and cleans of any partition read its replaced ids)."""
-    ids = top_level_value(data, "partitionToReplaceFileIds", dict)
-    if ids is None:  # not found cheaply: parse the whole commit
-        ids = CommitMetadata.from_bytes(data, what).partition_to_replace_file_ids or {}
-    return ReplacedIds(ids)
+    found = ReplacedIds.locate(data)
+    if found is None:  # not found cheaply: parse the whole commit
+        found = ReplacedIds(CommitMetadata.from_bytes(data, what).partition_to_replace_file_ids or {})
+    return found

@@ -18,13 +18,13 @@ from pyhudi.errors import InstantNotFoundError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.model.commit_metadata import (
     CommitMetadata,
-    ReplacedIds,
     replaced_file_ids,
     stamped_totals,
     top_level_value,
 )
 from pyhudi.model.instant_time import new_instant_time
 from pyhudi.model.metadata_table import drop_metadata_table
+from pyhudi.model.replaced_ids import ReplacedIds
 from pyhudi.storage import FileInfo, Storage
 from pyhudi.timeline.commit_totals import NotScannable, json_totals, scan_totals
 from pyhudi.timeline.instant import (
@@ -184,13 +184,13 @@ class ActiveTimeline(Timeline):
         return data
 
     def replaced_ids(self, instant: Instant) -> ReplacedIds:
-        """A completed replacecommit's replaced file ids, decoded once per timeline (views, the clean
-        plan and conflict checks all ask)."""
+        """A completed replacecommit's replaced file ids, found once per timeline (views, the clean plan
+        and conflict checks all ask), from the file's tail when it is large (see `top_level`)."""
         name = instant.file_name
         if name not in self._replaced:
-            ids = self.top_level(instant, "partitionToReplaceFileIds", dict)
-            self._replaced[name] = ReplacedIds(ids) if ids is not None else \
-                replaced_file_ids(self.details(instant), name)
+            tail = self._tail(instant)
+            found = ReplacedIds.locate(tail, tail=True) if tail is not None else None
+            self._replaced[name] = found or replaced_file_ids(self.details(instant), name)
         return self._replaced[name]
 
     def top_level(self, instant: Instant, key: str, kind: type) -> Any | None:
@@ -198,16 +198,23 @@ class ActiveTimeline(Timeline):
         large file is read from its tail first: the keys other than partitionToWriteStats come last, and
         the write stats before them grow with the partitions the commit wrote, so a view of one partition
         after a whole-table clustering reads a few hundred KB instead of megabytes."""
-        name = instant.file_name
-        size = self._sizes.get(name, 0)
-        if name not in self._completed_details and size > _TAIL_READ_ABOVE:
-            if name not in self._tails:
-                start = size - max(_TAIL_READ_ABOVE, size // 8)
-                self._tails[name] = self.storage.read_range(f"{META_DIR}/{name}", start, size)
-            found = top_level_value(self._tails[name], key, kind, tail=True)
+        tail = self._tail(instant)
+        if tail is not None:
+            found = top_level_value(tail, key, kind, tail=True)
             if found is not None:
                 return found
         return top_level_value(self.details(instant), key, kind)
+
+    def _tail(self, instant: Instant) -> bytes | None:
+        """The last bytes of a large completed instant file (None when it is small or already read whole)."""
+        name = instant.file_name
+        size = self._sizes.get(name, 0)
+        if name in self._completed_details or size <= _TAIL_READ_ABOVE:
+            return None
+        if name not in self._tails:
+            start = size - max(_TAIL_READ_ABOVE, size // 8)
+            self._tails[name] = self.storage.read_range(f"{META_DIR}/{name}", start, size)
+        return self._tails[name]
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         return CommitMetadata.from_bytes(self.details(instant), what=f"{instant.file_name}")

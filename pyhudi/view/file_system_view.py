@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from pyhudi.model.commit_metadata import ReplacedIds
 from pyhudi.model.file_names import PARTITION_METAFILE, join_path, parse_base_file, parse_log_file
+from pyhudi.model.replaced_ids import ReplacedIds
 from pyhudi.model.table_config import TableConfig
 from pyhudi.storage import FileInfo, Storage
 from pyhudi.timeline.instant import Action

@@ -140,3 +140,49 @@ def test_a_stamp_for_another_instant_or_malformed_is_ignored(tmp_path: Path, sta
     timeline = _timeline(tmp_path, {"20260101000000001": (Action.COMMIT, data)})
     inst = Instant("20260101000000001", Action.COMMIT)
     assert timeline.write_totals(inst) == json_totals(data, False, "x")
+
+
+# ------------------------------------------------------------------------ in-place lookup, adversarially
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pyhudi.model import jackson  # noqa: E402
+from pyhudi.model.replaced_ids import ReplacedIds  # noqa: E402
+
+_NAMES = st.one_of(st.text(alphabet=st.sampled_from(list('ab1/=:",[]{}\\ \t\nü😀')), max_size=8),
+                   st.sampled_from(["partitionToReplaceFileIds", '"partitionToReplaceFileIds": {', "p00001"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(ids=st.dictionaries(_NAMES, st.one_of(st.none(), st.lists(_NAMES, max_size=3)), max_size=8),
+       stats=st.dictionaries(_NAMES, st.just([{"path": "x", "numWrites": 1}]), max_size=3),
+       probe=st.lists(_NAMES, max_size=4), style=st.sampled_from(["jackson", "ascii", "utf8", "compact"]),
+       cut=st.integers(min_value=0, max_value=400))
+def test_in_place_lookup_equals_a_decode(ids: dict, stats: dict, probe: list, style: str, cut: int) -> None:
+    doc = {"partitionToWriteStats": stats, "compacted": False,
+           "extraMetadata": {"partitionToReplaceFileIds": '{"a": ["b"]}'}, "operationType": "CLUSTER",
+           "partitionToReplaceFileIds": ids}
+    data = {"jackson": lambda: jackson.dumps(doc).encode(),
+            "ascii": lambda: json.dumps(doc).encode(),
+            "utf8": lambda: json.dumps(doc, ensure_ascii=False).encode(),
+            "compact": lambda: json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()}[style]()
+    for tail in (False, True):
+        chunk = data[min(cut, len(data) - 1):] if tail else data
+        found = ReplacedIds.locate(chunk, tail=tail)
+        if found is None:
+            assert tail  # the whole file always has it; a tail may have cut it
+            continue
+        for p in list(ids) + probe:
+            assert found.get(p) == [str(f) for f in ids.get(p) or []], (p, style, tail)
+        assert dict(found.items()) == {p: [str(f) for f in v or []] for p, v in ids.items()}
+
+
+@pytest.mark.parametrize("probe", ['a" ],\n    "b', 'x" : [ "a', "x", "b", "", ":", " ],\n    ", '"'])
+def test_a_name_spanning_two_strings_is_not_a_key(probe: str) -> None:
+    ids = {"x": ["a"], "b": ["B1"], ":y": ["c"]}
+    data = jackson.dumps({"partitionToWriteStats": {}, "partitionToReplaceFileIds": ids}).encode()
+    assert b"\\" not in data  # the in-place lookup, not a decode
+    found = ReplacedIds.locate(data)
+    assert found is not None and found._raw is None
+    assert found.get(probe) == ids.get(probe, [])
