@@ -1,4 +1,5 @@
-"""DIRECT markers: one empty file per data file, created before the data file.
+"""DIRECT markers: one empty file per data file, created before the data file (pyhudi writes these;
+it reads Hudi's TIMELINE_SERVER_BASED `MARKERS<n>` files too, see `list_marked_files`).
 
 A marker says "this instant may have created this file". Commit uses them to
 delete files of failed or speculative task attempts that no write stat
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 MARKER_ROOT = ".hoodie/.temp"
 MARKER_SUFFIX = ".marker."
 IO_TYPES = ("CREATE", "MERGE", "APPEND")
+MARKERS_FILE_PREFIX = "MARKERS"  # Hudi's timeline-server-based markers: MARKERS0, MARKERS1, ...
+MARKER_TYPE_FILE = "MARKERS.type"
 
 
 def marker_dir(instant: str) -> str:
@@ -105,7 +108,9 @@ def instant_wrote(storage: Storage, instant: str, rel: str) -> bool:
 
 
 def list_marked_files(storage: Storage, instant: str) -> list[str]:
-    """Data file paths (relative to the base path) that markers of `instant` name."""
+    """Data file paths (relative to the base path) that markers of `instant` name: DIRECT markers (one
+    file each, in partition directories) and the TIMELINE_SERVER_BASED ones Hudi's Spark writers make
+    by default (`MARKERS<n>` files in the instant's marker directory, one marker name per line)."""
     root = marker_dir(instant)
     out: list[str] = []
     pending = [root]
@@ -114,12 +119,23 @@ def list_marked_files(storage: Storage, instant: str) -> list[str]:
         for info in storage.list_dir(current):
             if info.is_dir:
                 pending.append(info.path)
-                continue
-            if MARKER_SUFFIX not in info.name:
-                continue
-            data_rel = info.path[len(root) + 1:]
-            out.append(data_rel[: data_rel.rindex(MARKER_SUFFIX)])
-    return sorted(out)
+            elif current == root and info.name.startswith(MARKERS_FILE_PREFIX) and info.name != MARKER_TYPE_FILE:
+                out.extend(_marked(line) for line in _lines(storage, info.path) if MARKER_SUFFIX in line)
+            elif MARKER_SUFFIX in info.name:
+                out.append(_marked(info.path[len(root) + 1:]))
+    return sorted(set(out))
+
+
+def _marked(marker: str) -> str:
+    return marker[: marker.rindex(MARKER_SUFFIX)]
+
+
+def _lines(storage: Storage, rel: str) -> list[str]:
+    try:
+        text = storage.read_bytes(rel).decode("utf-8")
+    except FileNotFoundError:
+        return []  # deleted by its writer's commit or rollback since the listing
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def delete_markers(storage: Storage, instant: str) -> None:
