@@ -140,15 +140,18 @@ class LocalWriteClient(StreamedInsert):
             fields = tuple(cfg.index.bucket_hash_fields or cfg.table.record_key_fields)
             bucket = (fields, cfg.index.bucket_num)
         existing: dict[tuple[str, int], str] = {}
-        if bucket is not None and timeline is not None:
-            view = build_view(self.storage, cfg.table, timeline)
-            bucket_index.check_layout(view, cfg.index.bucket_num)
-            existing = bucket_index.existing_buckets(view, view.partition_paths)
+        partitions: list[str] | None = None  # a stream's partitions are known only as it is read
         if source.table is not None:  # all in memory: refuse null keys before the instant exists
             prepared = self._prepared(spec, source)
             source = ArrowSource(source.schema, iter(()), prepared)
-            if bucket is not None:
-                _check_new_buckets(prepared, bucket, existing)
+            partitions = pc.unique(prepared.column(PARTITION_COL)).to_pylist()
+        if bucket is not None and timeline is not None:
+            view = build_view(self.storage, cfg.table, timeline)
+            bucket_index.check_layout(view, cfg.index.bucket_num, partitions)
+            existing = bucket_index.existing_buckets(
+                view, view.partition_paths if partitions is None else view.existing_partitions(partitions))
+            if source.table is not None:
+                _check_new_buckets(source.table, bucket, existing)
         self._ensure_table()
         timeline = self._recovered_timeline()  # bulk_insert reads no file layout: no view to build
         action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT

@@ -120,6 +120,18 @@ def test_bucket_upsert_lists_the_written_partition_only(tmp_path: Path, calls: l
     _check(path, model)
 
 
+def test_bucket_bulk_insert_lists_the_written_partition_only(tmp_path: Path, calls: list[tuple[str, str]]) -> None:
+    """An in-memory BUCKET bulk_insert checks the bucket layout of its own partitions, not the table's."""
+    path = str(tmp_path / "t")
+    model: Model = {}
+    bucket = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"}
+    _table(path, model, **bucket)
+    calls.clear()
+    _write(path, [(Decimal("7.25"), "new/ü"), (Decimal("-3"), "new/ü")], 5, model, operation="bulk_insert", **bucket)
+    assert _data_dirs(calls) == ["new/ü"]
+    _check(path, model)
+
+
 def test_a_write_lists_the_timeline_and_reads_the_properties_sparingly(tmp_path: Path,
                                                                       calls: list[tuple[str, str]]) -> None:
     """One upsert (no table service due): the timeline listed at the start, for the new instant's

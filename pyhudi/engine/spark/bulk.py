@@ -24,8 +24,7 @@ def check_new_buckets(keyed: DataFrame, view: FileSystemView, spec: BucketSpec,
                       partitions: list[str]) -> None:
     """Refuse a BUCKET bulk_insert whose records fall into buckets that already have a file group (one
     aggregation, only when a partition of the batch has bucket file groups already)."""
-    known = set(view.partition_paths)
-    existing = bucket_index.existing_buckets(view, [p for p in partitions if p in known])
+    existing = bucket_index.existing_buckets(view, view.existing_partitions(partitions))
     if not existing:
         return
     rows = (with_bucket_ids(keyed.filter(F.col(PARTITION_COL).isin(sorted({p for p, _ in existing}))), spec)

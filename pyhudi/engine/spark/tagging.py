@@ -71,7 +71,7 @@ def _check_bucket_table(cfg: WriteConfig, keyed: DataFrame, view: FileSystemView
     """Refuse a BUCKET write the table's file groups cannot serve, before anything is written."""
     from pyhudi.engine.spark.bulk import check_new_buckets
 
-    bucket_index.check_layout(view, cfg.index.bucket_num)
+    bucket_index.check_layout(view, cfg.index.bucket_num, list(counts))
     if cfg.operation is WriteOperation.BULK_INSERT:
         fields = tuple(cfg.index.bucket_hash_fields or cfg.table.record_key_fields)
         check_new_buckets(keyed, view, (fields, cfg.index.bucket_num), list(counts))
@@ -79,8 +79,8 @@ def _check_bucket_table(cfg: WriteConfig, keyed: DataFrame, view: FileSystemView
 
 def _tag(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFrame,
          counts: dict[str, tuple[int, int]], view: FileSystemView) -> DataFrame:
-    known = set(view.partition_paths)
-    partitions = view.partition_paths if cfg.index.is_global else [p for p in counts if p in known]
+    # A non-global index looks only at the batch's partitions (one listing each, not the whole table's).
+    partitions = view.partition_paths if cfg.index.is_global else view.existing_partitions(list(counts))
     if cfg.index.type == "INMEMORY":
         slices = [s for p in partitions for s in view.latest_merged_file_slices(p)]
         existing = simple_index.existing_log_aware_locations(spark, storage, slices)
