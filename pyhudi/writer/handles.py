@@ -132,11 +132,20 @@ def with_meta(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, s
     meta[FILE_NAME] = constant_strings(file_name, n)
     cols = dict(meta)
     data_fields = [f for f in ctx.file_schema if f.name not in META_COLUMNS]
-    data = conform_table(records.select([c for c in records.column_names if c in {f.name for f in data_fields}]),
-                         pa.schema(data_fields))
+    data = _conformed(records.select([c for c in records.column_names if c in {f.name for f in data_fields}]),
+                      pa.schema(data_fields))
     for f in data_fields:
         cols[f.name] = data.column(f.name)
     return pa.table(cols, schema=ctx.file_schema)
+
+
+def _conformed(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """`conform_table`, skipped when it could change nothing (a merge handle conforms a few rows per file,
+    thousands of times on a spread write): same schema, flat columns, no null in a required one."""
+    if table.schema.equals(target) and not any(pa.types.is_nested(f.type) for f in target) and \
+            all(f.nullable or not table.column(f.name).null_count for f in target):
+        return table
+    return conform_table(table, target)
 
 
 def constant_strings(value: str, n: int) -> pa.Array:
@@ -264,13 +273,13 @@ def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming:
     in_keys = incoming.column(RECORD_KEY)
     # For each old row, the incoming row carrying the same key (or null).
     match = pc.index_in(old_keys, value_set=in_keys)
-    match_np = match.to_numpy(zero_copy_only=False)
-    matched = ~pc.is_null(match).to_numpy(zero_copy_only=False)
+    idx = pc.fill_null(match, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    matched = idx >= 0
     inserts_only = ctx.operation in (WriteOperation.INSERT, WriteOperation.BULK_INSERT) and \
         ctx.allow_duplicate_on_inserts
     if inserts_only:
         matched[:] = False
-    idx = np.where(matched, np.nan_to_num(match_np.astype(float), nan=0).astype(np.int64), -1)
+        idx[:] = -1
     deleted_old = np.zeros(old.num_rows, dtype=bool)
     replaced_old = np.zeros(old.num_rows, dtype=bool)
     if matched.any():
@@ -317,6 +326,8 @@ def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> tuple[pa.
     # A column the writer schema dropped (allow.auto.evolution.column.drop) is left behind, as Hudi's
     # merge handle rewrites old records into the writer schema.
     kept = old.select([c for c in old.column_names if c in ctx.file_schema.names])
+    if kept.schema.equals(ctx.file_schema):  # parquet keeps required fields non-null: nothing to conform
+        return kept.replace_schema_metadata(ctx.file_schema.metadata), old.schema.metadata
     return conform_table(kept, ctx.file_schema), old.schema.metadata
 
 

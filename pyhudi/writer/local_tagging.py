@@ -30,10 +30,10 @@ import pyarrow.parquet as pq
 from pyhudi.engine.base import Engine, TaskInfo
 from pyhudi.index import bucket as bucket_index
 from pyhudi.index import log_index
-from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, read_footer_filter
+from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, footer_probe
 from pyhudi.index.key_order import utf16_sort_keys
 from pyhudi.index.locations import LOC_FILE_ID, LOC_INSTANT
-from pyhudi.io.base_file import read_parquet
+from pyhudi.io.base_file import parallel_read, read_parquet
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import FileSystemView
@@ -170,14 +170,15 @@ def _bloom_lookup(storage: Storage, kf: KeyFile, wanted: pa.Array, by_ranges: bo
     candidates against the file's keys."""
     assert kf.base_path is not None
     with storage.open_input_file(kf.base_path) as f:
-        pf = pq.ParquetFile(f, pre_buffer=storage.is_native_file(f))
+        threads = parallel_read(storage, f)
+        pf = pq.ParquetFile(f, pre_buffer=threads)
         candidates = _bloom_filtered(pf.metadata.metadata or {}, wanted, by_ranges)
         if not len(candidates):
             return []
         uri = storage.uri(kf.base_path)
         stored = _cached_keys(uri)
         if stored is None:
-            stored = pf.read(columns=[KEY_FIELD], use_threads=storage.is_native_file(f)).column(0).combine_chunks()
+            stored = pf.read(columns=[KEY_FIELD], use_threads=threads).column(0).combine_chunks()
             _cache_keys(uri, stored)
     return [(kf, _present(candidates, stored))]
 
@@ -201,7 +202,33 @@ def _file_keys(storage: Storage, kf: KeyFile) -> pa.Array:
 
 # Record keys of base files, per process: base files never change once written, so a process (or a Python
 # worker Spark reuses for the next micro-batch) reads only the files written since.
-_KEY_CACHE: OrderedDict[str, pa.Array] = OrderedDict()
+class _KeyCache(OrderedDict[str, pa.Array]):
+    """LRU of key columns that keeps the sum of their bytes: summing the whole cache on every insert cost
+    O(files^2) on a write spread over thousands of files."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nbytes = 0
+
+    def put(self, uri: str, keys: pa.Array) -> None:
+        old = self.pop(uri, None)
+        if old is not None:
+            self.nbytes -= old.nbytes
+        self[uri] = keys
+        self.nbytes += keys.nbytes
+
+    def evict_to(self, max_bytes: int) -> None:
+        """Drop the least recently used columns until the rest fit `max_bytes` (the newest always stays)."""
+        while self.nbytes > max_bytes and len(self) > 1:
+            _, dropped = self.popitem(last=False)
+            self.nbytes -= dropped.nbytes
+
+    def clear(self) -> None:
+        super().clear()
+        self.nbytes = 0
+
+
+_KEY_CACHE = _KeyCache()
 _KEY_CACHE_MAX_BYTES = 256 * 1024 * 1024
 _KEY_CACHE_LOCK = threading.Lock()  # the in-process engine looks keys up from several threads
 
@@ -227,11 +254,8 @@ def _cached_keys(uri: str) -> pa.Array | None:
 
 def _cache_keys(uri: str, keys: pa.Array) -> None:
     with _KEY_CACHE_LOCK:
-        _KEY_CACHE[uri] = keys
-        total = sum(k.nbytes for k in _KEY_CACHE.values())
-        while total > _KEY_CACHE_MAX_BYTES and len(_KEY_CACHE) > 1:
-            _, dropped = _KEY_CACHE.popitem(last=False)
-            total -= dropped.nbytes
+        _KEY_CACHE.put(uri, keys)
+        _KEY_CACHE.evict_to(_KEY_CACHE_MAX_BYTES)
 
 
 def _bloom_filtered(meta: dict[bytes, bytes], keys: pa.Array, by_ranges: bool) -> pa.Array:
@@ -243,7 +267,7 @@ def _bloom_filtered(meta: dict[bytes, bytes], keys: pa.Array, by_ranges: bool) -
             bounds = utf16_sort_keys(pa.array([lo.decode(), hi.decode()], pa.string()))
             inside = pc.and_(pc.greater_equal(order, bounds[0]), pc.less_equal(order, bounds[1]))
             keys = keys.filter(inside)
-    bloom = read_footer_filter(meta)
+    bloom = footer_probe(meta)  # a few keys are probed without decoding the whole (431 KB) filter
     if bloom is not None and len(keys):
         keys = keys.filter(pa.array(bloom.might_contain_many(keys)))
     return keys
