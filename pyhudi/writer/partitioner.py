@@ -219,7 +219,11 @@ class UpsertPartitioner:
         for partition, prof in profile.partitions.items():
             if prof.num_inserts <= 0:
                 continue
-            room = [(sf, (self.sizing.max_file_size - sf.size) // self.avg) for sf in small_files.get(partition, [])]
+            # Small files this write rewrites for its updates anyway take inserts first: on copy-on-write a
+            # partition then rewrites one file group, not two (Hudi's order is the view's, unspecified).
+            candidates = sorted(small_files.get(partition, []),
+                                key=lambda sf: (partition, sf.file_id) not in self.plan.update_buckets)
+            room = [(sf, (self.sizing.max_file_size - sf.size) // self.avg) for sf in candidates]
             allocations, remaining = fill_open_bins(room, prof.num_inserts)
             numbers: list[int] = []
             counts: list[int] = []

@@ -105,7 +105,8 @@ def test_records_per_new_file():
 # ----------------------------------------------------------------------------- hand-computed scenarios
 def test_default_sizing_two_small_files_then_new_buckets():
     """avg 1024, max 120 MB: f1 at 100 MB - 1 byte has room 20480, f2 at 50 MB has room 71680;
-    300000 inserts -> 20480 + 71680 topped up, 207840 left -> buckets of 122880 and 84960."""
+    300000 inserts -> 71680 + 20480 topped up (f2 first: it is rewritten for its updates anyway), 207840
+    left -> buckets of 122880 and 84960."""
     sizing = SizingConfig()
     wp = profile({"p": (300000, {"f2": (T1, 5), "g": (T1, 3)})})
     small = {"p": [sf("p", "f1", 100 * MB - 1), sf("p", "f2", 50 * MB)]}
@@ -123,8 +124,8 @@ def test_default_sizing_two_small_files_then_new_buckets():
     assert plan.buckets[0].base_file == "p/f2.parquet"
     assert plan.buckets[2].base_file == small["p"][0].base_file and plan.buckets[2].base_instant == T1
     numbers, weights, total = plan.insert_routes["p"]
-    assert numbers == [2, 0, 3, 4] and total == 300000
-    assert weights == pytest.approx([20480 / 300000, 92160 / 300000, 215040 / 300000, 1.0], abs=1e-12)
+    assert numbers == [0, 2, 3, 4] and total == 300000
+    assert weights == pytest.approx([71680 / 300000, 92160 / 300000, 215040 / 300000, 1.0], abs=1e-12)
     assert plan.bucket_for_update("p", "g") == 1 and plan.bucket_for_update("p", "f1") == 2
     assert plan.num_buckets == 5
     # INSERT buckets get fresh, distinct file id prefixes
@@ -144,6 +145,14 @@ def test_tiny_numbers_skip_file_without_room():
     assert numbers == [0, 1, 2, 3] and total == 10
     assert weights == pytest.approx([0.2, 0.5, 0.8, 1.0])
     assert ("p", "full") not in plan.update_buckets
+
+
+def test_inserts_go_to_a_small_file_already_rewritten_for_updates():
+    """Copy-on-write rewrites an updated file group anyway: its room takes the inserts first, so the
+    partition rewrites one file, not two."""
+    plan = plan_buckets(profile({"p": (100, {"b": (T1, 3)})}), {"p": [sf("p", "a", 1000), sf("p", "b", 1000)]},
+                        {}, SizingConfig(), 1024)
+    assert [(b.file_id, b.expected_inserts, b.expected_updates) for b in plan.buckets] == [("b", 100, 3)]
 
 
 def test_inserts_fit_in_first_small_file():
@@ -306,9 +315,10 @@ def test_partitioner_properties(scenario):
         for fid, (_, count) in updates.items():
             assert plan.buckets[plan.bucket_for_update(name, fid)].expected_updates == count
 
-        # greedy top-up: in order, min(room, unassigned); never more than the room
+        # greedy top-up: small files with updates first (stable), then the rest in order, min(room,
+        # unassigned); never more than the room
         remaining = inserts
-        for small in smalls[name]:
+        for small in sorted(smalls[name], key=lambda s, u=updates: s.file_id not in u):
             room = (sizing.max_file_size - small.size) // avg
             expected = min(room, remaining) if remaining > 0 and room > 0 else 0
             got = plan.buckets[plan.update_buckets[(name, small.file_id)]].expected_inserts \
