@@ -124,6 +124,7 @@ def test_stamped_totals_equal_the_sums_of_the_write_stats(tmp_path: Path, monkey
     for base_only in (False, True):
         assert timeline.write_totals(inst, base_only) == json_totals(data, base_only, "x")
     assert reads.whole == []
+    assert len(data) > 1 << 20 and [end - start for _, start, end in reads.ranges] == [256 << 10]
 
 
 @pytest.mark.parametrize("stamp", [
