@@ -503,34 +503,39 @@ def render_markdown(r: dict[str, Any]) -> str:
 
 GROWS = """What changed since the first run of this benchmark (2026-11-26 21:25 UTC, loaded machine): incremental
 cleaning and empty cleans, incremental compaction and clustering planning (Hudi 1.x's RFC-83, `services/plan_scope.py`),
-record-size totals read without parsing whole commits, write paths that look only at the batch's partitions,
-counts from parquet footers, and replaced file ids read without building a replacecommit's write stats.
+write paths that look only at the batch's partitions, counts from parquet footers; then (2026-11-27) wide
+commits read from their tail (`ActiveTimeline.top_level`: extraMetadata, operationType, replaced ids), commits
+stamping their own write totals in extraMetadata (`pyhudi.writeTotals`, so the record-size walk reads 256 KB of a
+bulk load, not its write stats), replaced ids looked up per partition in place (`model/replaced_ids.py`), and per
+rewritten file about half the cost (bloom footer text patched in place, small files read without Arrow's pools,
+inserts topping up the file groups a write already rewrites).
 
 What still grows with the table, and why (per-partition and per-file costs from this run):
 
-* one-partition upsert, about 3 us per partition (1,500: +5 ms; 10,000: +27 ms): the commits that name every
-  partition (the two bulk loads that built these tables) are read while they are on the active timeline: the
-  record-size estimate (Hudi's AverageRecordSizeUtils walk) reads commits newest first until one wrote enough
-  bytes, and every view reads each replacecommit's replaced file ids. Archival removes them; until then, at
-  640k partitions such a commit is about 600 MB of JSON, and reading it (about 2 s of CPU here, plus the GET)
-  would dominate every write.
-* spread upsert, about 7.8 ms per touched partition (2 file groups each): copy-on-write rewrites every file
-  group it touches, as Hudi does: the key lookup and the merge each read the old file (435 KB here, 431 KB of
-  it the bloom filter Hudi's default configuration writes into every footer), the bloom filter is rebuilt and
-  the file written again. Per-partition work runs in parallel on the engine (2 threads here, executors on
-  Spark), so 640k touched partitions would be about 80 minutes of 2 cores' work; the 5x target would need
-  under 2 ms per file group.
-* clean, compaction and clustering planning, about 2-2.5 us per partition of the table: the plans are
-  incremental (they list only the written partitions), but every view still reads the replacecommit of the
-  clustering that ran over the whole table when it was built (1,500 partitions, 1.5 MB), until archived.
-  At 640k partitions that commit would cost about 1.5 s per plan.
-* snapshot count: pyhudi counts from parquet footers, 0.11 ms per file in-process (0.21x pyarrow.dataset)
-  and through Spark 0.43x Spark's own parquet count; a million files is about 2 minutes of footer reads on
+* one-partition upsert: no growth measured (1,500 partitions +3 ms, 1.08x; 10,000 within noise). What a
+  write reads that grows: one LIST of `.hoodie` (per instant on the active timeline, not per partition), and the
+  256 KB tail of each wide commit the record-size walk passes (commits Hudi wrote are summed whole, about 2 us
+  per partition they name, until archived). At 640k partitions: a pyhudi-written bulk load costs a write
+  256 KB; one Hudi wrote is about 600 MB of JSON (about 1.5 s of CPU here) until archival removes it.
+* spread upsert, about 2 ms of wall time per rewritten file on 2 threads (300 partitions: 0.85 s for 422 file
+  groups; 10 partitions: 0.06 s): copy-on-write rewrites every file group it touches, as Hudi does. Per file,
+  measured on this disk: two new files (the data file and its DIRECT marker, about 0.7 ms each to create),
+  writing the 431 KB footer bloom filter Hudi's defaults put in every file (0.6 ms with the rows), reading the
+  old file (0.2-0.4 ms), the key lookup, and a marker directory per partition. The floor of data file, footer
+  and read alone is about 1.5 ms of CPU per file, which on 2 cores puts the 300-partition write above 0.3 s
+  before any other work: more than 5x the 10-partition write (0.06 s). Batched markers (Hudi's
+  TIMELINE_SERVER_BASED layout, which pyhudi now reads) would save the marker files, about a quarter; at 640k
+  touched partitions the write is about 30 minutes of 2 cores' work, parallel on Spark executors.
+* clean, compaction and clustering planning: 1.04x / 1.23x / 1.29x. Each view still finds the whole-table
+  clustering's replaced ids by a byte search of that commit's tail (1/8 of a 1.5 MB file here, about 0.1 us
+  per partition it names); at 640k partitions that is a 75 MB ranged read per plan until the commit is
+  archived.
+* snapshot count: pyhudi counts from parquet footers, 0.09 ms per file in-process (0.17x pyarrow.dataset)
+  and through Spark 0.43x Spark's own parquet count; a million files is about 1.5 minutes of footer reads on
   2 cores. On an object store the listing dominates: without a metadata table a full snapshot lists every
   partition, 640k LISTs (a few minutes at 8 requests in flight), where Hudi reads its metadata table.
-* a write after 10,000 instants: the same work as after 100 (archival reads only the newest archive file;
-  CPU time 0.25 s both in a separate measurement); this run's medians differ by 13 ms with overlapping runs
-  (28-45 ms vs 28-37 ms), so its ratio is noise at this scale.
+* a write after 10,000 instants costs what one after 100 does (0.99x): archival reads only the newest
+  archive file and the active timeline holds what the archival policy keeps.
 """
 
 NOTES = ("Tables have 2 file groups per partition (two bulk_inserts). Upserts are half updates, half "
