@@ -381,11 +381,7 @@ class BloomFilter:
         return base64.b64encode(raw).decode("ascii")
 
     def footer_metadata(self) -> dict[str, str]:
-        """Footer entries Hudi writes for this filter (type code only for DYNAMIC filters)."""
-        meta = {FOOTER_KEY: self.serialize()}
-        if self.type_code == DYNAMIC_V0:
-            meta[TYPE_CODE_KEY] = DYNAMIC_V0
-        return meta
+        return footer_entries(self.serialize(), self.type_code)
 
     @classmethod
     def deserialize(cls, text: str | bytes, type_code: str | bytes | None = DYNAMIC_V0) -> BloomFilter:
@@ -397,9 +393,7 @@ class BloomFilter:
         not serialize it), so adding to it past a full row goes round-robin,
         exactly as Hudi would.
         """
-        if isinstance(type_code, bytes):
-            type_code = type_code.decode("utf-8", "replace")
-        code = SIMPLE if type_code is None else type_code.upper()
+        code = _type_code(type_code)
         if code not in (DYNAMIC_V0, SIMPLE):
             raise CorruptFileError(f"bloom filter type code {type_code!r} is unknown (DYNAMIC_V0 or SIMPLE)")
         try:
@@ -525,9 +519,7 @@ class FooterFilter:
     def parse(cls, text: str | bytes, type_code: str | bytes | None) -> FooterFilter | None:
         """The filter whose footer value is `text`, its layout read from the headers alone; None when the
         text is not laid out as Hudi writes it (a full decode then says what is wrong, or rebuilds)."""
-        if isinstance(type_code, bytes):
-            type_code = type_code.decode("utf-8", "replace")
-        code = SIMPLE if type_code is None else type_code.upper()
+        code = _type_code(type_code)
         blob = text.encode("ascii", "replace") if isinstance(text, str) else bytes(text)
         if code not in (DYNAMIC_V0, SIMPLE) or len(blob) < 20 or len(blob) % 4:
             return None
@@ -634,11 +626,22 @@ class FooterFilter:
         return self._text.decode("ascii")
 
     def footer_metadata(self) -> dict[str, str]:
-        """Footer entries Hudi writes for this filter (type code only for DYNAMIC filters)."""
-        meta = {FOOTER_KEY: self.serialize()}
-        if self.type_code == DYNAMIC_V0:
-            meta[TYPE_CODE_KEY] = DYNAMIC_V0
-        return meta
+        return footer_entries(self.serialize(), self.type_code)
+
+
+def footer_entries(text: str, type_code: str) -> dict[str, str]:
+    """Footer entries Hudi writes for a filter (the type code only for DYNAMIC filters)."""
+    meta = {FOOTER_KEY: text}
+    if type_code == DYNAMIC_V0:
+        meta[TYPE_CODE_KEY] = DYNAMIC_V0
+    return meta
+
+
+def _type_code(type_code: str | bytes | None) -> str:
+    """The footer's type code as Hudi reads it: none means SIMPLE (older writers wrote no type code)."""
+    if isinstance(type_code, bytes):
+        type_code = type_code.decode("utf-8", "replace")
+    return SIMPLE if type_code is None else type_code.upper()
 
 
 def _group_index(bit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

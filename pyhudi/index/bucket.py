@@ -113,7 +113,7 @@ def check_layout(view: FileSystemView, num_buckets: int, partitions: Sequence[st
     count in hoodie.properties, so a count larger than the table's is only caught when the property is
     there (writer/config.py). With `partitions`, only those (the write's) are checked, as Hudi's bucket
     index loads (and checks) the bucket-to-file-group mapping of the records' partitions only."""
-    for partition in view.partition_paths if partitions is None else view.existing_partitions(partitions):
+    for partition in view.partitions_of(partitions):
         owners: dict[int, str] = {}
         for fid in _live_file_ids(view, partition):
             b = bucket_of_file_id(fid)

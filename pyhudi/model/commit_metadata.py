@@ -84,11 +84,12 @@ class CommitMetadata:
         """The commit file; with `instant` (the commit's own time) its write totals go in extraMetadata
         (`TOTALS_KEY`), which the record-size estimate of later writes reads from the file's tail instead
         of summing the write stats of every partition the commit wrote."""
-        if instant is not None:
+        out = self.to_json()
+        if instant is not None:  # into the copy: the metadata object itself stays as its caller built it
             base = [s for s in self.all_stats() if (s.path or "").endswith(".parquet")]
-            self.extra_metadata[TOTALS_KEY] = f"{instant}:{self.total_bytes_written()},{self.total_records_written()}," \
+            out["extraMetadata"][TOTALS_KEY] = f"{instant}:{self.total_bytes_written()},{self.total_records_written()}," \
                 f"{sum(s.total_write_bytes for s in base)},{sum(s.num_writes for s in base)}"
-        return jackson.dumps(self.to_json()).encode("utf-8")
+        return jackson.dumps(out).encode("utf-8")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CommitMetadata:

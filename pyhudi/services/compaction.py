@@ -163,7 +163,7 @@ def plan_compaction(view: FileSystemView, cfg: CompactionConfig, max_file_size: 
     """Slices with logs, not under pending compaction or clustering, ordered and bounded by Hudi's
     strategy, from the partitions of `scope` (default: `compaction_scope`); only those are listed."""
     scope = scope or compaction_scope(view, cfg)
-    partitions = view.partition_paths if scope.partitions is None else view.existing_partitions(scope.partitions)
+    partitions = view.partitions_of(scope.partitions)
     blocked_ids = {**view.pending_clustering_file_ids(), **view.pending_compaction_file_ids()}
     found: list[CompactionCandidate] = []
     blocked: set[str] = set()

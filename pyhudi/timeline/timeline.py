@@ -198,13 +198,16 @@ class ActiveTimeline(Timeline):
         large file is read from its tail first: the keys other than partitionToWriteStats come last, and
         the write stats before them grow with the partitions the commit wrote, so a view of one partition
         after a whole-table clustering reads a few hundred KB instead of megabytes."""
+        searched = 0
         for share in (0, 8):  # a few KB from the end; in a replacecommit, before its replaced ids
             tail = self._tail(instant, share)
             if tail is None:
                 break
-            found = top_level_value(tail, key, kind, tail=True)
-            if found is not None:
-                return found
+            if len(tail) > searched:  # a small file's wider tail is the same bytes: searched already
+                found = top_level_value(tail, key, kind, tail=True)
+                if found is not None:
+                    return found
+                searched = len(tail)
         return top_level_value(self.details(instant), key, kind)
 
     def _tail(self, instant: Instant, share: int = 0) -> bytes | None:
@@ -229,7 +232,7 @@ class ActiveTimeline(Timeline):
         record-size estimate walks commits whose metadata grows with the partitions they wrote (a
         bulk load of 10,000 partitions is megabytes of JSON), and needs only these two sums.
         `base_files_only` counts the stats of parquet files (a deltacommit's base files)."""
-        if instant.file_name not in self._completed_details and self._sizes.get(instant.file_name, 0) > _TAIL_READ_ABOVE:
+        if self._tail(instant) is not None:  # a wide commit; pyhudi's carry their totals near the end
             stamped = stamped_totals(self.top_level(instant, "extraMetadata", dict), instant.timestamp, base_files_only)
             if stamped is not None:  # a wide commit pyhudi wrote: its tail has them
                 return stamped

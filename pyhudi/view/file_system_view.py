@@ -210,6 +210,11 @@ class FileSystemView:
             return [p for p in wanted if p in known]
         return [p for p in wanted if p and any(i.name.startswith(PARTITION_METAFILE) for i in self._list(p))]
 
+    def partitions_of(self, candidates: Iterable[str] | None) -> list[str]:
+        """The partitions an operation over `candidates` touches (`existing_partitions`); None: every
+        partition of the table (a global index, a whole-table service, a stream not read yet)."""
+        return self.partition_paths if candidates is None else self.existing_partitions(candidates)
+
     def listing(self, partition: str) -> list[FileInfo]:
         """The files (not directories) of one partition as this view listed them, listed on first use."""
         return self._list(partition)

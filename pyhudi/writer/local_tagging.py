@@ -124,8 +124,7 @@ def _key_files(cfg: WriteConfig, view: FileSystemView, partitions: Sequence[str]
 def _locate(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.Table, view: FileSystemView
             ) -> tuple[pa.Array, pa.Array, pa.Array]:
     """(fileId, instant, partition) where each record's key is stored, null where it is not."""
-    touched = view.partition_paths if cfg.index.is_global else view.existing_partitions(
-        pc.unique(records.column(PARTITION_COL)).to_pylist())
+    touched = view.partitions_of(None if cfg.index.is_global else pc.unique(records.column(PARTITION_COL)).to_pylist())
     files = _key_files(cfg, view, touched)
     return locate_in_files(engine, storage, files, records, global_index=cfg.index.is_global,
                            bloom=cfg.index.type in ("BLOOM", "GLOBAL_BLOOM"),

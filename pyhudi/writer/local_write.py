@@ -148,8 +148,7 @@ class LocalWriteClient(StreamedInsert):
         if bucket is not None and timeline is not None:
             view = build_view(self.storage, cfg.table, timeline)
             bucket_index.check_layout(view, cfg.index.bucket_num, partitions)
-            existing = bucket_index.existing_buckets(
-                view, view.partition_paths if partitions is None else view.existing_partitions(partitions))
+            existing = bucket_index.existing_buckets(view, view.partitions_of(partitions))
             if source.table is not None:
                 _check_new_buckets(source.table, bucket, existing)
         self._ensure_table()

@@ -214,7 +214,7 @@ def table_layout(cfg: WriteConfig, view: FileSystemView, timeline: ActiveTimelin
     """The table's layout for one small-batch write, from the view the write commits against. With the
     batch's `partitions` (the count job's), only those are listed and described: the task tags, tops up
     and appends to nothing else, as Hudi's index and partitioner take only the records' partitions."""
-    parts = view.partition_paths if partitions is None else view.existing_partitions(partitions)
+    parts = view.partitions_of(partitions)
     base_files = {p: tuple(StoredFile(bf.file_id, bf.instant, bf.path) for bf in view.latest_base_files(p))
                   for p in parts} if cfg.operation.needs_tagging else {}
     small = small_file_candidates(cfg, view, timeline, parts)

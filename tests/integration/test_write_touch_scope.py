@@ -109,26 +109,20 @@ def test_insert_overwrite_lists_the_written_partitions_only(tmp_path: Path, call
     _check(path, model)
 
 
-def test_bucket_upsert_lists_the_written_partition_only(tmp_path: Path, calls: list[tuple[str, str]]) -> None:
+@pytest.mark.parametrize("operation, rows", [
+    ("upsert", [(_key(1, "007"), "007"), (Decimal("5E+3"), "007")]),
+    # an in-memory bulk_insert checks the bucket layout of its own partitions, not the table's
+    ("bulk_insert", [(Decimal("7.25"), "new/ü"), (Decimal("-3"), "new/ü")]),
+])
+def test_bucket_write_lists_the_written_partition_only(tmp_path: Path, calls: list[tuple[str, str]], operation: str,
+                                                       rows: list[tuple[Decimal, str]]) -> None:
     path = str(tmp_path / "t")
     model: Model = {}
     bucket = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"}
     _table(path, model, **bucket)
     calls.clear()
-    _write(path, [(_key(1, "007"), "007"), (Decimal("5E+3"), "007")], 4, model, **bucket)
-    assert _data_dirs(calls) == ["007"]
-    _check(path, model)
-
-
-def test_bucket_bulk_insert_lists_the_written_partition_only(tmp_path: Path, calls: list[tuple[str, str]]) -> None:
-    """An in-memory BUCKET bulk_insert checks the bucket layout of its own partitions, not the table's."""
-    path = str(tmp_path / "t")
-    model: Model = {}
-    bucket = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"}
-    _table(path, model, **bucket)
-    calls.clear()
-    _write(path, [(Decimal("7.25"), "new/ü"), (Decimal("-3"), "new/ü")], 5, model, operation="bulk_insert", **bucket)
-    assert _data_dirs(calls) == ["new/ü"]
+    _write(path, rows, 4, model, operation=operation, **bucket)
+    assert _data_dirs(calls) == [rows[0][1]]
     _check(path, model)
 
 

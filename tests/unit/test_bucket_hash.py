@@ -140,11 +140,14 @@ class _Group:
 
 
 class _View:
-    """The three view methods check_layout uses, over {partition: [file ids]}."""
+    """The view methods check_layout uses, over {partition: [file ids]}."""
 
     def __init__(self, groups: dict[str, list[str]]) -> None:
         self.groups = groups
         self.partition_paths = list(groups)
+
+    def partitions_of(self, candidates):
+        return self.partition_paths if candidates is None else [p for p in self.groups if p in set(candidates)]
 
     def live_groups(self, partition):
         return [_Group(f) for f in self.groups[partition]]

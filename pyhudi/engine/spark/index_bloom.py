@@ -26,7 +26,8 @@ from pyhudi.engine.spark.index_simple import (
     with_empty_location,
 )
 from pyhudi.engine.spark.keygen import spark_sort_key
-from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, read_footer_filter
+from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, footer_probe
+from pyhudi.io.base_file import parallel_read
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import BaseFile
 from pyhudi.writer.config import IndexConfig
@@ -60,12 +61,12 @@ def _check_file(storage: Storage, table: pa.Table) -> pa.Table:
     with storage.open_input_file(path) as f:
         pf = pq.ParquetFile(f)
         meta = pf.metadata.metadata or {}
-        bloom = read_footer_filter(meta)
+        bloom = footer_probe(meta)  # a candidate's few keys are probed without decoding the whole filter
         if bloom is not None:
             keys = keys.filter(pa.array(bloom.might_contain_many(keys)))
         if len(keys) == 0:
             return empty
-        stored = pf.read(columns=[RECORD_KEY], use_threads=storage.is_native_file(f)).column(RECORD_KEY)
+        stored = pf.read(columns=[RECORD_KEY], use_threads=parallel_read(storage, f)).column(RECORD_KEY)
     hits = keys.filter(pc.is_in(keys, value_set=pc.unique(stored)))
     n = len(hits)
     first = table.slice(0, 1)

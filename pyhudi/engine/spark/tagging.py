@@ -80,7 +80,7 @@ def _check_bucket_table(cfg: WriteConfig, keyed: DataFrame, view: FileSystemView
 def _tag(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFrame,
          counts: dict[str, tuple[int, int]], view: FileSystemView) -> DataFrame:
     # A non-global index looks only at the batch's partitions (one listing each, not the whole table's).
-    partitions = view.partition_paths if cfg.index.is_global else view.existing_partitions(list(counts))
+    partitions = view.partitions_of(None if cfg.index.is_global else list(counts))
     if cfg.index.type == "INMEMORY":
         slices = [s for p in partitions for s in view.latest_merged_file_slices(p)]
         existing = simple_index.existing_log_aware_locations(spark, storage, slices)
