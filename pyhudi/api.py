@@ -97,7 +97,8 @@ def compact(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
                                 max_file_size=config.sizing.max_file_size)
         todo = compaction.pending_compactions(storage)
     for inst in todo:
-        compaction.execute(engine_for(spark, config.local_parallelism), storage, table, inst, parquet_settings(config), config.event_time_field)
+        compaction.execute(engine_for(spark, config.local_parallelism), storage, table, inst, parquet_settings(config),
+                           config.event_time_field, config.marker_type)
     return todo
 
 
@@ -124,7 +125,8 @@ def cluster(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
             storage, i, config.heartbeat_interval_ms, config.heartbeat_tolerable_misses)]  # never run one twice
     for inst in todo:
         clustering.execute(engine_for(spark, config.local_parallelism), storage, table, inst, config.clustering, parquet_settings(config),
-                           config.event_time_field, config.lock, config.heartbeat_interval_ms)
+                           config.event_time_field, config.lock, config.heartbeat_interval_ms,
+                           config.marker_type)
     return todo
 
 

@@ -159,3 +159,14 @@ def arrow_read(path: str | os.PathLike[str], options: dict[str, str] | None = No
 
         pytest.fail("the in-process reader pyhudi.read(path, ...) has not landed and no Spark session was given")
     return pyhudi.read(spark_getter(), str(path), options).toArrow()
+
+
+def marked_files(path: str | os.PathLike[str], instant: str) -> list[str]:
+    """The data files an instant's markers name, read as Hudi reads them: DIRECT marker files
+    (`<partition>/<file>.marker.<IO>`) and the lines of `MARKERS<n>` files (TIMELINE_SERVER_BASED)."""
+    root = pathlib.Path(path, ".hoodie", ".temp", instant)
+    names = [str(p.relative_to(root)) for p in root.rglob("*.marker.*")]
+    for f in root.glob("MARKERS*"):
+        if f.name != "MARKERS.type":
+            names += [line for line in f.read_text(encoding="utf-8").splitlines() if ".marker." in line]
+    return sorted({n.split(".marker.")[0].lstrip("/") for n in names})

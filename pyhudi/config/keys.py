@@ -160,9 +160,11 @@ INSERT_PARALLELISM = declare("hoodie.insert.shuffle.parallelism", "int", 0,
 DELETE_PARALLELISM = declare("hoodie.delete.shuffle.parallelism", "int", 0,
                              "Spark partitions for tagging in delete; 0 = inferred.", Group.WRITE,
                              validator=non_negative)
-MARKERS_TYPE = declare("hoodie.write.markers.type", "enum", "DIRECT",
-                       "Marker mechanism; TIMELINE_SERVER_BASED falls back to DIRECT (as Hudi does without a "
-                       "timeline server).", Group.WRITE, choices=("DIRECT", "TIMELINE_SERVER_BASED"))
+MARKERS_TYPE = declare("hoodie.write.markers.type", "enum", "TIMELINE_SERVER_BASED",
+                       "Marker layout. TIMELINE_SERVER_BASED (Hudi's default): marker names batched in MARKERS<n> "
+                       "files, one per task, written by the tasks themselves (pyhudi runs no timeline server). "
+                       "DIRECT: one empty marker file per data file.", Group.WRITE,
+                       choices=("DIRECT", "TIMELINE_SERVER_BASED"))
 TAGGED_STORAGE_LEVEL = declare("hoodie.write.tagged.record.storage.level", "str", "MEMORY_AND_DISK",
                                "Spark storage level for tagged records between planning and writing; NONE "
                                "recomputes the input instead.", Group.WRITE)

@@ -59,6 +59,9 @@ from pyhudi.view.builder import build_view
 from pyhudi.writer.config import ClusteringConfig
 from pyhudi.writer.handles import FILE_NAME, constant_strings, file_overhead
 from pyhudi.writer.markers import (
+    DEFAULT_MARKER_TYPE,
+    Marking,
+    begin_markers,
     create_marker,
     delete_markers,
     delete_unreported_files,
@@ -165,6 +168,7 @@ class ClusterContext:
     sort_columns: tuple[str, ...]
     layout: str
     small_file_bytes: int = 0
+    marking: Marking = Marking()
 
 
 def _rel(partition: str, uri: str) -> str:
@@ -301,7 +305,7 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
 
         path = join_path(partition, name)
         data, rows = _encode_next(ctx, chunk, rows, remaining, measured)
-        create_marker(storage, ctx.instant, partition, name, "CREATE")
+        create_marker(storage, ctx.instant, partition, name, "CREATE", ctx.marking)
         storage.write_bytes(path, data)
         fault_point("clustering.mid_execute")
         size = len(data)
@@ -317,7 +321,7 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
 # --------------------------------------------------------------------------- execution (driver)
 def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str, cfg: ClusteringConfig,
             parquet: ParquetSettings, event_time_field: str | None, lock: LockSettings | None = None,
-            heartbeat_ms: int = DEFAULT_HEARTBEAT_MS) -> CommitMetadata:
+            heartbeat_ms: int = DEFAULT_HEARTBEAT_MS, marker_type: str = DEFAULT_MARKER_TYPE) -> CommitMetadata:
     """Execute a pending clustering, beating its heartbeat meanwhile, so other processes can tell this
     live execution from one whose process died (which the next writer resumes, see `owner_gone`)."""
     timeline = ActiveTimeline.load(storage)
@@ -326,14 +330,14 @@ def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str, 
         raise TimelineError(f"{instant} is not a pending clustering on {storage.base_uri}")
     beat = Heartbeat(storage, instant, heartbeat_ms).start()
     try:
-        return _execute(engine, storage, table, timeline, current, cfg, parquet, event_time_field, lock)
+        return _execute(engine, storage, table, timeline, current, cfg, parquet, event_time_field, lock, marker_type)
     finally:
         beat.stop()
 
 
 def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: ActiveTimeline, current: Instant,
              cfg: ClusteringConfig, parquet: ParquetSettings, event_time_field: str | None,
-             lock: LockSettings | None) -> CommitMetadata:
+             lock: LockSettings | None, marker_type: str) -> CommitMetadata:
     instant = current.timestamp
     plan = read_plan(timeline, instant)
     if current.state is State.INFLIGHT:
@@ -358,7 +362,8 @@ def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: Act
     target = int(params.get("hoodie.clustering.plan.strategy.target.file.max.bytes", cfg.target_file_max_bytes))
     small = int(params.get("hoodie.clustering.plan.strategy.small.file.limit", cfg.small_file_limit))
     ctx = ClusterContext(storage, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet, target,
-                         sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout), small)
+                         sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout), small,
+                         begin_markers(storage, instant, marker_type))
     groups = plan.get("inputGroups") or []
     rows = [{"group": i, "partition": str(g["slices"][0].get("partitionPath") or ""), "slices": json.dumps(g["slices"])}
             for i, g in enumerate(groups)]

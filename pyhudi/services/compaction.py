@@ -55,6 +55,9 @@ from pyhudi.view.file_system_view import FileSlice, FileSystemView
 from pyhudi.writer.binpack import take_within_budget
 from pyhudi.writer.config import CompactionConfig
 from pyhudi.writer.markers import (
+    DEFAULT_MARKER_TYPE,
+    Marking,
+    begin_markers,
     create_marker,
     delete_markers,
     delete_unreported_files,
@@ -238,6 +241,7 @@ class CompactContext:
     spec: MergeSpec
     avro_with_meta: str
     parquet: ParquetSettings
+    marking: Marking = Marking()
 
 
 def _compact_task(ctx: CompactContext, op: dict[str, str], task: TaskInfo) -> list[WriteStat]:
@@ -254,7 +258,7 @@ def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], toke
     name = base_file_name(fid, token, ctx.instant)
     path = join_path(partition, name)
     ensure_partition_metadata(storage, partition, ctx.instant)
-    create_marker(storage, ctx.instant, partition, name, "MERGE" if base else "CREATE")
+    create_marker(storage, ctx.instant, partition, name, "MERGE" if base else "CREATE", ctx.marking)
     size = write_parquet(storage, path, merged, ctx.avro_with_meta, ctx.parquet)
     fault_point("compaction.mid_execute")
     return WriteStat(
@@ -269,7 +273,7 @@ def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], toke
 
 
 def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str,
-            parquet: ParquetSettings, event_time_field: str | None) -> CommitMetadata:
+            parquet: ParquetSettings, event_time_field: str | None, marker_type: str = DEFAULT_MARKER_TYPE) -> CommitMetadata:
     """Run a pending compaction: every file slice of the plan is merged by one task of `engine`."""
     timeline = ActiveTimeline.load(storage)
     current = timeline.find(instant)
@@ -289,7 +293,8 @@ def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str,
                      target_schema=S.avro_to_arrow(S.with_meta_fields(avro)),
                      populate_meta=table.populate_meta_fields, record_key_fields=table.record_key_fields,
                      committed_before=first.timestamp if first else None)
-    ctx = CompactContext(storage, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet)
+    ctx = CompactContext(storage, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet,
+                         begin_markers(storage, instant, marker_type))
     ops = [{"partition": o["partitionPath"] or "", "file_id": o["fileId"], "base_instant": o["baseInstantTime"],
             "base_file": o.get("dataFilePath"), "log_files": json.dumps(list(o.get("deltaFilePaths") or []))}
            for o in plan.get("operations") or []]

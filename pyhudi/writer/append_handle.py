@@ -34,7 +34,7 @@ from pyhudi.writer.handles import (
     is_delete,
     with_meta,
 )
-from pyhudi.writer.markers import create_marker, remove_marker
+from pyhudi.writer.markers import Marking, create_marker, remove_marker
 from pyhudi.writer.partitioner import Bucket, BucketKind
 
 log = logging.getLogger(__name__)
@@ -83,19 +83,26 @@ def _files(blocks: list[bytes], max_size: int) -> list[list[bytes]]:
 
 
 def create_log_file(storage: Storage, instant: str, partition: str, fid: str, base_instant: str, version: int,
-                    token: str, payload: bytes) -> tuple[str, int]:
+                    token: str, payload: bytes, marking: Marking) -> tuple[str, int]:
     """Write `payload` as a new log file of the slice at `version`, or at the next version no one has
     taken; returns its name and version. Never overwrites: the file is created exclusively, after its
     marker. A name taken by another writer keeps its file, and this instant's marker for it goes
     (a rollback or commit of this instant must not think it wrote that file)."""
     while True:
         name = log_file_name(fid, base_instant, version, token)
-        create_marker(storage, instant, partition, name, "APPEND")
+        marker = create_marker(storage, instant, partition, name, "APPEND", marking)
         if storage.write_new(join_path(partition, name), payload, mid_write_fault="write.mid_log_file"):
             return name, version
-        remove_marker(storage, instant, partition, name, "APPEND")
+        remove_marker(storage, marker)
         log.info("log file %s already exists (another writer); rolling over to version %d", name, version + 1)
         version += 1
+
+
+def log_start(instant: str, bucket: Bucket) -> tuple[str, str, int]:
+    """The file id, base instant and first log version a bucket's appends take (known before they run)."""
+    if bucket.kind is BucketKind.INSERT_LOG:
+        return (bucket.file_id if bucket.fixed_file_id else file_id(bucket.file_id, 0)), instant, 1
+    return bucket.file_id, bucket.log_base_instant or instant, bucket.log_version
 
 
 def append_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table, token: str,
@@ -105,9 +112,7 @@ def append_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
         records = dedupe(records, ctx.precombine_field)
     deleting = is_delete(records)
     new_group = bucket.kind is BucketKind.INSERT_LOG
-    fid = file_id(bucket.file_id, 0) if new_group and not bucket.fixed_file_id else bucket.file_id
-    base_instant = ctx.instant if new_group else (bucket.log_base_instant or ctx.instant)
-    version = 1 if new_group else bucket.log_version
+    fid, base_instant, version = log_start(ctx.instant, bucket)
     upserts = records.filter(pa.array(~deleting))
     updated = pc.sum(upserts.column(IS_UPDATE).cast(pa.int64())).as_py() or 0 \
         if IS_UPDATE in upserts.column_names and upserts.num_rows else 0
@@ -119,7 +124,7 @@ def append_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     for i, file_blocks in enumerate(_files(blocks, ctx.sizing.log_max_size)):
         payload = b"".join(file_blocks)
         name, written_version = create_log_file(storage, ctx.instant, bucket.partition, fid, base_instant, version,
-                                                token, payload)
+                                                token, payload, ctx.marking)
         version = written_version + 1
         path = join_path(bucket.partition, name)
         first = i == 0  # counts are attributed to the first file of a rolled-over write

@@ -59,7 +59,7 @@ from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer import delete_partition, single_task
 from pyhudi.writer.config import WriteConfig, parquet_settings
 from pyhudi.writer.handles import HandleContext
-from pyhudi.writer.markers import delete_markers, list_marked_files, unreported_files
+from pyhudi.writer.markers import begin_markers, delete_markers, list_marked_files, unreported_files
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import (
     BucketPlan,
@@ -474,7 +474,7 @@ class WriteClient:
             parquet=parquet_settings(cfg), buckets=tuple(plan.buckets) if plan else (), salts=tuple(salts),
             # bulk_insert deduplicates in Spark (layout) when asked; handles must not redo it per file.
             combine=(cfg.combine_before_write and plan is not None) if combine is None else combine,
-            require_ordering=ordering_required(cfg),
+            require_ordering=ordering_required(cfg), marking=begin_markers(self.storage, instant, cfg.marker_type),
         )
 
     def _reconcile_markers(self, instant: str, stats: list[WriteStat]) -> None:

@@ -119,6 +119,7 @@ class WriteConfig:
     local_parallelism: int = 0  # in-process engine's task pool (0: the machine's cores, at most 8)
     single_task_max_index_files: int = 256
     direct_parquet_input: bool = True
+    marker_type: str = "TIMELINE_SERVER_BASED"  # hoodie.write.markers.type
 
     @property
     def precombine_field(self) -> str | None:
@@ -319,6 +320,7 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         local_parallelism=o.get(K.LOCAL_PARALLELISM),
         single_task_max_index_files=o.get(K.SINGLE_TASK_MAX_INDEX_FILES),
         direct_parquet_input=o.get(K.DIRECT_PARQUET_INPUT),
+        marker_type=str(o.get(K.MARKERS_TYPE)),
     )
 
 

@@ -1,19 +1,32 @@
-"""Which handle writes a bucket: merge (rewrite a base file), append (MOR logs) or create.
+"""Which handle writes a bucket: merge (rewrite a base file), append (MOR logs) or create; and a task's
+run of several buckets, their markers written ahead in one go.
 
 Its own module so handles.py and append_handle.py (which uses handles' record helpers) do not import
-each other; every engine's write tasks call `run_handle`.
+each other; every engine's write tasks call `run_handles` or `run_handle`.
 """
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
 import pyarrow as pa
 
+from pyhudi.model.file_names import base_file_name, log_file_name
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.storage import Storage
-from pyhudi.writer.append_handle import append_handle
-from pyhudi.writer.handles import HandleContext, create_handle, merge_handle
+from pyhudi.writer.append_handle import append_handle, log_start
+from pyhudi.writer.handles import HandleContext, create_handle, created_file_id, merge_handle
+from pyhudi.writer.markers import premark
 from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.partitioner import Bucket, BucketKind
+
+# A rewritten file costs about as much as this many rows beyond its rows (file creation, footer, old
+# file's read), measured on small files: what `bucket_chunks` balances.
+FILE_COST_ROWS = 2000
+CHUNKS_PER_WORKER = 4
 
 
 def run_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table, token: str,
@@ -25,3 +38,44 @@ def run_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa
     if bucket.writes_logs:
         return append_handle(ctx, storage, bucket, records, token, pid)
     return create_handle(ctx, storage, bucket, records, token, pid)[0]
+
+
+def first_output(ctx: HandleContext, bucket: Bucket, token: str) -> tuple[str, str, str]:
+    """(partition, file name, IO type) of the file a bucket's handle creates first, known before it runs.
+    A handle may create more (rollover, a log name another writer took): those are marked as they come."""
+    if bucket.kind is BucketKind.UPDATE:
+        return bucket.partition, base_file_name(bucket.file_id, token, ctx.instant), "MERGE"
+    if bucket.writes_logs:
+        fid, base_instant, version = log_start(ctx.instant, bucket)
+        return bucket.partition, log_file_name(fid, base_instant, version, token), "APPEND"
+    return bucket.partition, base_file_name(created_file_id(bucket, 0), token, ctx.instant), "CREATE"
+
+
+def run_handles(ctx: HandleContext, storage: Storage, work: Sequence[tuple[Bucket, np.ndarray | None]],
+                records: pa.Table, token_for: Callable[[int], str]) -> list[WriteStat]:
+    """One task's buckets, one after another: the markers of their first files are written ahead in one
+    go (one `MARKERS<n>` file in Hudi's batched layout instead of a marker file and directory per file),
+    then each bucket's rows (`records` at its row numbers, or all of them for None) go to its handle."""
+    tokens = [token_for(b.number) for b, _ in work]
+    ctx = replace(ctx, marking=premark(storage, ctx.instant, [first_output(ctx, b, t) for (b, _), t in
+                                                              zip(work, tokens)], ctx.marking))
+    out: list[WriteStat] = []
+    for (bucket, rows), token in zip(work, tokens):
+        taken = records if rows is None else records.take(pa.array(rows))
+        out.extend(run_handle(ctx, storage, bucket, taken, token, bucket.number))
+    return out
+
+
+def bucket_chunks(work: Sequence[tuple[Bucket, np.ndarray]], workers: int
+                  ) -> list[list[tuple[Bucket, np.ndarray]]]:
+    """Split a write's buckets into a few tasks of about equal cost (largest first, each to the lightest
+    task): few enough that the batched markers are few files, enough that `workers` stay busy to the end.
+    Within a task the largest buckets run first."""
+    n = max(1, min(len(work), workers * CHUNKS_PER_WORKER if workers > 1 else 1))
+    heap = [(0, i) for i in range(n)]
+    chunks: list[list[tuple[Bucket, np.ndarray]]] = [[] for _ in range(n)]
+    for item in sorted(work, key=lambda it: -len(it[1])):
+        cost, i = heapq.heappop(heap)
+        chunks[i].append(item)
+        heapq.heappush(heap, (cost + len(item[1]) + FILE_COST_ROWS, i))
+    return [c for c in chunks if c]

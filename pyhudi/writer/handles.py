@@ -31,7 +31,7 @@ from pyhudi.model.file_names import base_file_name, file_id, join_path
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.storage import Storage
 from pyhudi.writer.config import SizingConfig
-from pyhudi.writer.markers import create_marker
+from pyhudi.writer.markers import Marking, create_marker
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import Bucket
 
@@ -70,6 +70,7 @@ class HandleContext:
     # Every record needs a non-null precombine value (writer/prepare.ordering_required); the one-task
     # write checks it in its task, the distributed write in its count job.
     require_ordering: bool = False
+    marking: Marking = Marking()  # hoodie.write.markers.type, and the markers a task wrote ahead
 
     @property
     def base_uri(self) -> str:
@@ -187,7 +188,7 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
         if keep_tail and rows == remaining and \
                 remaining * per_row < ctx.sizing.max_file_size - file_overhead(remaining, ctx.parquet):
             return stats, records.slice(offset)  # not a full file yet: the caller tops it up later
-        fid = bucket.file_id if bucket.fixed_file_id else file_id(bucket.file_id, first_rollover + i)
+        fid = created_file_id(bucket, first_rollover + i)
         name = base_file_name(fid, token, ctx.instant)
         path = join_path(bucket.partition, name)
         limit = 1 << 62 if bucket.fixed_file_id else size_limit(ctx.sizing.max_file_size, rows, ctx.parquet)
@@ -195,7 +196,7 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
             return with_meta(ctx, records.slice(start, n), fname, pid, start)
 
         data, rows = encode_within(make, rows, limit, ctx.avro_schema_with_meta, ctx.parquet, per_row)
-        create_marker(storage, ctx.instant, bucket.partition, name, "CREATE")
+        create_marker(storage, ctx.instant, bucket.partition, name, "CREATE", ctx.marking)
         storage.write_bytes(path, data, mid_write_fault="write.mid_file")
         size = len(data)
         stats.append(WriteStat(
@@ -208,6 +209,11 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
         offset += rows
         i += 1
     return stats, None
+
+
+def created_file_id(bucket: Bucket, rollover: int) -> str:
+    """The file group id of a create handle's `rollover`-th file (a fixed id, as BUCKET's, never rolls)."""
+    return bucket.file_id if bucket.fixed_file_id else file_id(bucket.file_id, rollover)
 
 
 def file_overhead(n: int, settings: ParquetSettings) -> int:
@@ -306,7 +312,7 @@ def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming:
         out = combined
     bloom = extended_bloom(old_footer, incoming.column(RECORD_KEY).take(pa.array(new_inserts, type=pa.int64())),
                            ctx.parquet)
-    create_marker(storage, ctx.instant, bucket.partition, name, "MERGE")
+    create_marker(storage, ctx.instant, bucket.partition, name, "MERGE", ctx.marking)
     size = write_parquet(storage, path, out, ctx.avro_schema_with_meta, ctx.parquet, mid_write_fault="write.mid_file",
                          bloom=bloom)
     return WriteStat(

@@ -47,7 +47,7 @@ from pyhudi.writer.binpack import pack_balanced
 from pyhudi.writer.bulk_insert import BUCKET_COL, by_partition, partition_groups, write_tables
 from pyhudi.writer.client import WriteResult
 from pyhudi.writer.config import WriteConfig
-from pyhudi.writer.dispatch import run_handle
+from pyhudi.writer.dispatch import bucket_chunks, run_handles
 from pyhudi.writer.handles import HandleContext, dedupe
 from pyhudi.writer.local_stream import StreamedInsert, materialize_reason
 from pyhudi.writer.local_tagging import LOC_FILE_ID, LOC_INSTANT, tag_records
@@ -121,16 +121,12 @@ class LocalWriteClient(StreamedInsert):
         order, bounds = grouped(routes, plan.num_buckets)
         work = [(b, order[bounds[b.number]:bounds[b.number + 1]]) for b in plan.buckets]
         work = [(b, rows) for b, rows in work if len(rows)]
-        # Biggest buckets first: the pool finishes sooner when the long tasks start early.
-        work.sort(key=lambda item: -len(item[1]))
 
-        def run(item: tuple[Bucket, np.ndarray], info: TaskInfo) -> list[WriteStat]:
-            bucket, rows = item
-            return run_handle(ctx, storage, bucket, records.take(pa.array(rows)), info.token(bucket.number),
-                              bucket.number)
+        def run(chunk: list[tuple[Bucket, np.ndarray]], info: TaskInfo) -> list[WriteStat]:
+            return run_handles(ctx, storage, chunk, records, info.token)
 
         log.info("%s: writing %d bucket(s) in-process", instant, len(work))
-        return self.engine.map_tasks(run, work, description=f"write {instant}")
+        return self.engine.map_tasks(run, bucket_chunks(work, self.engine.parallelism), description=f"write {instant}")
 
     # ------------------------------------------------------------------ bulk_insert
     def _write_bulk(self, spec: ArrowBatchSpec, source: ArrowSource, timeline: ActiveTimeline | None) -> WriteResult:

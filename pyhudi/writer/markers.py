@@ -1,9 +1,16 @@
-"""DIRECT markers: one empty file per data file, created before the data file (pyhudi writes these;
-it reads Hudi's TIMELINE_SERVER_BASED `MARKERS<n>` files too, see `list_marked_files`).
+"""Markers: a marker says "this instant may have created this file", and exists before the file does.
+Commit uses them to delete files of failed or speculative task attempts that no write stat names;
+rollback uses them to find every file a crashed write may have left.
 
-A marker says "this instant may have created this file". Commit uses them to
-delete files of failed or speculative task attempts that no write stat
-names; rollback uses them to find every file a crashed write may have left.
+Both of Hudi's layouts (`hoodie.write.markers.type`), read and written:
+* DIRECT: one empty file per data file, `<instant>/<partition>/<file>.marker.<IO type>`;
+* TIMELINE_SERVER_BASED (Hudi's default): `MARKERS.type` and `MARKERS<n>` files in the instant's
+  marker directory, holding marker names (`<partition>/<file>.marker.<IO type>`), one per line. Hudi's
+  timeline server batches its executors' requests into these files; pyhudi has no timeline server, so
+  each task writes its own: one file naming every file the task knows it will create, before it creates
+  any (`premark`), and one more file for each file it did not know of. A Hudi rollback reads them all
+  (it reads every `MARKERS*` file but the type file). Every marker write of an instant uses the layout
+  the type file names; DIRECT markers in a directory that has one would be ignored by Hudi.
 
 "May have" matters for log files: their name carries the slice's base
 instant, not the writer's, and two writers of one slice can pick the same
@@ -18,6 +25,9 @@ from __future__ import annotations
 
 import enum
 import logging
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from pyhudi.faults import fault_point
 from pyhudi.io.log_format import LogBlock, iter_blocks
@@ -30,6 +40,42 @@ MARKER_SUFFIX = ".marker."
 IO_TYPES = ("CREATE", "MERGE", "APPEND")
 MARKERS_FILE_PREFIX = "MARKERS"  # Hudi's timeline-server-based markers: MARKERS0, MARKERS1, ...
 MARKER_TYPE_FILE = "MARKERS.type"
+BATCHED = "TIMELINE_SERVER_BASED"
+DEFAULT_MARKER_TYPE = BATCHED  # hoodie.write.markers.type, as in Hudi
+# Hudi's timeline server numbers its files from 0 up to its thread count; files pyhudi's tasks write take
+# random numbers above those (Hudi parses the number as a Java int when its server re-opens a directory).
+_FIRST_TASK_INDEX, _LAST_INDEX = 1 << 20, (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class Marking:
+    """How a task marks the files it creates: in Hudi's batched layout or DIRECT, and which markers it
+    already wrote ahead of its files (`premark`)."""
+
+    batched: bool = True
+    premarked: frozenset[str] = frozenset()
+    typed: bool = False  # the instant's MARKERS.type file is known to exist (`begin_markers`)
+
+    @classmethod
+    def of(cls, marker_type: str) -> Marking:
+        return cls(batched=marker_type == BATCHED)
+
+
+def begin_markers(storage: Storage, instant: str, marker_type: str) -> Marking:
+    """The marking of an instant's tasks, its `MARKERS.type` file written first (the driver, once: Hudi
+    reads `MARKERS<n>` files only when the type file names their layout; tasks of a marking that is not
+    `typed` write it themselves)."""
+    marking = Marking.of(marker_type)
+    if not marking.batched:
+        return marking
+    _write_type(storage, instant)
+    return replace(marking, typed=True)
+
+
+def _write_type(storage: Storage, instant: str) -> None:
+    storage.write_new(f"{marker_dir(instant)}/{MARKER_TYPE_FILE}", BATCHED.encode())  # False if it exists
+
+
 
 
 def marker_dir(instant: str) -> str:
@@ -41,14 +87,58 @@ def marker_path(instant: str, data_rel: str, io_type: str) -> str:
     return f"{marker_dir(instant)}/{data_rel}{MARKER_SUFFIX}{io_type}"
 
 
-def create_marker(storage: Storage, instant: str, partition: str, file_name: str, io_type: str) -> None:
-    storage.write_bytes(marker_path(instant, join_path(partition, file_name), io_type), b"")
+def marker_name(partition: str, file_name: str, io_type: str) -> str:
+    """A marker's name relative to its instant's marker directory (a line of a `MARKERS<n>` file)."""
+    return f"{join_path(partition, file_name)}{MARKER_SUFFIX}{io_type}"
+
+
+def premark(storage: Storage, instant: str, files: Iterable[tuple[str, str, str]], marking: Marking) -> Marking:
+    """Write the markers of `files` ((partition, file name, IO type) each) in one go, before any of them is
+    created; the returned marking knows them, so `create_marker` does not write them again. DIRECT markers
+    are one file each anyway: they are written as the files are created."""
+    if not marking.batched:
+        return marking
+    names = [marker_name(*f) for f in files]
+    if not names:
+        return marking
+    _write_batch(storage, instant, names, marking.typed)
+    return replace(marking, premarked=marking.premarked | frozenset(names), typed=True)
+
+
+def create_marker(storage: Storage, instant: str, partition: str, file_name: str, io_type: str,
+                  marking: Marking) -> str | None:
+    """Mark a file before creating it. Returns the storage file that holds only this marker (to delete to
+    withdraw it), or None when the marker shares its file with others (written ahead by `premark`)."""
+    name = marker_name(partition, file_name, io_type)
+    written: str | None = None
+    if not marking.batched:
+        written = f"{marker_dir(instant)}/{name}"
+        storage.write_bytes(written, b"")
+    elif name not in marking.premarked:
+        written = _write_batch(storage, instant, [name], marking.typed)
     fault_point("write.after_marker")
+    return written
 
 
-def remove_marker(storage: Storage, instant: str, partition: str, file_name: str, io_type: str) -> None:
-    """Withdraw a marker whose file this instant did not get to create (another writer had the name)."""
-    storage.delete(marker_path(instant, join_path(partition, file_name), io_type))
+def remove_marker(storage: Storage, written: str | None) -> None:
+    """Withdraw a marker whose file this instant did not get to create (another writer had the name).
+    A marker written ahead with others stays: `instant_wrote` reads the file's blocks before anything
+    deletes it for this instant, as it must for a marker left by a crash between marker and file."""
+    if written is not None:
+        storage.delete(written)
+
+
+def _write_batch(storage: Storage, instant: str, names: list[str], typed: bool) -> str:
+    """A new `MARKERS<n>` file holding `names` (after the type file, so Hudi reads it); its path. Created
+    exclusively: tasks of other processes write their own files in the same directory."""
+    root = marker_dir(instant)
+    if not typed:
+        _write_type(storage, instant)
+    data = "".join(f"{n}\n" for n in names).encode("utf-8")
+    while True:
+        rel = f"{root}/{MARKERS_FILE_PREFIX}{random.randint(_FIRST_TASK_INDEX, _LAST_INDEX)}"
+        if storage.write_new(rel, data):
+            return rel
 
 
 class LogOwner(enum.Enum):
@@ -76,9 +166,10 @@ def log_file_owner(storage: Storage, rel: str, instant: str) -> LogOwner:
 
 
 def marked_by_others(storage: Storage, rel: str, instant: str) -> list[str]:
-    """Instants other than `instant` whose markers name data file `rel`."""
+    """Instants other than `instant` whose markers (of either layout) name data file `rel`."""
     others = [i.name for i in storage.list_dir(MARKER_ROOT) if i.is_dir and i.name != instant]
-    return [o for o in others if any(storage.exists(marker_path(o, rel, t)) for t in IO_TYPES)]
+    return [o for o in others if any(storage.exists(marker_path(o, rel, t)) for t in IO_TYPES)
+            or rel in _batched_marked(storage, o)]
 
 
 def instant_wrote(storage: Storage, instant: str, rel: str) -> bool:
@@ -108,9 +199,9 @@ def instant_wrote(storage: Storage, instant: str, rel: str) -> bool:
 
 
 def list_marked_files(storage: Storage, instant: str) -> list[str]:
-    """Data file paths (relative to the base path) that markers of `instant` name: DIRECT markers (one
-    file each, in partition directories) and the TIMELINE_SERVER_BASED ones Hudi's Spark writers make
-    by default (`MARKERS<n>` files in the instant's marker directory, one marker name per line)."""
+    """Data file paths (relative to the base path) that markers of `instant` name, in either layout:
+    DIRECT markers (one file each, in partition directories) and batched ones (`MARKERS<n>` files in
+    the instant's marker directory, one marker name per line), whoever wrote them."""
     root = marker_dir(instant)
     out: list[str] = []
     pending = [root]
@@ -119,15 +210,26 @@ def list_marked_files(storage: Storage, instant: str) -> list[str]:
         for info in storage.list_dir(current):
             if info.is_dir:
                 pending.append(info.path)
-            elif current == root and info.name.startswith(MARKERS_FILE_PREFIX) and info.name != MARKER_TYPE_FILE:
+            elif current == root and _is_batch(info.name):
                 out.extend(_marked(line) for line in _lines(storage, info.path) if MARKER_SUFFIX in line)
             elif MARKER_SUFFIX in info.name:
                 out.append(_marked(info.path[len(root) + 1:]))
     return sorted(set(out))
 
 
+def _batched_marked(storage: Storage, instant: str) -> set[str]:
+    root = marker_dir(instant)
+    return {_marked(line) for info in storage.list_dir(root) if not info.is_dir and _is_batch(info.name)
+            for line in _lines(storage, info.path) if MARKER_SUFFIX in line}
+
+
+def _is_batch(name: str) -> bool:
+    return name.startswith(MARKERS_FILE_PREFIX) and name != MARKER_TYPE_FILE
+
+
 def _marked(marker: str) -> str:
-    return marker[: marker.rindex(MARKER_SUFFIX)]
+    """The data file a marker names; Hudi's server writes `/<file>` for a non-partitioned table."""
+    return marker[: marker.rindex(MARKER_SUFFIX)].lstrip("/")
 
 
 def _lines(storage: Storage, rel: str) -> list[str]:

@@ -35,7 +35,7 @@ from pyhudi.storage.metrics import bind
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.config import WriteConfig
-from pyhudi.writer.dispatch import run_handle
+from pyhudi.writer.dispatch import bucket_chunks, run_handles
 from pyhudi.writer.handles import IS_UPDATE, HandleContext, is_delete
 from pyhudi.writer.local_tagging import KeyFile, locate_in_files
 from pyhudi.writer.operation import WriteOperation
@@ -195,16 +195,16 @@ def _run_buckets(ctx: HandleContext, storage: Storage, plan: BucketPlan, records
     if len(work) > 1:  # several takes: from one contiguous copy, not from every chunk each time
         records = records.combine_chunks()
 
-    def run(item: tuple[Bucket, np.ndarray]) -> list[WriteStat]:
-        bucket, rows = item
-        return run_handle(ctx, storage, bucket, records.take(pa.array(rows)), token_for(bucket.number), bucket.number)
+    def run(chunk: list[tuple[Bucket, np.ndarray]]) -> list[WriteStat]:
+        return run_handles(ctx, storage, chunk, records, token_for)
 
     workers = max(1, min(threads, len(work), os.cpu_count() or 1))
+    chunks = bucket_chunks(work, workers)
     if workers == 1:
-        results = [run(item) for item in work]
+        results = [run(chunk) for chunk in chunks]
     else:
         with ThreadPoolExecutor(workers) as pool:
-            results = list(pool.map(bind(run), work))
+            results = list(pool.map(bind(run), chunks))
     return [s for stats in results for s in stats]
 
 

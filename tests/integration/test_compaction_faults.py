@@ -33,7 +33,7 @@ import fastavro
 import pytest
 
 import pyhudi
-from tests.helpers import hudi_rs, rows_by_key
+from tests.helpers import hudi_rs, marked_files, rows_by_key
 from tests.integration.fault_writer import data_files_of, model_rows
 from tests.integration.table_checks import COLS, assert_table, hoodie_names, opts, split_name
 from tests.integration.test_faults import Writer
@@ -68,9 +68,6 @@ def plan_of(path: str, instant: str) -> list[dict[str, Any]]:
     return list(record["operations"])
 
 
-def marked_files(path: str, instant: str) -> list[str]:
-    root = pathlib.Path(path, ".hoodie", ".temp", instant)
-    return sorted(str(p.relative_to(root)).split(".marker.")[0] for p in root.rglob("*.marker.*"))
 
 
 def log_files(path: str) -> list[str]:

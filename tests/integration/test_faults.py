@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 import pyhudi
+from tests.helpers import marked_files
 from tests.integration.fault_writer import data_files_of, inflight_instants, model_rows, rows_frame
 from tests.integration.table_checks import (
     all_data_files,
@@ -498,8 +499,7 @@ def test_bulk_insert_killed_after_writing_data_files(spark, fleet):
     orphans = data_files_of(path, {pending})
     assert info["files"] and set(info["files"]) <= set(orphans), "the gate saw data files of the pending write"
     assert all(f.startswith("pnew/") for f in orphans)
-    markers = pathlib.Path(path, ".hoodie", ".temp", pending)
-    marked = sorted(str(p.relative_to(markers)).split(".marker.")[0] for p in markers.rglob("*.marker.*"))
+    marked = marked_files(path, pending)
     assert set(orphans) <= set(marked), "every data file has its marker"
     model = model_rows(C1)
     assert_table(spark, path, model)

@@ -41,7 +41,7 @@ def test_marker_reconciliation_deletes_files_no_stat_names(spark, tmp_path):
     from pyhudi.storage import Storage
     from pyhudi.writer.client import WriteClient
     from pyhudi.writer.config import build_write_config
-    from pyhudi.writer.markers import create_marker, list_marked_files
+    from pyhudi.writer.markers import Marking, create_marker, list_marked_files
 
     path = str(tmp_path / "m")
     rows = {"start": 0, "stop": 50, "version": 1}
@@ -55,7 +55,7 @@ def test_marker_reconciliation_deletes_files_no_stat_names(spark, tmp_path):
     for rel in (kept, stray):
         shutil.copyfile(os.path.join(path, committed), os.path.join(path, rel))
     for rel in (kept, stray, missing):
-        create_marker(storage, fake, "p0", os.path.basename(rel), "CREATE")
+        create_marker(storage, fake, "p0", os.path.basename(rel), "CREATE", Marking())
     assert list_marked_files(storage, fake) == sorted([kept, stray, missing])
     # Files of an instant that is not on the timeline are invisible to both readers.
     assert_table(spark, path, model)

@@ -123,14 +123,14 @@ def test_groups_under_pending_compaction_or_clustering_are_excluded(mor: Cluster
 def test_groups_holding_log_files_of_a_pending_write_are_excluded(mor: ClusterTable) -> None:
     """A pending (maybe failed) deltacommit's log files already sit in committed slices; a plan naming them
     could never run once the write is rolled back (its rollback deletes them)."""
-    from pyhudi.writer.markers import create_marker
+    from pyhudi.writer.markers import Marking, create_marker
 
     mor.write(T(1), bases=tuple(("p=a", f"g{i}", 10 * MB) for i in range(1, 5)))
     mor.write(T(2), logs=(("p=a", "g1", T(1), 1, MB), ("p=a", "g2", T(1), 1, MB)), state="inflight")
     for fid in ("g1", "g2"):
-        create_marker(mor.storage, T(2), "p=a", f".{fid}_{T(1)}.log.1_0-1-1", "APPEND")
+        create_marker(mor.storage, T(2), "p=a", f".{fid}_{T(1)}.log.1_0-1-1", "APPEND", Marking())
     # A new base file version of g4 (not written yet) is no reason to wait: no plan can name it.
-    create_marker(mor.storage, T(2), "p=a", f"g4_0-1-1_{T(2)}.parquet", "MERGE")
+    create_marker(mor.storage, T(2), "p=a", f"g4_0-1-1_{T(2)}.parquet", "MERGE", Marking())
     draft = mor.draft()
     for fid in ("g1", "g2"):
         d = decision(draft, fid)

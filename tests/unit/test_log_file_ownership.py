@@ -36,6 +36,7 @@ from pyhudi.writer.config import SizingConfig
 from pyhudi.writer.handles import PARTITION, RECORD_KEY, HandleContext
 from pyhudi.writer.markers import (
     LogOwner,
+    Marking,
     create_marker,
     list_marked_files,
     log_file_owner,
@@ -129,21 +130,27 @@ def test_write_new_never_overwrites(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- (c) rollback and commit clean-up
-def _collide(table: Table) -> tuple[Path, Path]:
+@pytest.fixture(params=["DIRECT", "TIMELINE_SERVER_BASED"])
+def marking(request: pytest.FixtureRequest) -> Marking:
+    """Both marker layouts: one file per marker, or marker names batched in MARKERS<n> files."""
+    return Marking.of(request.param)
+
+
+def _collide(table: Table, marking: Marking) -> tuple[Path, Path]:
     """Y won version 2; X lost it, rolled over to version 3, but its marker for version 2 survived
     (a crash between the failed create and withdrawing the marker). Both are inflight."""
     _instants(table, X, Y)
     storage = Storage(str(table.root))
     v2, v3 = log_file_name(FID, BASE_TS, 2, TOKEN), log_file_name(FID, BASE_TS, 3, TOKEN)
     for instant, name in ((Y, v2), (X, v2), (X, v3)):
-        create_marker(storage, instant, PART, name, "APPEND")
+        create_marker(storage, instant, PART, name, "APPEND", marking)
     (table.root / PART / v2).write_bytes(_log_bytes(Y, ["k1"], 1))
     (table.root / PART / v3).write_bytes(_log_bytes(X, ["k2"], 2))
     return table.root / PART / v2, table.root / PART / v3
 
 
-def test_rollback_keeps_another_instants_log_file_its_marker_names(table: Table) -> None:
-    theirs, ours = _collide(table)
+def test_rollback_keeps_another_instants_log_file_its_marker_names(table: Table, marking: Marking) -> None:
+    theirs, ours = _collide(table, marking)
     storage = Storage(str(table.root))
     before = theirs.read_bytes()
 
@@ -156,29 +163,29 @@ def test_rollback_keeps_another_instants_log_file_its_marker_names(table: Table)
     assert list_marked_files(storage, Y) == [f"{PART}/{theirs.name}"], "Y's markers were touched"
 
 
-def test_commit_cleanup_keeps_another_instants_log_file_its_marker_names(table: Table) -> None:
-    theirs, ours = _collide(table)
+def test_commit_cleanup_keeps_another_instants_log_file_its_marker_names(table: Table, marking: Marking) -> None:
+    theirs, ours = _collide(table, marking)
     storage = Storage(str(table.root))
     assert unreported_files(storage, X, {f"{PART}/{ours.name}"}) == []
     # A file X wrote but did not report (a failed task attempt) still goes.
     assert unreported_files(storage, X, set()) == [f"{PART}/{ours.name}"]
 
 
-def test_rollback_keeps_a_blockless_log_file_another_live_writer_marked(table: Table) -> None:
+def test_rollback_keeps_a_blockless_log_file_another_live_writer_marked(table: Table, marking: Marking) -> None:
     """Y is still writing (or died mid-block): no complete block to tell the owner, but Y's marker is there."""
-    theirs, _ = _collide(table)
+    theirs, _ = _collide(table, marking)
     theirs.write_bytes(_log_bytes(Y, ["k1"], 1)[:40])
     storage = Storage(str(table.root))
     rollback_pending_write(storage, ActiveTimeline.load(storage), Instant(X, Action.DELTA_COMMIT, State.INFLIGHT))
     assert theirs.exists()
 
 
-def test_rollback_deletes_its_own_torn_log_file(table: Table) -> None:
+def test_rollback_deletes_its_own_torn_log_file(table: Table, marking: Marking) -> None:
     """A torn file nobody else marked is the rolled-back instant's own (a crash mid-write)."""
     _instants(table, X)
     storage = Storage(str(table.root))
     name = log_file_name(FID, BASE_TS, 2, TOKEN)
-    create_marker(storage, X, PART, name, "APPEND")
+    create_marker(storage, X, PART, name, "APPEND", marking)
     torn = table.root / PART / name
     torn.write_bytes(_log_bytes(X, ["k1"], 1)[:40])
     assert log_file_owner(storage, f"{PART}/{name}", X) is LogOwner.NO_BLOCK
@@ -186,13 +193,13 @@ def test_rollback_deletes_its_own_torn_log_file(table: Table) -> None:
     assert not torn.exists()
 
 
-def test_rollback_cancels_its_blocks_in_a_shared_log_file_with_a_command_block(table: Table) -> None:
+def test_rollback_cancels_its_blocks_in_a_shared_log_file_with_a_command_block(table: Table, marking: Marking) -> None:
     """A log file holding blocks of X and of Y (a writer that appends) is kept; X's blocks are rolled back
     by a command block in a new version, as Hudi does."""
     _instants(table, X)
     storage = Storage(str(table.root))
     name = log_file_name(FID, BASE_TS, 2, TOKEN)
-    create_marker(storage, X, PART, name, "APPEND")
+    create_marker(storage, X, PART, name, "APPEND", marking)
     shared = table.root / PART / name
     shared.write_bytes(_log_bytes(Y, ["k1"], 1) + _log_bytes(X, ["k2"], 2))
     before = shared.read_bytes()
@@ -203,7 +210,7 @@ def test_rollback_cancels_its_blocks_in_a_shared_log_file_with_a_command_block(t
     assert block.block_type == BlockType.COMMAND_BLOCK and block.header[HeaderKey.TARGET_INSTANT_TIME] == X
 
 
-def test_resumed_rollback_keeps_a_file_another_writer_created_after_the_plan(table: Table) -> None:
+def test_resumed_rollback_keeps_a_file_another_writer_created_after_the_plan(table: Table, marking: Marking) -> None:
     """The plan named X's file; it was deleted before a crash, and Y has created that name since.
     Resuming the plan must not delete Y's file."""
     _instants(table, X, Y)
@@ -214,7 +221,7 @@ def test_resumed_rollback_keeps_a_file_another_writer_created_after_the_plan(tab
         am.rollback_request(partition_path=PART, files_to_be_deleted=[storage.uri(rel)])])
     timeline = ActiveTimeline.load(storage)
     rb = timeline.create_new_requested(Action.ROLLBACK, am.write_instant_avro("HoodieRollbackPlan", plan)).timestamp
-    create_marker(storage, Y, PART, name, "APPEND")
+    create_marker(storage, Y, PART, name, "APPEND", marking)
     (table.root / rel).write_bytes(_log_bytes(Y, ["k1"], 1))
     (result,) = resume_pending_rollbacks(storage, ActiveTimeline.load(storage))
     assert result.rollback_instant == rb and result.deleted_files == ()

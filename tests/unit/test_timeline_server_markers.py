@@ -1,9 +1,12 @@
 """A failed write of Hudi's Spark writer leaves TIMELINE_SERVER_BASED markers (its default): `MARKERS.type`
 and `MARKERS<n>` files listing marker names, one per line, in `.hoodie/.temp/<instant>/`. pyhudi's rollback
 must find the files they name, as Hudi's MarkerBasedRollbackUtils does, and delete what the failed write made.
+pyhudi writes the same layout by default (each task writes its own `MARKERS<n>` files), which Hudi's
+rollback must be able to read in turn: every file the failed write left must be named there.
 
-The failed write is pyhudi's own, stopped before its commit; its DIRECT markers are then rewritten in Hudi's
-timeline-server layout. Each table is read with pyhudi and hudi-rs and compared with a model."""
+The failed write is pyhudi's own, stopped before its commit: either with its own batched markers, or with
+DIRECT markers then rewritten as Hudi's server writes them. Each table is read with pyhudi and hudi-rs and
+compared with a model."""
 
 from __future__ import annotations
 
@@ -67,10 +70,25 @@ def _to_timeline_server_markers(path: Path, instant: str) -> list[str]:
     return names
 
 
+def _hudi_reads_markers(path: Path, instant: str) -> list[str]:
+    """The marker names of a batched-layout directory, read as Hudi's MarkerBasedRollbackUtils does: only
+    when MARKERS.type says TIMELINE_SERVER_BASED, from every MARKERS* file but the type file."""
+    root = path / MARKER_ROOT / instant
+    assert (root / "MARKERS.type").read_text() == "TIMELINE_SERVER_BASED"
+    assert not [p for p in root.iterdir() if p.is_dir()], "a DIRECT marker directory in a batched layout"
+    files = [p for p in root.iterdir() if p.name.startswith("MARKERS") and p.name != "MARKERS.type"]
+    for f in files:
+        assert 0 <= int(f.name[len("MARKERS"):]) < 2 ** 31, f"{f.name}: Hudi parses the index as a Java int"
+    return [line for f in files for line in f.read_text(encoding="utf-8").split("\n") if line]
+
+
+@pytest.mark.parametrize("layout", ["hudi_server", "pyhudi_batched"])
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_rollback_finds_files_named_by_timeline_server_markers(tmp_path: Path, table_type: str) -> None:
+def test_rollback_finds_files_named_by_timeline_server_markers(tmp_path: Path, table_type: str, layout: str) -> None:
     path = tmp_path / "t"
     opts = {**OPTS, "hoodie.datasource.write.table.type": table_type}
+    if layout == "hudi_server":  # written DIRECT, then rewritten below as Hudi's own server writes them
+        opts["hoodie.write.markers.type"] = "DIRECT"
     pyhudi.write(_batch(range(30), 1), str(path), opts)
     model = {f"k{i}.5-é": (PARTS[i % len(PARTS)], 1) for i in range(30)}
     before = {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts}
@@ -82,7 +100,8 @@ def test_rollback_finds_files_named_by_timeline_server_markers(tmp_path: Path, t
     left = {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts} - before
     assert left, "the failed write left no data files"
 
-    names = _to_timeline_server_markers(path, failed)
+    names = _to_timeline_server_markers(path, failed) if layout == "hudi_server" else _hudi_reads_markers(path, failed)
+    assert all(n.rsplit(".marker.", 1)[1] in ("CREATE", "MERGE", "APPEND") for n in names)
     marked = list_marked_files(Storage(str(path)), failed)
     assert marked == sorted({n[: n.rindex(".marker.")] for n in names})
     assert left <= set(marked)

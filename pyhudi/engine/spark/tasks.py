@@ -13,7 +13,7 @@ from pyspark import TaskContext
 from pyhudi.model.file_names import write_token
 from pyhudi.writer.bulk_insert import write_tables
 from pyhudi.writer.direct_input import DirectInput, InputUnit
-from pyhudi.writer.dispatch import run_handle
+from pyhudi.writer.dispatch import run_handles
 from pyhudi.writer.handles import SALT, STAT_SCHEMA, HandleContext
 from pyhudi.writer.single_task import OUTPUT_SCHEMA, TableLayout, bad_keys_refusal, write_batch
 
@@ -36,7 +36,7 @@ def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> It
     if salts != [ctx.salts[pid]]:
         raise RuntimeError(f"task {pid} received rows of salts {salts}, expected only {ctx.salts[pid]}")
     token = write_token(pid, tc.stageId(), tc.taskAttemptId())
-    stats = run_handle(ctx, ctx.storage, bucket, records, token, pid)
+    stats = run_handles(ctx, ctx.storage, [(bucket, None)], records, lambda _: token)
     rows = [json.dumps(s.to_json()) for s in stats]
     yield pa.RecordBatch.from_pydict({"stat": rows}, schema=STAT_SCHEMA)
 
