@@ -594,10 +594,11 @@ def test_write_killed_during_rollback_is_resumed(spark, fleet):
     orphans = data_files_of(path, {target})
     # Markers of files whose tasks died before creating them: legal, and they keep the rollback busy
     # long enough (thousands of deletes) for a kill to land inside it.
-    marker_dir = pathlib.Path(path, ".hoodie", ".temp", target, "pnew")
+    marker_dir = pathlib.Path(path, ".hoodie", ".temp", target)
+    assert (marker_dir / "MARKERS.type").read_text() == "TIMELINE_SERVER_BASED"  # the writer's (default) layout
     prefix = "00000000-0000-0000-0000-"
-    for i in range(50_000):
-        (marker_dir / f"{prefix}{i:012d}-0_9-9-{i}_{target}.parquet.marker.CREATE").touch()
+    (marker_dir / "MARKERS7").write_text("".join(
+        f"pnew/{prefix}{i:012d}-0_9-9-{i}_{target}.parquet.marker.CREATE\n" for i in range(50_000)))
     w = fleet.writers["kill_rb"]
     pathlib.Path(fleet.root, "kill_rb.go").touch()
 
