@@ -516,33 +516,41 @@ commits read from their tail (`ActiveTimeline.top_level`: extraMetadata, operati
 stamping their own write totals in extraMetadata (`pyhudi.writeTotals`, so the record-size walk reads 256 KB of a
 bulk load, not its write stats), replaced ids looked up per partition in place (`model/replaced_ids.py`), and per
 rewritten file about half the cost (bloom footer text patched in place, small files read without Arrow's pools,
-inserts topping up the file groups a write already rewrites).
+inserts topping up the file groups a write already rewrites); then markers in Hudi's batched layout, written
+ahead by each task (`writer/markers.py`, `dispatch.run_handles`).
 
 What still grows with the table, and why (per-partition and per-file costs from this run):
 
-* one-partition upsert: no growth measured (1,500 partitions +3 ms, 1.08x; 10,000 within noise). What a
+* one-partition upsert: no growth measured (1,500 partitions 1.00x, 10,000 0.99x). What a
   write reads that grows: one LIST of `.hoodie` (per instant on the active timeline, not per partition), and the
   256 KB tail of each wide commit the record-size walk passes (commits Hudi wrote are summed whole, about 2 us
   per partition they name, until archived). At 640k partitions: a pyhudi-written bulk load costs a write
   256 KB; one Hudi wrote is about 600 MB of JSON (about 1.5 s of CPU here) until archival removes it.
-* spread upsert, about 2 ms of wall time per rewritten file on 2 threads (300 partitions: 0.85 s for 422 file
-  groups; 10 partitions: 0.06 s): copy-on-write rewrites every file group it touches, as Hudi does. Per file,
-  measured on this disk: two new files (the data file and its DIRECT marker, about 0.7 ms each to create),
-  writing the 431 KB footer bloom filter Hudi's defaults put in every file (0.6 ms with the rows), reading the
-  old file (0.2-0.4 ms), the key lookup, and a marker directory per partition. The floor of data file, footer
-  and read alone is about 1.5 ms of CPU per file, which on 2 cores puts the 300-partition write above 0.3 s
-  before any other work: more than 5x the 10-partition write (0.06 s). Batched markers (Hudi's
-  TIMELINE_SERVER_BASED layout, which pyhudi now reads) would save the marker files, about a quarter; at 640k
-  touched partitions the write is about 30 minutes of 2 cores' work, parallel on Spark executors.
-* clean, compaction and clustering planning: 1.04x / 1.23x / 1.29x. Each view still finds the whole-table
+* spread upsert, about 1.6 ms of wall time per rewritten file on 2 threads (300 partitions: 0.67 s for 422 file
+  groups, on 100k rows or 20k rows alike; 10 partitions: 0.08 s for 15 files of 5,000 rows, 0.05 s for 15 of 33):
+  copy-on-write rewrites every file group it touches, as Hudi does, so the ratio is per-file cost against the
+  small table's per-row cost. Markers no longer cost a file each: they take Hudi's batched layout
+  (TIMELINE_SERVER_BASED, each task's markers in one MARKERS<n> file written ahead; 8 files instead of 422
+  marker files and 300 directories; the 300-partition write went from 0.85 s to 0.67 s). What is left per file
+  (one thread: 0.73 s for 420 files, 1.4 ms each after the key lookup's 0.1 s): reading the old file and its
+  431 KB footer (0.3 ms), merging and adding the meta columns (0.3 ms), patching the bloom filter and writing the
+  file with its footer (0.6 ms), creating the file. Most of it is Python holding the GIL (py-spy `--gil`), so
+  the in-process engine's 2 threads give 1.15x, not 2x. File creation on this machine's disk (ext4 mounted
+  without a journal) costs 17 us on a quiet disk but 0.6-0.7 ms within minutes of thousands of deletions
+  (perf: ext4's `recently_deleted` scan in inode allocation, which only runs without a journal), so the
+  cleaner's own deletions between rounds make later rounds pay for it. What would reach 5x: engine workers
+  that are processes (the per-file Python in parallel), or far fewer Python calls per file. At 640k touched
+  partitions (about 900k rewritten files) the write is about 21 minutes of one core's work (1.4 ms a file) and
+  24 minutes in-process on this machine's 2 threads; on Spark it spreads over executors, which are processes.
+* clean, compaction and clustering planning: 1.16x / 1.15x / 1.22x (about 2 ms against 1.5 ms). Each view still finds the whole-table
   clustering's replaced ids by a byte search of that commit's tail (1/8 of a 1.5 MB file here, about 0.1 us
   per partition it names); at 640k partitions that is a 75 MB ranged read per plan until the commit is
   archived.
-* snapshot count: pyhudi counts from parquet footers, 0.09 ms per file in-process (0.17x pyarrow.dataset)
-  and through Spark 0.43x Spark's own parquet count; a million files is about 1.5 minutes of footer reads on
+* snapshot count: pyhudi counts from parquet footers, 0.08 ms per file in-process (0.16x pyarrow.dataset)
+  and through Spark 0.44x Spark's own parquet count; a million files is about 1.5 minutes of footer reads on
   2 cores. On an object store the listing dominates: without a metadata table a full snapshot lists every
   partition, 640k LISTs (a few minutes at 8 requests in flight), where Hudi reads its metadata table.
-* a write after 10,000 instants costs what one after 100 does (0.99x): archival reads only the newest
+* a write after 10,000 instants costs what one after 100 does (1.04x): archival reads only the newest
   archive file and the active timeline holds what the archival policy keeps.
 """
 

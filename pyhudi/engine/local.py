@@ -1,7 +1,9 @@
 """The in-process engine: tasks run in the calling process on a bounded thread pool.
 
 pyarrow's parquet and compute kernels release the GIL, so threads give real parallelism for the work
-tasks do (decode, merge, encode). `hoodie.pyhudi.engine.local.parallelism` bounds the pool (default:
+tasks do (decode, merge, encode) on large files. Many small files are bound by the Python around each
+file, which holds the GIL: a spread upsert rewriting 420 files of 166 rows takes 0.73 s on one thread and
+0.62-0.66 s on two. `hoodie.pyhudi.engine.local.parallelism` bounds the pool (default:
 the machine's cores, at most 8), which bounds memory too: at most that many tasks hold data at once.
 """
 
