@@ -7,7 +7,6 @@ each other; every engine's write tasks call `run_handles` or `run_handle`.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -18,6 +17,7 @@ from pyhudi.model.file_names import base_file_name, log_file_name
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.storage import Storage
 from pyhudi.writer.append_handle import append_handle, log_start
+from pyhudi.writer.binpack import pack_balanced
 from pyhudi.writer.handles import HandleContext, create_handle, created_file_id, merge_handle
 from pyhudi.writer.markers import premark
 from pyhudi.writer.partition_meta import ensure_partition_metadata
@@ -68,14 +68,8 @@ def run_handles(ctx: HandleContext, storage: Storage, work: Sequence[tuple[Bucke
 
 def bucket_chunks(work: Sequence[tuple[Bucket, np.ndarray]], workers: int
                   ) -> list[list[tuple[Bucket, np.ndarray]]]:
-    """Split a write's buckets into a few tasks of about equal cost (largest first, each to the lightest
-    task): few enough that the batched markers are few files, enough that `workers` stay busy to the end.
-    Within a task the largest buckets run first."""
-    n = max(1, min(len(work), workers * CHUNKS_PER_WORKER if workers > 1 else 1))
-    heap = [(0, i) for i in range(n)]
-    chunks: list[list[tuple[Bucket, np.ndarray]]] = [[] for _ in range(n)]
-    for item in sorted(work, key=lambda it: -len(it[1])):
-        cost, i = heapq.heappop(heap)
-        chunks[i].append(item)
-        heapq.heappush(heap, (cost + len(item[1]) + FILE_COST_ROWS, i))
-    return [c for c in chunks if c]
+    """Split a write's buckets into a few tasks of about equal cost (the bin-packer's largest first into the
+    least-loaded task): few enough that the batched markers are few files, enough that `workers` stay busy to
+    the end. Within a task the largest buckets run first."""
+    tasks = max(1, min(len(work), workers * CHUNKS_PER_WORKER if workers > 1 else 1))
+    return pack_balanced(work, lambda item: len(item[1]) + FILE_COST_ROWS, tasks)
