@@ -76,8 +76,6 @@ def _write_type(storage: Storage, instant: str) -> None:
     storage.write_new(f"{marker_dir(instant)}/{MARKER_TYPE_FILE}", BATCHED.encode())  # False if it exists
 
 
-
-
 def marker_dir(instant: str) -> str:
     return f"{MARKER_ROOT}/{instant}"
 
