@@ -112,6 +112,7 @@ def profile_of(op: WriteOperation, records: pa.Table) -> WorkloadProfile:
 
 
 # --------------------------------------------------------------------------- lookup
+LOOKUP_RUNS_PER_WORKER = 4
 def _key_files(cfg: WriteConfig, view: FileSystemView, partitions: Sequence[str]) -> list[KeyFile]:
     if cfg.index.type == "INMEMORY":
         return [KeyFile(s.partition, s.file_id, s.base_instant, s.base_file.path if s.base_file else None,
@@ -135,8 +136,8 @@ def locate_in_files(engine: Engine, storage: Storage, files: Sequence[KeyFile], 
                     global_index: bool = False, bloom: bool = False, prune_by_ranges: bool = True
                     ) -> tuple[pa.Array, pa.Array, pa.Array]:
     """(fileId, instant, partition) of the file among `files` storing each record's key (in the record's
-    partition unless the index is global), null where none does. One engine task per file; the one-task
-    write passes a sequential engine and its layout's SIMPLE files."""
+    partition unless the index is global), null where none does. A few engine tasks per worker, each a run
+    of files (`_runs`); the one-task write passes a sequential engine and its layout's SIMPLE files."""
     parts = records.column(PARTITION_COL).combine_chunks()
     keys = records.column(RECORD_KEY_COL).combine_chunks()
     by_part = {} if global_index else _keys_by_partition(parts, keys, {f.partition for f in files})
@@ -150,8 +151,21 @@ def locate_in_files(engine: Engine, storage: Storage, files: Sequence[KeyFile], 
             return _bloom_lookup(storage, kf, wanted, prune_by_ranges)
         return [(kf, _present(wanted, _file_keys(storage, kf)))]
 
-    found = engine.map_tasks(lookup, list(files), description="index lookup")
+    def lookup_run(run: Sequence[KeyFile], info: TaskInfo) -> list[tuple[KeyFile, pa.Array]]:
+        return [hit for kf in run for hit in lookup(kf, info)]
+
+    found = engine.map_tasks(lookup_run, _runs(files, engine.parallelism), description="index lookup")
     return _assign(records.num_rows, parts, keys, found, global_index)
+
+
+def _runs(files: Sequence[KeyFile], workers: int) -> list[Sequence[KeyFile]]:
+    """Consecutive runs of files, a few per worker: a task per file costs more than a small file's lookup
+    (a spread write looks into hundreds), and the runs keep the files' order, which `_assign` follows."""
+    if not files:
+        return []
+    n = max(1, min(len(files), workers * LOOKUP_RUNS_PER_WORKER if workers > 1 else 1))
+    size = -(-len(files) // n)
+    return [files[i:i + size] for i in range(0, len(files), size)]
 
 
 def _keys_by_partition(parts: pa.Array, keys: pa.Array, wanted: set[str]) -> dict[str, pa.Array]:

@@ -166,3 +166,16 @@ def test_bucket_chunks_of_few_buckets_are_one_each() -> None:
     chunks = bucket_chunks(_work([5, 3, 9]), 2)
     assert sorted(len(c) for c in chunks) == [1, 1, 1]
     assert bucket_chunks([], 2) == []
+
+
+# --------------------------------------------------------------------------- the index lookup's runs
+def test_lookup_runs_keep_the_files_order_and_cover_each_once() -> None:
+    from pyhudi.writer.local_tagging import LOOKUP_RUNS_PER_WORKER, KeyFile, _runs
+
+    files = [KeyFile(f"p{i % 7}", f"f{i}", I1, f"p{i % 7}/f{i}.parquet") for i in range(601)]
+    for workers in (1, 2, 8):
+        runs = _runs(files, workers)
+        assert [kf for run in runs for kf in run] == files  # `_assign` follows this order
+        assert len(runs) == (1 if workers == 1 else workers * LOOKUP_RUNS_PER_WORKER)
+    assert _runs(files[:3], 2) == [files[0:1], files[1:2], files[2:3]]
+    assert _runs([], 2) == []
