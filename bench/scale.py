@@ -517,17 +517,19 @@ stamping their own write totals in extraMetadata (`pyhudi.writeTotals`, so the r
 bulk load, not its write stats), replaced ids looked up per partition in place (`model/replaced_ids.py`), and per
 rewritten file about half the cost (bloom footer text patched in place, small files read without Arrow's pools,
 inserts topping up the file groups a write already rewrites); then markers in Hudi's batched layout, written
-ahead by each task (`writer/markers.py`, `dispatch.run_handles`).
+ahead by each task (`writer/markers.py`, `dispatch.run_handles`), and the in-process index lookup in runs of
+files rather than a task per file.
 
 What still grows with the table, and why (per-partition and per-file costs from this run):
 
-* one-partition upsert: no growth measured (1,500 partitions 1.00x, 10,000 0.99x). What a
+* one-partition upsert: no growth measured (1,500 partitions 0.96x, 10,000 0.85x). What a
   write reads that grows: one LIST of `.hoodie` (per instant on the active timeline, not per partition), and the
   256 KB tail of each wide commit the record-size walk passes (commits Hudi wrote are summed whole, about 2 us
   per partition they name, until archived). At 640k partitions: a pyhudi-written bulk load costs a write
   256 KB; one Hudi wrote is about 600 MB of JSON (about 1.5 s of CPU here) until archival removes it.
-* spread upsert, about 1.6 ms of wall time per rewritten file on 2 threads (300 partitions: 0.67 s for 422 file
-  groups, on 100k rows or 20k rows alike; 10 partitions: 0.08 s for 15 files of 5,000 rows, 0.05 s for 15 of 33):
+* spread upsert, about 1.6-1.9 ms of wall time per rewritten file on 2 threads (300 partitions: 0.67-0.80 s for
+  422 file groups, on 100k rows or 20k rows alike; 10 partitions: 0.08-0.11 s for 15 files of 5,000 rows,
+  0.05 s for 15 of 33; the range is this run and one at 06:20 UTC on a quieter machine, 8.1x and 14.5x):
   copy-on-write rewrites every file group it touches, as Hudi does, so the ratio is per-file cost against the
   small table's per-row cost. Markers no longer cost a file each: they take Hudi's batched layout
   (TIMELINE_SERVER_BASED, each task's markers in one MARKERS<n> file written ahead; 8 files instead of 422
@@ -542,15 +544,16 @@ What still grows with the table, and why (per-partition and per-file costs from 
   that are processes (the per-file Python in parallel), or far fewer Python calls per file. At 640k touched
   partitions (about 900k rewritten files) the write is about 21 minutes of one core's work (1.4 ms a file) and
   24 minutes in-process on this machine's 2 threads; on Spark it spreads over executors, which are processes.
-* clean, compaction and clustering planning: 1.16x / 1.15x / 1.22x (about 2 ms against 1.5 ms). Each view still finds the whole-table
+* clean, compaction and clustering planning: 1.13x / 1.18x / 1.19x (about 2 ms against 1.5-2 ms; a run at
+  07:00 UTC on a busier machine had clustering at 1.32x, 2.8 ms against 2.2 ms). Each view still finds the whole-table
   clustering's replaced ids by a byte search of that commit's tail (1/8 of a 1.5 MB file here, about 0.1 us
   per partition it names); at 640k partitions that is a 75 MB ranged read per plan until the commit is
   archived.
-* snapshot count: pyhudi counts from parquet footers, 0.08 ms per file in-process (0.16x pyarrow.dataset)
-  and through Spark 0.44x Spark's own parquet count; a million files is about 1.5 minutes of footer reads on
+* snapshot count: pyhudi counts from parquet footers, 0.09 ms per file in-process (0.17x pyarrow.dataset)
+  and through Spark 0.41x Spark's own parquet count; a million files is about 1.5 minutes of footer reads on
   2 cores. On an object store the listing dominates: without a metadata table a full snapshot lists every
   partition, 640k LISTs (a few minutes at 8 requests in flight), where Hudi reads its metadata table.
-* a write after 10,000 instants costs what one after 100 does (1.04x): archival reads only the newest
+* a write after 10,000 instants costs what one after 100 does (0.90x): archival reads only the newest
   archive file and the active timeline holds what the archival policy keeps.
 """
 
