@@ -10,6 +10,13 @@ from pyhudi.model.file_names import write_token
 
 T = TypeVar("T")
 R = TypeVar("R")
+TASKS_PER_WORKER = 4
+
+
+def task_count(items: int, workers: int) -> int:
+    """How many tasks to split `items` small units of work into: a few per worker, so each task does enough
+    to pay for itself and the workers stay busy to the end (one task when there is one worker)."""
+    return max(1, min(items, workers * TASKS_PER_WORKER if workers > 1 else 1))
 
 
 @dataclass(frozen=True)

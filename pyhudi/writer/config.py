@@ -19,6 +19,7 @@ from pyhudi.model.metadata_table import note_enable_requested
 from pyhudi.model.table_config import COW, CUSTOM_KEYGENS, TIMESTAMP_KEYGENS, TableConfig, infer_keygen
 from pyhudi.model.table_features import check_writable
 from pyhudi.transaction.lock import LockSettings
+from pyhudi.writer.markers import DEFAULT_MARKER_TYPE
 from pyhudi.writer.operation import WriteOperation
 
 GLOBAL_INDEXES = frozenset({"GLOBAL_SIMPLE", "GLOBAL_BLOOM"})
@@ -119,7 +120,7 @@ class WriteConfig:
     local_parallelism: int = 0  # in-process engine's task pool (0: the machine's cores, at most 8)
     single_task_max_index_files: int = 256
     direct_parquet_input: bool = True
-    marker_type: str = "TIMELINE_SERVER_BASED"  # hoodie.write.markers.type
+    marker_type: str = DEFAULT_MARKER_TYPE  # hoodie.write.markers.type
 
     @property
     def precombine_field(self) -> str | None:

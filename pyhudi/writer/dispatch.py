@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 
+from pyhudi.engine.base import task_count
 from pyhudi.model.file_names import base_file_name, log_file_name
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.storage import Storage
@@ -26,7 +27,6 @@ from pyhudi.writer.partitioner import Bucket, BucketKind
 # A rewritten file costs about as much as this many rows beyond its rows (file creation, footer, old
 # file's read), measured on small files: what `bucket_chunks` balances.
 FILE_COST_ROWS = 2000
-CHUNKS_PER_WORKER = 4
 
 
 def run_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table, token: str,
@@ -71,5 +71,4 @@ def bucket_chunks(work: Sequence[tuple[Bucket, np.ndarray]], workers: int
     """Split a write's buckets into a few tasks of about equal cost (the bin-packer's largest first into the
     least-loaded task): few enough that the batched markers are few files, enough that `workers` stay busy to
     the end. Within a task the largest buckets run first."""
-    tasks = max(1, min(len(work), workers * CHUNKS_PER_WORKER if workers > 1 else 1))
-    return pack_balanced(work, lambda item: len(item[1]) + FILE_COST_ROWS, tasks)
+    return pack_balanced(work, lambda item: len(item[1]) + FILE_COST_ROWS, task_count(len(work), workers))

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyhudi.engine.base import Engine, TaskInfo
+from pyhudi.engine.base import Engine, TaskInfo, task_count
 from pyhudi.index import bucket as bucket_index
 from pyhudi.index import log_index
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, footer_probe
@@ -112,7 +112,6 @@ def profile_of(op: WriteOperation, records: pa.Table) -> WorkloadProfile:
 
 
 # --------------------------------------------------------------------------- lookup
-LOOKUP_RUNS_PER_WORKER = 4
 def _key_files(cfg: WriteConfig, view: FileSystemView, partitions: Sequence[str]) -> list[KeyFile]:
     if cfg.index.type == "INMEMORY":
         return [KeyFile(s.partition, s.file_id, s.base_instant, s.base_file.path if s.base_file else None,
@@ -163,8 +162,7 @@ def _runs(files: Sequence[KeyFile], workers: int) -> list[Sequence[KeyFile]]:
     (a spread write looks into hundreds), and the runs keep the files' order, which `_assign` follows."""
     if not files:
         return []
-    n = max(1, min(len(files), workers * LOOKUP_RUNS_PER_WORKER if workers > 1 else 1))
-    size = -(-len(files) // n)
+    size = -(-len(files) // task_count(len(files), workers))
     return [files[i:i + size] for i in range(0, len(files), size)]
 
 

@@ -209,16 +209,21 @@ def list_marked_files(storage: Storage, instant: str) -> list[str]:
             if info.is_dir:
                 pending.append(info.path)
             elif current == root and _is_batch(info.name):
-                out.extend(_marked(line) for line in _lines(storage, info.path) if MARKER_SUFFIX in line)
+                out.extend(_batch_marked(storage, info.path))
             elif MARKER_SUFFIX in info.name:
                 out.append(_marked(info.path[len(root) + 1:]))
     return sorted(set(out))
 
 
 def _batched_marked(storage: Storage, instant: str) -> set[str]:
-    root = marker_dir(instant)
-    return {_marked(line) for info in storage.list_dir(root) if not info.is_dir and _is_batch(info.name)
-            for line in _lines(storage, info.path) if MARKER_SUFFIX in line}
+    """The data files the instant's `MARKERS<n>` files name (its DIRECT markers left out)."""
+    return {rel for info in storage.list_dir(marker_dir(instant)) if not info.is_dir and _is_batch(info.name)
+            for rel in _batch_marked(storage, info.path)}
+
+
+def _batch_marked(storage: Storage, rel: str) -> list[str]:
+    """The data files one `MARKERS<n>` file names (a torn last line without its suffix is no marker)."""
+    return [_marked(line) for line in _lines(storage, rel) if MARKER_SUFFIX in line]
 
 
 def _is_batch(name: str) -> bool:

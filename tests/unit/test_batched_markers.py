@@ -170,12 +170,13 @@ def test_bucket_chunks_of_few_buckets_are_one_each() -> None:
 
 # --------------------------------------------------------------------------- the index lookup's runs
 def test_lookup_runs_keep_the_files_order_and_cover_each_once() -> None:
-    from pyhudi.writer.local_tagging import LOOKUP_RUNS_PER_WORKER, KeyFile, _runs
+    from pyhudi.engine.base import TASKS_PER_WORKER
+    from pyhudi.writer.local_tagging import KeyFile, _runs
 
     files = [KeyFile(f"p{i % 7}", f"f{i}", I1, f"p{i % 7}/f{i}.parquet") for i in range(601)]
     for workers in (1, 2, 8):
         runs = _runs(files, workers)
         assert [kf for run in runs for kf in run] == files  # `_assign` follows this order
-        assert len(runs) == (1 if workers == 1 else workers * LOOKUP_RUNS_PER_WORKER)
+        assert len(runs) == (1 if workers == 1 else workers * TASKS_PER_WORKER)
     assert _runs(files[:3], 2) == [files[0:1], files[1:2], files[2:3]]
     assert _runs([], 2) == []
