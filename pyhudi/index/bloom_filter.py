@@ -368,8 +368,8 @@ class BloomFilter:
         header = _HEADER.pack(_VERSION, self.num_hashes, _MURMUR_HASH, self.vector_size)
         return header + np.packbits(row, bitorder="little").tobytes()
 
-    def serialize(self) -> str:
-        """The exact base64 text Hudi stores under :data:`FOOTER_KEY`."""
+    def serialized(self) -> bytes:
+        """:meth:`serialize` as ASCII bytes, as a parquet footer holds it."""
         if self.type_code == SIMPLE:
             raw = self._row_bytes(self._rows[0])
         else:
@@ -378,10 +378,17 @@ class BloomFilter:
                      _DYN_FIELDS.pack(self._nr, count, len(self._rows))]
             parts.extend(self._row_bytes(row) for row in self._rows)
             raw = b"".join(parts)
-        return base64.b64encode(raw).decode("ascii")
+        return base64.b64encode(raw)
+
+    def serialize(self) -> str:
+        """The exact base64 text Hudi stores under :data:`FOOTER_KEY`."""
+        return self.serialized().decode("ascii")
 
     def footer_metadata(self) -> dict[str, str]:
         return footer_entries(self.serialize(), self.type_code)
+
+    def footer_raw(self) -> dict[bytes, bytes | bytearray]:
+        return raw_footer_entries(self.serialized(), self.type_code)
 
     @classmethod
     def deserialize(cls, text: str | bytes, type_code: str | bytes | None = DYNAMIC_V0) -> BloomFilter:
@@ -470,9 +477,10 @@ class FooterFilter:
     copied as it was.
     """
 
-    def __init__(self, text: bytearray, type_code: str, vector_size: int, num_hashes: int, nr: int,
+    def __init__(self, text: bytes | bytearray, type_code: str, vector_size: int, num_hashes: int, nr: int,
                  count: int, rows_at: list[int]) -> None:
-        """Low-level constructor; use :meth:`parse`. `rows_at`: raw offsets of each row's bits."""
+        """Low-level constructor; use :meth:`parse`. `rows_at`: raw offsets of each row's bits. Bytes are
+        copied only when a key is added: a merge that inserts nothing writes the old text as it was read."""
         self._text = text
         self.type_code = type_code
         self.vector_size = vector_size
@@ -549,7 +557,7 @@ class FooterFilter:
             rows_at = [at + _HEADER.size for at in headers]
         if len(blob) != 4 * -(-raw_len // 3) or not _canonical_end(blob, raw_len):
             return None
-        return cls(bytearray(blob), code, vector_size, nb_hash, nr, count, rows_at)
+        return cls(blob, code, vector_size, nb_hash, nr, count, rows_at)
 
     def fits(self, n: int) -> bool:
         """Whether `n` more keys go to the last row, as Hudi's filter adds them, without starting a row."""
@@ -589,7 +597,7 @@ class FooterFilter:
         bits = self._group_bits(groups)
         bits[local * 24 + bit % 24] = 1
         packed = np.packbits(bits, bitorder="little")
-        chars = np.frombuffer(self._text, np.uint8).reshape(-1, 4)
+        chars = np.frombuffer(self._writable(), np.uint8).reshape(-1, 4)
         if self._padded_end() and groups[-1] == len(chars) - 1:  # the short last group: its own bytes only
             size = 3 - self._text[-2:].count(b"=")
             chars[-1] = np.frombuffer(binascii.b2a_base64(packed[-3:][:size].tobytes(), newline=False), np.uint8)
@@ -619,7 +627,13 @@ class FooterFilter:
         lo, hi = at // 3, -(-(at + len(data)) // 3)
         raw = bytearray(binascii.a2b_base64(bytes(self._text[4 * lo:4 * hi])))
         raw[at - 3 * lo:at - 3 * lo + len(data)] = data
-        self._text[4 * lo:4 * hi] = binascii.b2a_base64(bytes(raw), newline=False)
+        self._writable()[4 * lo:4 * hi] = binascii.b2a_base64(bytes(raw), newline=False)
+
+    def _writable(self) -> bytearray:
+        """The text to patch: the parsed bytes are copied once, when the first key is added."""
+        if not isinstance(self._text, bytearray):
+            self._text = bytearray(self._text)
+        return self._text
 
     def serialize(self) -> str:
         """The footer value: the old text with the patched groups."""
@@ -627,6 +641,20 @@ class FooterFilter:
 
     def footer_metadata(self) -> dict[str, str]:
         return footer_entries(self.serialize(), self.type_code)
+
+    def footer_raw(self) -> dict[bytes, bytes | bytearray]:
+        """:meth:`footer_metadata` as bytes, the filter's own buffer not copied (the text is ~431 KB at
+        Hudi's defaults, and each copy of it is a measurable share of a small file's write); the filter is
+        not to be patched again while a writer holds them."""
+        return raw_footer_entries(self._text, self.type_code)
+
+
+def raw_footer_entries(text: bytes | bytearray, type_code: str) -> dict[bytes, bytes | bytearray]:
+    """`footer_entries` as bytes, for the parquet writer."""
+    meta: dict[bytes, bytes | bytearray] = {FOOTER_KEY.encode(): text}
+    if type_code == DYNAMIC_V0:
+        meta[TYPE_CODE_KEY.encode()] = DYNAMIC_V0.encode()
+    return meta
 
 
 def footer_entries(text: str, type_code: str) -> dict[str, str]:

@@ -19,8 +19,9 @@ from pyhudi.model.write_stat import WriteStat
 from pyhudi.storage import Storage
 from pyhudi.writer.append_handle import append_handle, log_start
 from pyhudi.writer.binpack import pack_balanced
-from pyhudi.writer.handles import HandleContext, create_handle, created_file_id, merge_handle
+from pyhudi.writer.handles import HandleContext, create_handle, created_file_id
 from pyhudi.writer.markers import premark
+from pyhudi.writer.merge_handle import MergeItem, merge_handle, merge_handles
 from pyhudi.writer.partition_meta import ensure_partition_metadata
 from pyhudi.writer.partitioner import Bucket, BucketKind
 
@@ -53,17 +54,29 @@ def first_output(ctx: HandleContext, bucket: Bucket, token: str) -> tuple[str, s
 
 def run_handles(ctx: HandleContext, storage: Storage, work: Sequence[tuple[Bucket, np.ndarray | None]],
                 records: pa.Table, token_for: Callable[[int], str]) -> list[WriteStat]:
-    """One task's buckets, one after another: the markers of their first files are written ahead in one
-    go (one `MARKERS<n>` file in Hudi's batched layout instead of a marker file and directory per file),
-    then each bucket's rows (`records` at its row numbers, or all of them for None) go to its handle."""
+    """One task's buckets: the markers of their first files are written ahead in one go (one `MARKERS<n>`
+    file in Hudi's batched layout instead of a marker file and directory per file); the update buckets are
+    merged in batches (`merge_handles`), every other bucket goes to its handle. Each bucket's rows are
+    `records` at its row numbers, or all of them for None; the stats come back in bucket order."""
     tokens = [token_for(b.number) for b, _ in work]
     ctx = replace(ctx, marking=premark(storage, ctx.instant, [first_output(ctx, b, t) for (b, _), t in
                                                               zip(work, tokens)], ctx.marking))
-    out: list[WriteStat] = []
-    for (bucket, rows), token in zip(work, tokens):
-        taken = records if rows is None else records.take(pa.array(rows))
-        out.extend(run_handle(ctx, storage, bucket, taken, token, bucket.number))
-    return out
+
+    def taken(rows: np.ndarray | None) -> pa.Table:
+        return records if rows is None else records.take(pa.array(rows))
+
+    merged = [i for i, (b, _) in enumerate(work) if b.kind is BucketKind.UPDATE]
+    for partition in dict.fromkeys(work[i][0].partition for i in merged):
+        ensure_partition_metadata(storage, partition, ctx.instant)
+
+    items = [MergeItem(work[i][0], work[i][1], tokens[i], work[i][0].number) for i in merged]
+    out: list[list[WriteStat]] = [[] for _ in work]
+    for i, stat in zip(merged, merge_handles(ctx, storage, records, items)):
+        out[i] = [stat]
+    for i, ((bucket, rows), token) in enumerate(zip(work, tokens)):
+        if bucket.kind is not BucketKind.UPDATE:
+            out[i] = run_handle(ctx, storage, bucket, taken(rows), token, bucket.number)
+    return [stat for stats in out for stat in stats]
 
 
 def bucket_chunks(work: Sequence[tuple[Bucket, np.ndarray]], workers: int

@@ -22,9 +22,6 @@ from pyhudi.io.base_file import (
     bloom_overhead,
     encode_within,
     estimate_bytes_per_row,
-    extended_bloom,
-    read_parquet,
-    write_parquet,
 )
 from pyhudi.io.schema import conform_table
 from pyhudi.model.file_names import base_file_name, file_id, join_path
@@ -119,18 +116,26 @@ def without_deletes(records: pa.Table) -> pa.Table:
 
 
 def with_meta(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, seq_start: int) -> pa.Table:
-    """Records in file layout: fresh meta columns for a new write, then the data columns."""
+    """Records in file layout: fresh meta columns for a new write (one file), then the data columns."""
+    n = records.num_rows
+    return meta_table(ctx, records, constant_strings(file_name, n), f"{ctx.instant}_{pid}_",
+                      np.arange(seq_start, seq_start + n, dtype=np.int64))
+
+
+def meta_table(ctx: HandleContext, records: pa.Table, file_names: pa.Array, seq_prefixes: str | pa.Array,
+               numbers: np.ndarray) -> pa.Table:
+    """`with_meta` with a file name and sequence number prefix (`<instant>_<pid>_`) per row, so one call
+    lays out the rows of many files (the batched merge)."""
     n = records.num_rows
     if ctx.populate_meta:
-        numbers = pc.cast(pa.array(np.arange(seq_start, seq_start + n, dtype=np.int64)), pa.string())
         meta = {
             COMMIT_TIME: constant_strings(ctx.instant, n),
-            SEQNO: pc.binary_join_element_wise(f"{ctx.instant}_{pid}_", numbers, ""),
+            SEQNO: pc.binary_join_element_wise(seq_prefixes, pc.cast(pa.array(numbers, pa.int64()), pa.string()), ""),
             RECORD_KEY: records.column(RECORD_KEY), PARTITION: records.column(PARTITION),
         }
     else:
         meta = {c: pa.nulls(n, type=pa.string()) for c in (COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION)}
-    meta[FILE_NAME] = constant_strings(file_name, n)
+    meta[FILE_NAME] = file_names
     cols = dict(meta)
     data_fields = [f for f in ctx.file_schema if f.name not in META_COLUMNS]
     data = _conformed(records.select([c for c in records.column_names if c in {f.name for f in data_fields}]),
@@ -263,106 +268,3 @@ def rollover_chunks(n: int, bytes_per_row: float, max_file_size: int, settings: 
         return [n]
     full, rest = divmod(n, per_file)
     return [per_file] * full + ([rest] if rest else [])
-
-
-# --------------------------------------------------------------------------- merge handle
-def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming: pa.Table, token: str,
-                 pid: int) -> WriteStat:
-    start = time.monotonic()
-    if ctx.combine:
-        incoming = dedupe(incoming, ctx.precombine_field)
-    deletes_mask = is_delete(incoming)
-    name = base_file_name(bucket.file_id, token, ctx.instant)
-    path = join_path(bucket.partition, name)
-    old, old_footer = _read_old(ctx, storage, bucket)
-    old_keys = old.column(RECORD_KEY)
-    in_keys = incoming.column(RECORD_KEY)
-    # For each old row, the incoming row carrying the same key (or null).
-    match = pc.index_in(old_keys, value_set=in_keys)
-    idx = pc.fill_null(match, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    matched = idx >= 0
-    inserts_only = ctx.operation in (WriteOperation.INSERT, WriteOperation.BULK_INSERT) and \
-        ctx.allow_duplicate_on_inserts
-    if inserts_only:
-        matched[:] = False
-        idx[:] = -1
-    deleted_old = np.zeros(old.num_rows, dtype=bool)
-    replaced_old = np.zeros(old.num_rows, dtype=bool)
-    if matched.any():
-        hit = np.nonzero(matched)[0]
-        is_del = deletes_mask[idx[hit]]
-        keep_old = _stored_wins(ctx, old, incoming, hit, idx[hit]) & ~(
-            is_del & (ctx.operation is WriteOperation.DELETE))
-        deleted_old[hit[is_del & ~keep_old]] = True
-        replaced_old[hit[~is_del & ~keep_old]] = True
-    used_incoming = np.zeros(incoming.num_rows, dtype=bool)
-    used_incoming[idx[matched]] = True
-    new_inserts = np.nonzero(~used_incoming & ~deletes_mask)[0]
-    fresh_rows = np.concatenate([idx[replaced_old], new_inserts]).astype(np.int64)
-    if len(fresh_rows):
-        fresh = with_meta(ctx, data_only(incoming).take(pa.array(fresh_rows)), name, pid, 0)
-    else:  # pure deletes carry key columns only; nothing new is written
-        fresh = ctx.file_schema.empty_table()
-    carried = _carry_over(old, name)
-    combined = pa.concat_tables([carried, fresh.cast(carried.schema)])
-    if deleted_old.any() or replaced_old.any():
-        order = _merge_order(old.num_rows, deleted_old, replaced_old, len(idx[replaced_old]), len(new_inserts))
-        out = combined.take(pa.array(order, type=pa.int64()))
-    else:  # a top-up: old rows as they were, then the inserts; no copy needed
-        out = combined
-    bloom = extended_bloom(old_footer, incoming.column(RECORD_KEY).take(pa.array(new_inserts, type=pa.int64())),
-                           ctx.parquet)
-    create_marker(storage, ctx.instant, bucket.partition, name, "MERGE", ctx.marking)
-    size = write_parquet(storage, path, out, ctx.avro_schema_with_meta, ctx.parquet, mid_write_fault="write.mid_file",
-                         bloom=bloom)
-    return WriteStat(
-        file_id=bucket.file_id, path=path, partition_path=bucket.partition,
-        prev_commit=bucket.base_instant or "null", num_writes=out.num_rows,
-        num_deletes=int(deleted_old.sum()), num_update_writes=int(replaced_old.sum()),
-        num_inserts=len(new_inserts), total_write_bytes=size, file_size_in_bytes=size,
-        runtime_stats=RuntimeStats(total_upsert_time=int((time.monotonic() - start) * 1000)),
-    )
-
-
-def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> tuple[pa.Table, dict[bytes, bytes] | None]:
-    """The old base file's records, conformed to the writer's schema, and its footer metadata."""
-    if not bucket.base_file:
-        raise RuntimeError(f"update bucket {bucket.number} for file group {bucket.file_id} has no base file")
-    old = read_parquet(storage, bucket.base_file)
-    # A column the writer schema dropped (allow.auto.evolution.column.drop) is left behind, as Hudi's
-    # merge handle rewrites old records into the writer schema.
-    kept = old.select([c for c in old.column_names if c in ctx.file_schema.names])
-    if kept.schema.equals(ctx.file_schema):  # parquet keeps required fields non-null: nothing to conform
-        return kept.replace_schema_metadata(ctx.file_schema.metadata), old.schema.metadata
-    return conform_table(kept, ctx.file_schema), old.schema.metadata
-
-
-def _carry_over(old: pa.Table, new_name: str) -> pa.Table:
-    """Old records keep their commit time and sequence number; only the file name changes."""
-    names = constant_strings(new_name, old.num_rows)
-    idx = old.schema.get_field_index(FILE_NAME)
-    return old.set_column(idx, old.schema.field(idx), names)
-
-
-def _merge_order(n_old: int, deleted: np.ndarray, replaced: np.ndarray, n_replaced: int,
-                 n_inserts: int) -> np.ndarray:
-    """Row order of the merged file: old rows in file order (updated ones in place), then inserts."""
-    order = np.arange(n_old, dtype=np.int64)
-    replacement_slots = np.nonzero(replaced)[0]
-    order[replacement_slots] = n_old + np.arange(n_replaced, dtype=np.int64)
-    order = order[~deleted]
-    tail = n_old + n_replaced + np.arange(n_inserts, dtype=np.int64)
-    return np.concatenate([order, tail])
-
-
-def _stored_wins(ctx: HandleContext, old: pa.Table, incoming: pa.Table, old_rows: np.ndarray,
-                 new_rows: np.ndarray) -> np.ndarray:
-    """DefaultHoodieRecordPayload: the stored record stays when its ordering value is greater."""
-    field = ctx.precombine_field
-    if not ctx.event_time_ordering or not field or field not in old.column_names \
-            or field not in incoming.column_names:
-        return np.zeros(len(old_rows), dtype=bool)
-    stored = old.column(field).take(pa.array(old_rows))
-    fresh = incoming.column(field).take(pa.array(new_rows)).cast(stored.type)
-    greater = pc.greater(stored, fresh).fill_null(False)
-    return np.asarray(greater.to_numpy(zero_copy_only=False), dtype=bool)

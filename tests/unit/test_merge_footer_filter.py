@@ -358,3 +358,21 @@ def test_spread_upserts_keep_every_key_in_the_footer_filters(tmp_path, entries: 
     _check_footers(path, model, entries, fpp)
     write([])  # an empty batch
     _check_footers(path, model, entries, fpp)
+
+
+def test_patched_text_is_copied_only_when_a_key_is_added() -> None:
+    """A merge that inserts no key hands the old footer's bytes to the writer as they were read (no copy of
+    the ~431 KB text); the first key added patches a copy, never the parsed bytes (the cached empty filter
+    every fresh file starts from is parsed the same way)."""
+    settings = ParquetSettings()
+    footer = _footer(["a", "b"], settings)
+    text = footer[FOOTER_KEY.encode()]
+    same = extended_bloom(footer, pa.array([], pa.string()), settings)
+    assert isinstance(same, FooterFilter)
+    assert same.footer_raw()[FOOTER_KEY.encode()] is text
+    grown = extended_bloom(footer, pa.array(["c"], pa.string()), settings)
+    assert isinstance(grown, FooterFilter)
+    assert footer[FOOTER_KEY.encode()] == text and bytes(grown.footer_raw()[FOOTER_KEY.encode()]) != text
+    assert grown.might_contain_many(["a", "c"]).all()
+    assert not FooterFilter.parse(text, "DYNAMIC_V0").might_contain_many(["c"]).any()  # type: ignore[union-attr]
+    assert grown.serialize() == _decoded_extend(footer, ["c"], settings)

@@ -1,0 +1,269 @@
+"""The merge handle (copy-on-write): a file group's base file rewritten as a new version with the batch's
+updates applied, its deletes removed and its topped-up inserts appended; it never splits (as Hudi's
+HoodieMergeHandle). Old records keep their commit time and sequence number; only the file name changes.
+
+A task merges its update buckets a batch of files at a time. A write spread over hundreds of partitions
+rewrites hundreds of small files with a few incoming records each, where a file's share of Arrow calls
+(matching keys, meta columns, row order; some thirty calls of ~10-20 us each whatever the row count) cost
+more than its data. A batch makes those calls once for all its files, on (file, key) pairs; only reading
+the old file and writing the new one stay per file. A batch holds at most MERGE_BATCH_BYTES of old
+records, so large files still go one at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.io.base_file import extended_bloom, read_parquet, write_parquet
+from pyhudi.io.schema import conform_table
+from pyhudi.model.file_names import base_file_name, join_path
+from pyhudi.model.write_stat import RuntimeStats, WriteStat
+from pyhudi.storage import Storage
+from pyhudi.writer.handles import (
+    FILE_NAME,
+    RECORD_KEY,
+    HandleContext,
+    constant_strings,
+    data_only,
+    dedupe,
+    is_delete,
+    meta_table,
+)
+from pyhudi.writer.markers import create_marker
+from pyhudi.writer.operation import WriteOperation
+from pyhudi.writer.partitioner import Bucket
+
+# Old records (Arrow bytes) one batch holds: enough for hundreds of small files, and a large file
+# (which gains nothing from batching) is merged alone.
+MERGE_BATCH_BYTES = 64 * 1024 * 1024
+_FILE = "__pyhudi_file"
+_KEY = "__pyhudi_key"
+
+
+@dataclass(frozen=True)
+class MergeItem:
+    """One update bucket of a task: the row numbers of its incoming records (None: all of them), and the
+    write token and partition id its new base file is named and numbered with."""
+
+    bucket: Bucket
+    rows: np.ndarray | None
+    token: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class _Old:
+    item: MergeItem
+    table: pa.Table  # the old base file's records in the writer's schema
+    footer: dict[bytes, bytes] | None
+
+
+def merge_handles(ctx: HandleContext, storage: Storage, records: pa.Table, items: Iterable[MergeItem]
+                  ) -> list[WriteStat]:
+    """One write stat per item, in order: each item's rows of `records` merged into its bucket's base file."""
+    stats: list[WriteStat] = []
+    batch: list[_Old] = []
+    held = 0
+    for item in items:
+        table, footer = _read_old(ctx, storage, item.bucket)
+        batch.append(_Old(item, table, footer))
+        held += table.nbytes
+        if held >= MERGE_BATCH_BYTES:
+            stats.extend(_merge_batch(ctx, storage, records, batch))
+            batch, held = [], 0
+    if batch:
+        stats.extend(_merge_batch(ctx, storage, records, batch))
+    return stats
+
+
+def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming: pa.Table, token: str,
+                 pid: int) -> WriteStat:
+    return merge_handles(ctx, storage, incoming, [MergeItem(bucket, None, token, pid)])[0]
+
+
+@dataclass
+class _Merge:
+    """A batch's merge decided, over the concatenated old rows and incoming rows (each tagged with its
+    file's position in the batch): which old rows go, which incoming rows are written, in what order."""
+
+    out_order: np.ndarray  # rows of [old rows; fresh rows] in output order, files one after another
+    out_file: np.ndarray  # file of each output row
+    fresh_rows: np.ndarray  # incoming rows written (replacements, then inserts, per file)
+    fresh_file: np.ndarray
+    fresh_seq: np.ndarray  # a fresh row's number among its file's fresh rows (its sequence number)
+    inserts: np.ndarray  # incoming rows inserted (ascending, so grouped by file)
+    deleted_file: np.ndarray  # file of each deleted old row
+    replaced_file: np.ndarray  # file of each replaced old row
+
+
+def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch: Sequence[_Old]) -> list[WriteStat]:
+    start = time.monotonic()
+    k = len(batch)
+    old = _concat([o.table for o in batch])
+    old_file = np.repeat(np.arange(k), [o.table.num_rows for o in batch])
+    incoming, in_file = _incoming(records, [o.item.rows for o in batch])
+    if ctx.combine:
+        incoming, in_file = _dedupe_per_file(incoming, in_file, k, ctx.precombine_field)
+    m = _decide(ctx, old, old_file, incoming, in_file, k)
+    names = [base_file_name(o.item.bucket.file_id, o.item.token, ctx.instant) for o in batch]
+    out = _merged(ctx, old, old_file, incoming, m, names, [o.item.pid for o in batch])
+    inserted_keys = incoming.column(RECORD_KEY).take(pa.array(m.inserts, type=pa.int64()))
+    counts = [np.bincount(f, minlength=k) for f in (m.out_file, in_file[m.inserts], m.deleted_file, m.replaced_file)]
+    out_at, ins_at = (np.concatenate([[0], np.cumsum(c)]) for c in counts[:2])
+    shared = (time.monotonic() - start) / k
+    stats = []
+    for i, o in enumerate(batch):
+        began = time.monotonic()
+        bucket = o.item.bucket
+        rows = out.slice(out_at[i], out_at[i + 1] - out_at[i])
+        bloom = extended_bloom(o.footer, inserted_keys.slice(ins_at[i], ins_at[i + 1] - ins_at[i]), ctx.parquet)
+        create_marker(storage, ctx.instant, bucket.partition, names[i], "MERGE", ctx.marking)
+        path = join_path(bucket.partition, names[i])
+        size = write_parquet(storage, path, rows, ctx.avro_schema_with_meta, ctx.parquet,
+                             mid_write_fault="write.mid_file", bloom=bloom)
+        stats.append(WriteStat(
+            file_id=bucket.file_id, path=path, partition_path=bucket.partition,
+            prev_commit=bucket.base_instant or "null", num_writes=rows.num_rows,
+            num_deletes=int(counts[2][i]), num_update_writes=int(counts[3][i]), num_inserts=int(counts[1][i]),
+            total_write_bytes=size, file_size_in_bytes=size,
+            runtime_stats=RuntimeStats(total_upsert_time=int((shared + time.monotonic() - began) * 1000)),
+        ))
+    return stats
+
+
+def _merged(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: pa.Table, m: _Merge,
+            names: list[str], pids: list[int]) -> pa.Table:
+    """The batch's new files' rows, one file after another: old records carried over under their new file
+    name, fresh records laid out with new meta columns, in `m.out_order`."""
+    if len(m.fresh_rows):
+        fresh = meta_table(ctx, data_only(incoming).take(pa.array(m.fresh_rows)), _per_row(names, m.fresh_file),
+                           _per_row([f"{ctx.instant}_{pid}_" for pid in pids], m.fresh_file), m.fresh_seq)
+    else:  # pure deletes carry key columns only; nothing new is written
+        fresh = ctx.file_schema.empty_table()
+    idx = old.schema.get_field_index(FILE_NAME)
+    carried = old.set_column(idx, old.schema.field(idx), _per_row(names, old_file))
+    combined = pa.concat_tables([carried, fresh.cast(carried.schema)])
+    if len(names) == 1 and not len(m.deleted_file) and not len(m.replaced_file):
+        return combined  # one file topped up: old rows as they were, then the inserts; no copy needed
+    return combined.take(pa.array(m.out_order, type=pa.int64()))
+
+
+def _decide(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: pa.Table, in_file: np.ndarray,
+            k: int) -> _Merge:
+    deletes_mask = is_delete(incoming)
+    # For each old row, the incoming row of its file carrying the same key (or null).
+    match = pc.index_in(_file_keys(old.column(RECORD_KEY), old_file, k),
+                        value_set=_file_keys(incoming.column(RECORD_KEY), in_file, k))
+    idx = pc.fill_null(match, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    matched = idx >= 0
+    if ctx.operation in (WriteOperation.INSERT, WriteOperation.BULK_INSERT) and ctx.allow_duplicate_on_inserts:
+        matched[:] = False
+        idx[:] = -1
+    deleted_old = np.zeros(old.num_rows, dtype=bool)
+    replaced_old = np.zeros(old.num_rows, dtype=bool)
+    if matched.any():
+        hit = np.nonzero(matched)[0]
+        is_del = deletes_mask[idx[hit]]
+        keep_old = _stored_wins(ctx, old, incoming, hit, idx[hit]) & ~(
+            is_del & (ctx.operation is WriteOperation.DELETE))
+        deleted_old[hit[is_del & ~keep_old]] = True
+        replaced_old[hit[~is_del & ~keep_old]] = True
+    used_incoming = np.zeros(incoming.num_rows, dtype=bool)
+    used_incoming[idx[matched]] = True
+    inserts = np.nonzero(~used_incoming & ~deletes_mask)[0]
+    replaced = np.nonzero(replaced_old)[0]
+    # A file's fresh rows: its replacements (in old row order), then its inserts (in incoming order).
+    fresh_rows = np.concatenate([idx[replaced], inserts]).astype(np.int64)
+    by_file = np.argsort(np.concatenate([old_file[replaced], in_file[inserts]]), kind="stable")
+    fresh_rows, fresh_file = fresh_rows[by_file], np.concatenate([old_file[replaced], in_file[inserts]])[by_file]
+    fresh_at = np.empty(len(by_file), dtype=np.int64)
+    fresh_at[by_file] = np.arange(len(by_file))  # where each replacement / insert landed among fresh rows
+    firsts = np.searchsorted(fresh_file, np.arange(k))
+    fresh_seq = np.arange(len(fresh_rows)) - firsts[fresh_file]
+    # Output: a file's old rows in file order (replaced ones in place, deleted ones gone), then its inserts.
+    n_old = old.num_rows
+    order = np.arange(n_old, dtype=np.int64)
+    order[replaced] = n_old + fresh_at[:len(replaced)]
+    kept = ~deleted_old
+    out_order = np.concatenate([order[kept], n_old + fresh_at[len(replaced):]])
+    out_file = np.concatenate([old_file[kept], in_file[inserts]])
+    grouped = np.argsort(out_file, kind="stable")
+    return _Merge(out_order[grouped], out_file[grouped], fresh_rows, fresh_file, fresh_seq, inserts,
+                  old_file[deleted_old], old_file[replaced_old])
+
+
+def _incoming(records: pa.Table, rows: list[np.ndarray | None]) -> tuple[pa.Table, np.ndarray]:
+    """The batch's incoming records, grouped by file (one take), and each one's file."""
+    if len(rows) == 1 and rows[0] is None:
+        return records, np.zeros(records.num_rows, dtype=np.int64)
+    picked = [np.arange(records.num_rows) if r is None else r for r in rows]
+    in_file = np.repeat(np.arange(len(rows)), [len(r) for r in picked])
+    return records.take(pa.array(np.concatenate(picked), type=pa.int64())), in_file
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables).combine_chunks()
+
+
+def _per_row(values: list[str], file_of_row: np.ndarray) -> pa.Array:
+    """Each row's file's value: one Arrow take over the batch (a constant column for one file)."""
+    if len(values) == 1:
+        return constant_strings(values[0], len(file_of_row))
+    return pa.array(values, pa.string()).take(pa.array(file_of_row, type=pa.int64()))
+
+
+def _file_keys(keys: pa.ChunkedArray | pa.Array, file_of_row: np.ndarray, k: int) -> pa.ChunkedArray | pa.Array:
+    """Keys a batch matches on: `<file>\\0<key>`, since two partitions (two files) may hold the same key
+    under a non-global index. A null key stays null, as a lone file's would."""
+    if k == 1:
+        return keys
+    return pc.binary_join_element_wise(_per_row([f"{i}\0" for i in range(k)], file_of_row), keys, "")
+
+
+def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine: str | None
+                     ) -> tuple[pa.Table, np.ndarray]:
+    """`dedupe` within each file's records; rows stay grouped by file, in file order."""
+    if k == 1:
+        out = dedupe(incoming, precombine)
+        return out, in_file[:out.num_rows]
+    at = incoming.schema.get_field_index(RECORD_KEY)
+    keyed = incoming.set_column(at, RECORD_KEY, _file_keys(incoming.column(RECORD_KEY), in_file, k)) \
+        .append_column(_KEY, incoming.column(RECORD_KEY)).append_column(_FILE, pa.array(in_file, pa.int64()))
+    kept = dedupe(keyed, precombine)
+    if kept is keyed:  # every (file, key) distinct
+        return incoming, in_file
+    kept = kept.take(pc.sort_indices(kept.column(_FILE)))  # stable: a file's rows keep dedupe's order
+    out = kept.set_column(at, incoming.schema.field(at), kept.column(_KEY)).drop_columns([_KEY, _FILE])
+    return out, kept.column(_FILE).to_numpy()
+
+
+def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> tuple[pa.Table, dict[bytes, bytes] | None]:
+    """The old base file's records, conformed to the writer's schema, and its footer metadata."""
+    if not bucket.base_file:
+        raise RuntimeError(f"update bucket {bucket.number} for file group {bucket.file_id} has no base file")
+    old = read_parquet(storage, bucket.base_file)
+    # A column the writer schema dropped (allow.auto.evolution.column.drop) is left behind, as Hudi's
+    # merge handle rewrites old records into the writer schema.
+    kept = old.select([c for c in old.column_names if c in ctx.file_schema.names])
+    if kept.schema.equals(ctx.file_schema):  # parquet keeps required fields non-null: nothing to conform
+        return kept.replace_schema_metadata(ctx.file_schema.metadata), old.schema.metadata
+    return conform_table(kept, ctx.file_schema), old.schema.metadata
+
+
+def _stored_wins(ctx: HandleContext, old: pa.Table, incoming: pa.Table, old_rows: np.ndarray,
+                 new_rows: np.ndarray) -> np.ndarray:
+    """DefaultHoodieRecordPayload: the stored record stays when its ordering value is greater."""
+    field = ctx.precombine_field
+    if not ctx.event_time_ordering or not field or field not in old.column_names \
+            or field not in incoming.column_names:
+        return np.zeros(len(old_rows), dtype=bool)
+    stored = old.column(field).take(pa.array(old_rows))
+    fresh = incoming.column(field).take(pa.array(new_rows)).cast(stored.type)
+    greater = pc.greater(stored, fresh).fill_null(False)
+    return np.asarray(greater.to_numpy(zero_copy_only=False), dtype=bool)
