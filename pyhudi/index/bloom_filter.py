@@ -126,6 +126,17 @@ def _positions(data: np.ndarray, offsets: np.ndarray, nb_hash: int,
             yield idx, _hash_group(data, starts[idx], lengths[idx], nb_hash, vector_size)
 
 
+def key_positions(keys: Keys, nb_hash: int, vector_size: int) -> np.ndarray:
+    """The bits each key sets, shape (nb_hash, keys): hashed once for many filters of one shape (a batched
+    merge extends hundreds of files' filters by a few keys each; hashing them together is one vectorised
+    pass instead of a Python murmur loop per key)."""
+    data, offsets = _utf8_columns(keys)
+    out = np.empty((nb_hash, len(offsets) - 1), np.int64)
+    for idx, pos in _positions(data, offsets, nb_hash, vector_size):
+        out[:, idx] = pos
+    return out
+
+
 def _scalar_positions(data: np.ndarray, offsets: np.ndarray, nb_hash: int, vector_size: int) -> np.ndarray:
     """The same positions as `_hash_group`, one key at a time in plain Python: the vectorised rounds cost
     ~16 numpy calls each (0.4-0.5 ms for Hudi's 30 rounds however few the keys), while a merge that tops
@@ -575,16 +586,21 @@ class FooterFilter:
 
     def add_keys(self, keys: Keys) -> None:
         """Add record keys (the order does not matter within one row); only if :meth:`fits`."""
-        data, offsets = _utf8_columns(keys)
-        n = len(offsets) - 1
+        self.add_hashed(key_positions(keys, self.num_hashes, self.vector_size))
+
+    def add_hashed(self, positions: np.ndarray) -> None:
+        """:meth:`add_keys` for keys already hashed by `key_positions` with this filter's `num_hashes` and
+        `vector_size` (shape (num_hashes, keys)), as a batched merge hashes many files' keys at once."""
+        if positions.ndim != 2 or positions.shape[0] != self.num_hashes:
+            raise ValueError(f"positions of shape {positions.shape} are not ({self.num_hashes}, keys)")
+        n = positions.shape[1]
         if not n:
             return
         if not self.fits(n):
             raise HudiError(f"{n} keys do not fit the last row of this {self.type_code} filter ({self._count} of "
                             f"{self._nr} entries used); check FooterFilter.fits first, or add them to "
                             "BloomFilter.deserialize(text), which starts a row as Hudi does")
-        positions = [pos.ravel() for _, pos in _positions(data, offsets, self.num_hashes, self.vector_size)]
-        self._or_bits(np.concatenate(positions))
+        self._or_bits(positions.ravel())
         if self.type_code == DYNAMIC_V0:
             self._count += n
             count_at = _HEADER.size + 4  # currentNbRecord, after nr

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -57,6 +58,20 @@ def java_min_max(keys: Keys) -> tuple[str, str] | None:
         return bounds["min"].as_py(), bounds["max"].as_py()
     bounds = pc.min_max(utf16_sort_keys(keys))
     return _restore(bounds["min"].as_py()), _restore(bounds["max"].as_py())
+
+
+def java_min_max_by_group(keys: Keys, groups: np.ndarray, n: int) -> list[tuple[str, str] | None]:
+    """`java_min_max` of each group 0..n-1 of `keys` (`groups`: each key's group), in one aggregation: a
+    batched merge writes hundreds of small files, and a call per file costs more than its keys."""
+    ascii_only = pc.all(pc.string_is_ascii(keys), skip_nulls=True).as_py() is not False
+    sortable = keys if ascii_only else utf16_sort_keys(keys)
+    table = pa.table({"g": pa.array(groups, pa.int64()), "k": sortable})
+    agg = table.group_by("g", use_threads=False).aggregate([("k", "min"), ("k", "max")])
+    out: list[tuple[str, str] | None] = [None] * n
+    for g, lo, hi in zip(agg.column("g").to_pylist(), agg.column("k_min").to_pylist(), agg.column("k_max").to_pylist()):
+        if lo is not None:
+            out[g] = (lo, hi) if ascii_only else (_restore(lo), _restore(hi))
+    return out
 
 
 def _restore(sort_key: bytes) -> str:

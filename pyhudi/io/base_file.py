@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -61,9 +62,11 @@ def footer_metadata(table: pa.Table, avro_schema_with_meta: str, settings: Parqu
 
 
 def footer_raw(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
-               bloom: BloomFilter | FooterFilter | None = None) -> dict[bytes, bytes | bytearray]:
+               bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None
+               ) -> dict[bytes, bytes | bytearray]:
     """`footer_metadata` as the bytes the parquet writer takes: the bloom filter's text goes in without
-    a decode and an encode (two copies of ~431 KB a file at Hudi's defaults)."""
+    a decode and an encode (two copies of ~431 KB a file at Hudi's defaults). `key_bounds`, when given,
+    are the keys' `java_min_max` (computed for many files at once by a batched merge)."""
     meta: dict[bytes, bytes | bytearray] = {b"parquet.avro.schema": avro_schema_with_meta.encode(),
                                             b"writer.model.name": b"avro"}
     if settings.with_bloom and RECORD_KEY in table.column_names:
@@ -72,7 +75,7 @@ def footer_raw(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSet
             if bloom is None:
                 bloom = fresh_bloom(settings, keys)
             meta.update(bloom.footer_raw())
-            bounds = java_min_max(keys)  # Hudi's order (String.compareTo), not UTF-8 byte order
+            bounds = key_bounds or java_min_max(keys)  # Hudi's order (String.compareTo), not UTF-8 byte order
             if bounds is not None:
                 meta[MIN_KEY_FOOTER.encode()], meta[MAX_KEY_FOOTER.encode()] = bounds[0].encode(), bounds[1].encode()
     return meta
@@ -104,7 +107,7 @@ def _empty_filter_text(type_code: str, num_entries: int, fpp: float, max_entries
 
 
 def extended_bloom(old_footer: Mapping[bytes, bytes] | None, new_keys: pa.Array | pa.ChunkedArray,
-                   settings: ParquetSettings) -> BloomFilter | FooterFilter | None:
+                   settings: ParquetSettings, hashed: np.ndarray | None = None) -> BloomFilter | FooterFilter | None:
     """The old base file's bloom filter plus `new_keys`, or None when it cannot be reused (the writer then
     builds a fresh filter from every key it writes, as Hudi's merge handle always does).
 
@@ -133,7 +136,9 @@ def extended_bloom(old_footer: Mapping[bytes, bytes] | None, new_keys: pa.Array 
     if patched is not None and (patched.type_code, patched.vector_size, patched.num_hashes) == expected \
             and patched.fits(len(new_keys)) and patched.patch_pays(len(new_keys)):
         try:
-            if len(new_keys):
+            if hashed is not None:  # the keys' `key_positions` for the shape `settings` gives (checked above)
+                patched.add_hashed(hashed)
+            elif len(new_keys):
                 patched.add_keys(new_keys)
             return patched
         except CorruptFileError:
@@ -168,8 +173,8 @@ def _row_group_rows(table: pa.Table, settings: ParquetSettings, bytes_per_row: f
 
 def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
               bytes_per_row: float, mid_write_fault: str | None = None,
-              bloom: BloomFilter | FooterFilter | None = None) -> None:
-    metadata = footer_raw(table, avro_schema_with_meta, settings, bloom)
+              bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None) -> None:
+    metadata = footer_raw(table, avro_schema_with_meta, settings, bloom, key_bounds)
     plain = table.replace_schema_metadata(None)
     writer = pq.ParquetWriter(
         sink, plain.schema, compression=settings.codec, data_page_size=settings.page_size,
@@ -205,12 +210,12 @@ def dictionary_columns(table: pa.Table, sample_rows: int = 2048) -> bool | list[
 
 def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,
                   settings: ParquetSettings, bytes_per_row: float = 0.0, mid_write_fault: str | None = None,
-                  bloom: BloomFilter | FooterFilter | None = None) -> int:
+                  bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None) -> int:
     """Write `table` as one base file and return its size in bytes (`mid_write_fault`: a fault point
     reached when the data is written but the footer is not, for crash tests). The size is the bytes
     written to the stream: on an object store a HEAD after the PUT would cost a request per file."""
     with storage.open_output_stream(rel_path) as sink:
-        _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, mid_write_fault, bloom)
+        _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, mid_write_fault, bloom, key_bounds)
         size = int(sink.tell())
     return size
 

@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.index.bloom_filter import filter_shape, key_positions
+from pyhudi.index.key_order import java_min_max_by_group
 from pyhudi.io.base_file import extended_bloom, read_parquet, write_parquet
 from pyhudi.io.schema import conform_table
 from pyhudi.model.file_names import base_file_name, join_path
@@ -116,17 +118,21 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     inserted_keys = incoming.column(RECORD_KEY).take(pa.array(m.inserts, type=pa.int64()))
     counts = [np.bincount(f, minlength=k) for f in (m.out_file, in_file[m.inserts], m.deleted_file, m.replaced_file)]
     out_at, ins_at = (np.concatenate([[0], np.cumsum(c)]) for c in counts[:2])
+    bounds = java_min_max_by_group(out.column(RECORD_KEY), m.out_file, k) if k > 1 else [None]
+    hashed = _hashed(ctx, inserted_keys) if k > 1 else None
     shared = (time.monotonic() - start) / k
     stats = []
     for i, o in enumerate(batch):
         began = time.monotonic()
         bucket = o.item.bucket
         rows = out.slice(out_at[i], out_at[i + 1] - out_at[i])
-        bloom = extended_bloom(o.footer, inserted_keys.slice(ins_at[i], ins_at[i + 1] - ins_at[i]), ctx.parquet)
+        lo, hi = ins_at[i], ins_at[i + 1]
+        bloom = extended_bloom(o.footer, inserted_keys.slice(lo, hi - lo), ctx.parquet,
+                               None if hashed is None else hashed[:, lo:hi])
         create_marker(storage, ctx.instant, bucket.partition, names[i], "MERGE", ctx.marking)
         path = join_path(bucket.partition, names[i])
         size = write_parquet(storage, path, rows, ctx.avro_schema_with_meta, ctx.parquet,
-                             mid_write_fault="write.mid_file", bloom=bloom)
+                             mid_write_fault="write.mid_file", bloom=bloom, key_bounds=bounds[i])
         stats.append(WriteStat(
             file_id=bucket.file_id, path=path, partition_path=bucket.partition,
             prev_commit=bucket.base_instant or "null", num_writes=rows.num_rows,
@@ -196,6 +202,15 @@ def _decide(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: p
     grouped = np.argsort(out_file, kind="stable")
     return _Merge(out_order[grouped], out_file[grouped], fresh_rows, fresh_file, fresh_seq, inserts,
                   old_file[deleted_old], old_file[replaced_old])
+
+
+def _hashed(ctx: HandleContext, keys: pa.ChunkedArray) -> np.ndarray | None:
+    """The bloom filter bits of the batch's inserted keys, hashed together for the filter shape the
+    settings give (`extended_bloom` extends only filters of that shape)."""
+    if not ctx.parquet.with_bloom or not len(keys):
+        return None
+    bits, rounds = filter_shape(ctx.parquet.bloom_num_entries, ctx.parquet.bloom_fpp)
+    return key_positions(keys, rounds, bits)
 
 
 def _incoming(records: pa.Table, rows: list[np.ndarray | None]) -> tuple[pa.Table, np.ndarray]:

@@ -21,7 +21,7 @@ from pyhudi.writer import merge_handle
 from tests.helpers import arrow_read, hudi_rs, in_process_read_available
 
 PARTS = ["1", "10", "p/1", "ü", "0", "01", "x y", "2024-01-01"]
-KEYS = ["dup", "1", "11", "1\0" + "1", "é", "k", "10", "a\0b"]
+KEYS = ["dup", "1", "11", "1\0" + "1", "é", "k", "10", "a\0b", "\uff21", "🙂"]
 PAYLOADS = {"latest": "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
             "event_time": "org.apache.hudi.common.model.DefaultHoodieRecordPayload"}
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER
-from pyhudi.index.key_order import java_min_max, java_sort_key, utf16_sort_keys
+from pyhudi.index.key_order import java_min_max, java_min_max_by_group, java_sort_key, utf16_sort_keys
 from pyhudi.io.base_file import ParquetSettings, footer_metadata
 
 EMOJI = "\U0001F600"  # UTF-16: D83D DE00
@@ -97,3 +98,16 @@ def test_sort_keys_order_as_java(keys):
     rewritten = utf16_sort_keys(pa.array(keys, pa.string())).to_pylist()
     by_rewritten = [k for _, k in sorted(zip(rewritten, keys), key=lambda t: t[0])]
     assert [_code_units(k) for k in by_rewritten] == [_code_units(k) for k in java_sorted(keys)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(KEYS, st.integers(min_value=1, max_value=5), st.randoms(use_true_random=False))
+def test_min_max_by_group_matches_string_compare_to(keys, n, rnd):
+    """The batched merge's per-file bounds (one aggregation over many files' keys, nulls among them):
+    each group's are Java's, and a group with no key (or only nulls) has none."""
+    groups = sorted(rnd.randrange(n) for _ in keys)
+    values = [None if rnd.random() < 0.1 else k for k in keys]
+    got = java_min_max_by_group(pa.array(values, pa.string()), np.array(groups), n)
+    for g in range(n):
+        mine = [v for v, gg in zip(values, groups) if gg == g and v is not None]
+        assert got[g] == ((java_sorted(mine)[0], java_sorted(mine)[-1]) if mine else None)
