@@ -232,14 +232,16 @@ def remove_tree(path: Path) -> None:
 
 
 def settle() -> float:
-    """Wait (after os.sync()) until the harness's last deletion is older than the window above; the
-    seconds waited, reported with the row."""
-    wait = _DELETED_AT[0] + RECENTLY_DELETED_S - time.monotonic()
-    if wait <= 0:
-        return 0.0
+    """Before a row is measured: os.sync(), so the kernel is not still writing back the table copies the
+    harness just made while the writes are timed (a 1,500-partition copy is ~1 GB of dirty pages, and
+    writeback takes CPU from a 2-core machine), then wait until the harness's last deletion is older than
+    the window above. The seconds this took, reported with the row."""
+    start = time.monotonic()
     os.sync()
-    time.sleep(wait)
-    return wait
+    wait = _DELETED_AT[0] + RECENTLY_DELETED_S - time.monotonic()
+    if wait > 0:
+        time.sleep(wait)
+    return time.monotonic() - start
 
 
 # --------------------------------------------------------------------------- child: one measured call
@@ -593,8 +595,9 @@ NOTES = ("Tables have 2 file groups per partition (two bulk_inserts). Upserts ar
          "inserts, with pyhudi's default options (automatic clean and archival included). The instants "
          "row crafts empty commits before the data commits and lets one untimed write archive them. The "
          "read rows count with no columns: in-process against pyarrow.dataset, and with Spark (local[2]) "
-         "against spark.read.parquet over the same files. Before a row is measured, the harness waits until its "
-         "own last deletion of a table copy is 62 s old (os.sync() first; `settled_s` in the results): on "
+         "against spark.read.parquet over the same files. Before a row is measured, the harness flushes the table "
+         "copies it made (os.sync()) and waits until its own last deletion of a table copy is 62 s old "
+         "(`settled_s` in the results): on "
          "ext4 without a journal, as here, every file created in the minute after thousands of deletions "
          "costs 0.3-0.6 ms more (the kernel's recently_deleted scan), which is the harness's cost, not the write's.")
 

@@ -130,19 +130,44 @@ def top_level_value(data: bytes, key: str, kind: type, tail: bool = False) -> An
     With `tail`, `data` is the end of the file only: a match at its first byte is not trusted (the byte
     before it, which says whether the quote is escaped, was not read)."""
     needle = f'"{key}"'.encode()
-    decoder = json.JSONDecoder()
     pos = data.rfind(needle)
     while pos >= 0:
         if (pos == 0 and not tail) or (pos > 0 and data[pos - 1:pos] != b"\\"):
-            try:
-                text = data[pos + len(needle):].decode("utf-8").lstrip()
-                value = decoder.raw_decode(text[1:].lstrip())[0] if text.startswith(":") else None
-            except (UnicodeDecodeError, ValueError):
-                value = None
+            value = _value_after(data, pos + len(needle))
             if isinstance(value, kind):
                 return value
         pos = data.rfind(needle, 0, pos)
     return None
+
+
+def _value_after(data: bytes, start: int, window: int = 16384) -> Any | None:
+    """The JSON value after the key ending at `start` (`: <value>`), None when there is none or it does not
+    decode. Decoded from a window that grows until the value ends inside it, not from the rest of the file:
+    a key near the start of a 256 KB tail cost every planner ~0.3 ms of decoding (measured)."""
+    decoder = json.JSONDecoder()
+    while True:
+        chunk = data[start:start + window]
+        whole = start + window >= len(data)
+        try:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if whole or exc.start < len(chunk) - 3:
+                return None
+            text = chunk[:exc.start].decode("utf-8")  # a character cut by the window's end
+        text = text.lstrip()
+        if not text.startswith(":"):
+            if text or whole:
+                return None
+            window *= 4  # only blanks so far
+            continue
+        body = text[1:].lstrip()
+        try:
+            value, end = decoder.raw_decode(body)
+        except ValueError:
+            value, end = None, len(body)
+        if whole or end < len(body):  # the value ended inside the window (a cut number would not)
+            return value
+        window *= 4
 
 
 def replaced_file_ids(data: bytes, what: str = "replacecommit") -> ReplacedIds:

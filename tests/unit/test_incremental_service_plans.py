@@ -456,3 +456,24 @@ def test_top_level_value_reads_one_key_of_a_commit() -> None:
     assert top_level_value(data, "extraMetadata", dict) == meta.extra_metadata
     assert top_level_value(data, "partitionToReplaceFileIds", dict) == meta.partition_to_replace_file_ids
     assert top_level_value(data, "missing", dict) is None and top_level_value(b"", "x", dict) is None
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 5, 7, 64, 16384])
+def test_top_level_value_decodes_a_growing_window(window: int) -> None:
+    """The value after a key is decoded from a window that grows until the value ends inside it: a value cut
+    by the window (a number cut short would still parse), multi-byte characters cut in the middle and a
+    value running to the end of the data read as a whole decode reads them."""
+    import json
+
+    from pyhudi.model import commit_metadata as cm
+
+    extra = {"é/ü🙂": "x" * 40, "n": "12345", "deep": '{"a": [1, 2]}'}
+    for data in (b'{ "count" : 123456789 , "extraMetadata" : ' + json.dumps(extra, ensure_ascii=False).encode() + b" }",
+                 b'{"extraMetadata":' + json.dumps(extra, ensure_ascii=False).encode() + b"}",
+                 b'{"count":1234567}', b'{"count" : 98765'):
+        at = data.find(b'"', 1)
+        key_end = data.find(b'"', at + 1) + 1
+        whole = json.JSONDecoder().raw_decode(data[key_end:].decode().lstrip()[1:].lstrip())[0]
+        assert cm._value_after(data, key_end, window) == whole
+    assert cm._value_after(b'"k" : [1, 2', 3, window) is None  # never closed: no value
+    assert cm._value_after(b'"k" : "\xff"', 3, window) is None  # not UTF-8
