@@ -552,42 +552,50 @@ bulk load, not its write stats), replaced ids looked up per partition in place (
 rewritten file about half the cost (bloom footer text patched in place, small files read without Arrow's pools,
 inserts topping up the file groups a write already rewrites); then markers in Hudi's batched layout, written
 ahead by each task (`writer/markers.py`, `dispatch.run_handles`), and the in-process index lookup in runs of
-files rather than a task per file.
+files rather than a task per file; then (09:00-09:30 UTC) the merge handle in batches of files
+(`writer/merge_handle.py`: one set of Arrow calls for a task's files, the batch's key bounds and bloom hashes
+computed together), the bloom filter's footer text handed to the parquet writer as bytes and copied only when a
+key is added, and the planners' extraMetadata decoded from a window instead of the rest of a commit's tail.
 
 What still grows with the table, and why (per-partition and per-file costs from this run):
 
-* one-partition upsert: no growth measured (1,500 partitions 0.96x, 10,000 0.85x). What a
-  write reads that grows: one LIST of `.hoodie` (per instant on the active timeline, not per partition), and the
-  256 KB tail of each wide commit the record-size walk passes (commits Hudi wrote are summed whole, about 2 us
-  per partition they name, until archived). At 640k partitions: a pyhudi-written bulk load costs a write
-  256 KB; one Hudi wrote is about 600 MB of JSON (about 1.5 s of CPU here) until archival removes it.
-* spread upsert, about 1.6-1.9 ms of wall time per rewritten file on 2 threads (300 partitions: 0.67-0.80 s for
-  422 file groups, on 100k rows or 20k rows alike; 10 partitions: 0.08-0.11 s for 15 files of 5,000 rows,
-  0.05 s for 15 of 33; the range is this run and one at 06:20 UTC on a quieter machine, 8.1x and 14.5x):
-  copy-on-write rewrites every file group it touches, as Hudi does, so the ratio is per-file cost against the
-  small table's per-row cost. Markers no longer cost a file each: they take Hudi's batched layout
-  (TIMELINE_SERVER_BASED, each task's markers in one MARKERS<n> file written ahead; 8 files instead of 422
-  marker files and 300 directories; the 300-partition write went from 0.85 s to 0.67 s). What is left per file
-  (one thread: 0.73 s for 420 files, 1.4 ms each after the key lookup's 0.1 s): reading the old file and its
-  431 KB footer (0.3 ms), merging and adding the meta columns (0.3 ms), patching the bloom filter and writing the
-  file with its footer (0.6 ms), creating the file. Most of it is Python holding the GIL (py-spy `--gil`), so
-  the in-process engine's 2 threads give 1.15x, not 2x. File creation on this machine's disk (ext4 mounted
-  without a journal) costs 17 us on a quiet disk but 0.6-0.7 ms within minutes of thousands of deletions
-  (perf: ext4's `recently_deleted` scan in inode allocation, which only runs without a journal), so the
-  cleaner's own deletions between rounds make later rounds pay for it. What would reach 5x: engine workers
-  that are processes (the per-file Python in parallel), or far fewer Python calls per file. At 640k touched
-  partitions (about 900k rewritten files) the write is about 21 minutes of one core's work (1.4 ms a file) and
-  24 minutes in-process on this machine's 2 threads; on Spark it spreads over executors, which are processes.
-* clean, compaction and clustering planning: 1.13x / 1.18x / 1.19x (about 2 ms against 1.5-2 ms; a run at
-  07:00 UTC on a busier machine had clustering at 1.32x, 2.8 ms against 2.2 ms). Each view still finds the whole-table
-  clustering's replaced ids by a byte search of that commit's tail (1/8 of a 1.5 MB file here, about 0.1 us
-  per partition it names); at 640k partitions that is a 75 MB ranged read per plan until the commit is
-  archived.
-* snapshot count: pyhudi counts from parquet footers, 0.09 ms per file in-process (0.17x pyarrow.dataset)
-  and through Spark 0.41x Spark's own parquet count; a million files is about 1.5 minutes of footer reads on
+* one-partition upsert: no growth beyond noise (1,500 partitions 1.10x, 10,000 0.83x; a run at 09:18 UTC had
+  1.24x and 1.21x, 24 ms against 19 ms). What a write reads that grows: one LIST of `.hoodie` (per instant on the
+  active timeline, not per partition), and the 256 KB tail of each wide commit the record-size walk passes
+  (commits Hudi wrote are summed whole, about 2 us per partition they name, until archived). At 640k partitions:
+  a pyhudi-written bulk load costs a write 256 KB; one Hudi wrote is about 600 MB of JSON (about 1.5 s of CPU
+  here) until archival removes it. Archival, which runs after a write once the active timeline holds more than
+  `hoodie.keep.max.commits` (every 10th write by default), lists every partition when it has commits to move, to
+  find data files of writes that never completed (archiving past one would make readers take it for committed
+  data; Hudi does not look): 0.1 s once every 10 writes at 1,500 partitions here, so about 40 s at 640k
+  partitions on a local disk and one LIST per partition on an object store. It is the one full scan left on the
+  write path, and the next to make incremental (from the rollbacks' partitions) without losing what it finds.
+* spread upsert, about 1.0-1.1 ms of wall time per rewritten file on 2 threads (300 partitions: 0.45-0.56 s for
+  about 420 rewritten files after a key lookup in 600; 10 partitions: 0.09-0.11 s for 20 files of 5,000 rows, 0.055 s
+  for 20 of 33; this run 4.50x, a run at 09:18 UTC 5.13x, so the figure sits at the target within this machine's
+  noise). Copy-on-write rewrites every file group it touches, as Hudi does, so the ratio is per-file cost against
+  the small table's per-row cost. The merge handle now merges a task's files in batches: one set of Arrow calls
+  decides every file's rows (one thread, tmpfs, median of 5 rounds: 0.87 s -> 0.66 s), and with the bloom text
+  passed as bytes and copied only when a key is added, the batch's key bounds and bloom hashes computed together,
+  0.54 s. What is left per file is pyarrow's: opening the old file and parsing its 431 KB footer, twice (the key
+  lookup, then the merge; 0.12 ms each), reading its columns, and writing the new file with its footer (0.3-0.5
+  ms, most of it copying the 431 KB bloom text through Arrow's key-value metadata, thrift and the kernel). Two
+  threads give about 1.2x on this 2-vCPU machine, where two processes of pure Python give 1.4x. File creation on
+  this machine's disk (ext4 mounted without a journal) costs 17 us on a quiet disk but 0.3-0.7 ms for a minute
+  after thousands of deletions (perf: ext4's `recently_deleted` scan in inode allocation, which only runs without a
+  journal); the harness now waits its own deletions out before measuring, the cleaner's deletions between rounds
+  stay in the measurement. At 640k touched partitions (about 900k rewritten files) the write is about 16 minutes
+  in-process on this machine's 2 threads (1.1 ms a file); on Spark it spreads over executors, which are processes.
+* clean, compaction and clustering planning: 1.14x / 1.13x / 1.17x (1.6-2.5 ms against 1.4-2.3 ms; the run at
+  09:18 UTC, before the windowed decode, had clustering at 1.31x, 2.9 ms against 2.2 ms). Each view still finds
+  the whole-table clustering's replaced ids by a byte search of that commit's tail (1/8 of a 1.5 MB file here,
+  about 0.1 us per partition it names); at 640k partitions that is a 75 MB ranged read per plan until the commit
+  is archived.
+* snapshot count: pyhudi counts from parquet footers, 0.09 ms per file in-process (0.18x pyarrow.dataset)
+  and through Spark 0.43x Spark's own parquet count; a million files is about 1.5 minutes of footer reads on
   2 cores. On an object store the listing dominates: without a metadata table a full snapshot lists every
   partition, 640k LISTs (a few minutes at 8 requests in flight), where Hudi reads its metadata table.
-* a write after 10,000 instants costs what one after 100 does (0.90x): archival reads only the newest
+* a write after 10,000 instants costs what one after 100 does (0.95x): archival reads only the newest
   archive file and the active timeline holds what the archival policy keeps.
 """
 
