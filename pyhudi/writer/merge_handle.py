@@ -6,8 +6,8 @@ A task merges its update buckets a batch of files at a time. A write spread over
 rewrites hundreds of small files with a few incoming records each, where a file's share of Arrow calls
 (matching keys, meta columns, row order; some thirty calls of ~10-20 us each whatever the row count) cost
 more than its data. A batch makes those calls once for all its files, on (file, key) pairs; only reading
-the old file and writing the new one stay per file. A batch holds at most MERGE_BATCH_BYTES of old
-records, so large files still go one at a time.
+the old file and writing the new one stay per file. A batch closes once its old records reach
+MERGE_BATCH_BYTES (Arrow bytes), so a large file is merged alone, as before.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from pyhudi.writer.markers import create_marker
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import Bucket
 
-# Old records (Arrow bytes) one batch holds: enough for hundreds of small files, and a large file
-# (which gains nothing from batching) is merged alone.
+# Old records (Arrow bytes) at which a batch closes: hundreds of small files, while a large file (which
+# gains nothing from batching) is merged alone; a batch's memory is about three times this at most.
 MERGE_BATCH_BYTES = 64 * 1024 * 1024
 _FILE = "__pyhudi_file"
 _KEY = "__pyhudi_key"
