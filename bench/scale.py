@@ -559,8 +559,8 @@ key is added, and the planners' extraMetadata decoded from a window instead of t
 
 What still grows with the table, and why (per-partition and per-file costs from this run):
 
-* one-partition upsert: no growth beyond noise (1,500 partitions 1.10x, 10,000 0.83x; a run at 09:18 UTC had
-  1.24x and 1.21x, 24 ms against 19 ms). What a write reads that grows: one LIST of `.hoodie` (per instant on the
+* one-partition upsert: no growth beyond noise (1,500 partitions 1.09-1.10x, 10,000 0.83-0.94x in the runs at 09:28
+  and 10:11 UTC; one at 09:18 UTC had 1.24x and 1.21x, 24 ms against 19 ms). What a write reads that grows: one LIST of `.hoodie` (per instant on the
   active timeline, not per partition), and the 256 KB tail of each wide commit the record-size walk passes
   (commits Hudi wrote are summed whole, about 2 us per partition they name, until archived). At 640k partitions:
   a pyhudi-written bulk load costs a write 256 KB; one Hudi wrote is about 600 MB of JSON (about 1.5 s of CPU
@@ -572,8 +572,8 @@ What still grows with the table, and why (per-partition and per-file costs from 
   write path, and the next to make incremental (from the rollbacks' partitions) without losing what it finds.
 * spread upsert, about 1.0-1.1 ms of wall time per rewritten file on 2 threads (300 partitions: 0.45-0.56 s for
   about 420 rewritten files after a key lookup in 600; 10 partitions: 0.09-0.11 s for 20 files of 5,000 rows, 0.055 s
-  for 20 of 33; this run 4.50x, a run at 09:18 UTC 5.13x, so the figure sits at the target within this machine's
-  noise). Copy-on-write rewrites every file group it touches, as Hudi does, so the ratio is per-file cost against
+  for 20 of 33; 4.50x and 4.48x in the runs at 09:28 and 10:11 UTC, 5.13x at 09:18 UTC before the planners'
+  windowed decode and the harness's os.sync(), so the figure sits near the target within this machine's noise). Copy-on-write rewrites every file group it touches, as Hudi does, so the ratio is per-file cost against
   the small table's per-row cost. The merge handle now merges a task's files in batches: one set of Arrow calls
   decides every file's rows (one thread, tmpfs, median of 5 rounds: 0.87 s -> 0.66 s), and with the bloom text
   passed as bytes and copied only when a key is added, the batch's key bounds and bloom hashes computed together,
@@ -586,16 +586,16 @@ What still grows with the table, and why (per-partition and per-file costs from 
   journal); the harness now waits its own deletions out before measuring, the cleaner's deletions between rounds
   stay in the measurement. At 640k touched partitions (about 900k rewritten files) the write is about 16 minutes
   in-process on this machine's 2 threads (1.1 ms a file); on Spark it spreads over executors, which are processes.
-* clean, compaction and clustering planning: 1.14x / 1.13x / 1.17x (1.6-2.5 ms against 1.4-2.3 ms; the run at
+* clean, compaction and clustering planning: 1.09-1.14x / 1.13-1.19x / 1.15-1.17x (1.6-2.5 ms against 1.4-2.3 ms; the run at
   09:18 UTC, before the windowed decode, had clustering at 1.31x, 2.9 ms against 2.2 ms). Each view still finds
   the whole-table clustering's replaced ids by a byte search of that commit's tail (1/8 of a 1.5 MB file here,
   about 0.1 us per partition it names); at 640k partitions that is a 75 MB ranged read per plan until the commit
   is archived.
-* snapshot count: pyhudi counts from parquet footers, 0.09 ms per file in-process (0.18x pyarrow.dataset)
-  and through Spark 0.43x Spark's own parquet count; a million files is about 1.5 minutes of footer reads on
+* snapshot count: pyhudi counts from parquet footers, 0.09 ms per file in-process (0.17-0.18x pyarrow.dataset)
+  and through Spark 0.43-0.46x Spark's own parquet count; a million files is about 1.5 minutes of footer reads on
   2 cores. On an object store the listing dominates: without a metadata table a full snapshot lists every
   partition, 640k LISTs (a few minutes at 8 requests in flight), where Hudi reads its metadata table.
-* a write after 10,000 instants costs what one after 100 does (0.95x): archival reads only the newest
+* a write after 10,000 instants costs what one after 100 does (0.95-1.00x): archival reads only the newest
   archive file and the active timeline holds what the archival policy keeps.
 """
 
