@@ -396,7 +396,7 @@ class BloomFilter:
         return self.serialized().decode("ascii")
 
     def footer_metadata(self) -> dict[str, str]:
-        return footer_entries(self.serialize(), self.type_code)
+        return decoded_entries(self.footer_raw())
 
     def footer_raw(self) -> dict[bytes, bytes | bytearray]:
         return raw_footer_entries(self.serialized(), self.type_code)
@@ -656,7 +656,7 @@ class FooterFilter:
         return self._text.decode("ascii")
 
     def footer_metadata(self) -> dict[str, str]:
-        return footer_entries(self.serialize(), self.type_code)
+        return decoded_entries(self.footer_raw())
 
     def footer_raw(self) -> dict[bytes, bytes | bytearray]:
         """:meth:`footer_metadata` as bytes, the filter's own buffer not copied (the text is ~431 KB at
@@ -666,19 +666,17 @@ class FooterFilter:
 
 
 def raw_footer_entries(text: bytes | bytearray, type_code: str) -> dict[bytes, bytes | bytearray]:
-    """`footer_entries` as bytes, for the parquet writer."""
+    """Footer entries Hudi writes for a filter (the type code only for DYNAMIC filters), as the parquet
+    writer takes them."""
     meta: dict[bytes, bytes | bytearray] = {FOOTER_KEY.encode(): text}
     if type_code == DYNAMIC_V0:
         meta[TYPE_CODE_KEY.encode()] = DYNAMIC_V0.encode()
     return meta
 
 
-def footer_entries(text: str, type_code: str) -> dict[str, str]:
-    """Footer entries Hudi writes for a filter (the type code only for DYNAMIC filters)."""
-    meta = {FOOTER_KEY: text}
-    if type_code == DYNAMIC_V0:
-        meta[TYPE_CODE_KEY] = DYNAMIC_V0
-    return meta
+def decoded_entries(raw: Mapping[bytes, bytes | bytearray]) -> dict[str, str]:
+    """Footer entries as text."""
+    return {k.decode(): bytes(v).decode() for k, v in raw.items()}
 
 
 def _type_code(type_code: str | bytes | None) -> str:

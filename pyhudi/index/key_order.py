@@ -53,25 +53,37 @@ def java_min_max(keys: Keys) -> tuple[str, str] | None:
     """Smallest and greatest non-null key as Java's `String.compareTo` orders them (None if all null)."""
     if len(keys) == 0 or keys.null_count == len(keys):
         return None
-    if pc.all(pc.string_is_ascii(keys), skip_nulls=True).as_py():
-        bounds = pc.min_max(keys)  # ASCII: every order agrees, and no rewrite is needed
-        return bounds["min"].as_py(), bounds["max"].as_py()
-    bounds = pc.min_max(utf16_sort_keys(keys))
-    return _restore(bounds["min"].as_py()), _restore(bounds["max"].as_py())
+    sortable, ascii_only = _java_sortable(keys)
+    bounds = pc.min_max(sortable)
+    return _bounds(bounds["min"].as_py(), bounds["max"].as_py(), ascii_only)
 
 
 def java_min_max_by_group(keys: Keys, groups: np.ndarray, n: int) -> list[tuple[str, str] | None]:
     """`java_min_max` of each group 0..n-1 of `keys` (`groups`: each key's group), in one aggregation: a
     batched merge writes hundreds of small files, and a call per file costs more than its keys."""
-    ascii_only = pc.all(pc.string_is_ascii(keys), skip_nulls=True).as_py() is not False
-    sortable = keys if ascii_only else utf16_sort_keys(keys)
+    sortable, ascii_only = _java_sortable(keys)
     table = pa.table({"g": pa.array(groups, pa.int64()), "k": sortable})
     agg = table.group_by("g", use_threads=False).aggregate([("k", "min"), ("k", "max")])
     out: list[tuple[str, str] | None] = [None] * n
     for g, lo, hi in zip(agg.column("g").to_pylist(), agg.column("k_min").to_pylist(), agg.column("k_max").to_pylist()):
         if lo is not None:
-            out[g] = (lo, hi) if ascii_only else (_restore(lo), _restore(hi))
+            out[g] = _bounds(lo, hi, ascii_only)
     return out
+
+
+def _java_sortable(keys: Keys) -> tuple[Keys, bool]:
+    """Keys whose Arrow order is Java's, and whether they are the keys themselves (ASCII: every order
+    agrees, and no rewrite is needed)."""
+    if pc.all(pc.string_is_ascii(keys), skip_nulls=True).as_py() is not False:
+        return keys, True
+    return utf16_sort_keys(keys), False
+
+
+def _bounds(lo: str | bytes, hi: str | bytes, ascii_only: bool) -> tuple[str, str]:
+    if ascii_only:
+        return str(lo), str(hi)
+    assert isinstance(lo, bytes) and isinstance(hi, bytes)
+    return _restore(lo), _restore(hi)
 
 
 def _restore(sort_key: bytes) -> str:

@@ -27,6 +27,7 @@ from pyhudi.index.bloom_filter import (
     MIN_KEY_FOOTER,
     BloomFilter,
     FooterFilter,
+    decoded_entries,
     filter_shape,
     footer_filter_text,
 )
@@ -58,7 +59,7 @@ class ParquetSettings:
 def footer_metadata(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
                     bloom: BloomFilter | FooterFilter | None = None) -> dict[str, str]:
     """`bloom`, when given, already holds every key of `table` (see `extended_bloom`)."""
-    return {k.decode(): bytes(v).decode() for k, v in footer_raw(table, avro_schema_with_meta, settings, bloom).items()}
+    return decoded_entries(footer_raw(table, avro_schema_with_meta, settings, bloom))
 
 
 def footer_raw(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,

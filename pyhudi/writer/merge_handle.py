@@ -164,8 +164,8 @@ def _decide(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: p
             k: int) -> _Merge:
     deletes_mask = is_delete(incoming)
     # For each old row, the incoming row of its file carrying the same key (or null).
-    match = pc.index_in(_file_keys(old.column(RECORD_KEY), old_file, k),
-                        value_set=_file_keys(incoming.column(RECORD_KEY), in_file, k))
+    match = pc.index_in(_match_keys(old.column(RECORD_KEY), old_file, k),
+                        value_set=_match_keys(incoming.column(RECORD_KEY), in_file, k))
     idx = pc.fill_null(match, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     matched = idx >= 0
     if ctx.operation in (WriteOperation.INSERT, WriteOperation.BULK_INSERT) and ctx.allow_duplicate_on_inserts:
@@ -186,8 +186,9 @@ def _decide(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: p
     replaced = np.nonzero(replaced_old)[0]
     # A file's fresh rows: its replacements (in old row order), then its inserts (in incoming order).
     fresh_rows = np.concatenate([idx[replaced], inserts]).astype(np.int64)
-    by_file = np.argsort(np.concatenate([old_file[replaced], in_file[inserts]]), kind="stable")
-    fresh_rows, fresh_file = fresh_rows[by_file], np.concatenate([old_file[replaced], in_file[inserts]])[by_file]
+    owners = np.concatenate([old_file[replaced], in_file[inserts]])
+    by_file = np.argsort(owners, kind="stable")
+    fresh_rows, fresh_file = fresh_rows[by_file], owners[by_file]
     fresh_at = np.empty(len(by_file), dtype=np.int64)
     fresh_at[by_file] = np.arange(len(by_file))  # where each replacement / insert landed among fresh rows
     firsts = np.searchsorted(fresh_file, np.arange(k))
@@ -233,7 +234,7 @@ def _per_row(values: list[str], file_of_row: np.ndarray) -> pa.Array:
     return pa.array(values, pa.string()).take(pa.array(file_of_row, type=pa.int64()))
 
 
-def _file_keys(keys: pa.ChunkedArray | pa.Array, file_of_row: np.ndarray, k: int) -> pa.ChunkedArray | pa.Array:
+def _match_keys(keys: pa.ChunkedArray | pa.Array, file_of_row: np.ndarray, k: int) -> pa.ChunkedArray | pa.Array:
     """Keys a batch matches on: `<file>\\0<key>`, since two partitions (two files) may hold the same key
     under a non-global index. A null key stays null, as a lone file's would."""
     if k == 1:
@@ -248,7 +249,7 @@ def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine
         out = dedupe(incoming, precombine)
         return out, in_file[:out.num_rows]
     at = incoming.schema.get_field_index(RECORD_KEY)
-    keyed = incoming.set_column(at, RECORD_KEY, _file_keys(incoming.column(RECORD_KEY), in_file, k)) \
+    keyed = incoming.set_column(at, RECORD_KEY, _match_keys(incoming.column(RECORD_KEY), in_file, k)) \
         .append_column(_KEY, incoming.column(RECORD_KEY)).append_column(_FILE, pa.array(in_file, pa.int64()))
     kept = dedupe(keyed, precombine)
     if kept is keyed:  # every (file, key) distinct
