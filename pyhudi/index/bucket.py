@@ -30,12 +30,13 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from pyhudi.errors import InvalidConfigError, UnsupportedTableError
-from pyhudi.view.file_system_view import FileSystemView
+from pyhudi.view.file_system_view import FileSlice, FileSystemView
 
 _INT_MASK = 0xFFFFFFFF
 NULL_KEY = "__null__"  # KeyGenUtils.NULL_RECORDKEY_PLACEHOLDER
 EMPTY_KEY = "__empty__"  # KeyGenUtils.EMPTY_RECORDKEY_PLACEHOLDER
 NUM_BUCKETS_KEY = "hoodie.bucket.index.num.buckets"
+HASH_FIELD_KEY = "hoodie.bucket.index.hash.field"
 
 
 def java_string_hash(text: str) -> int:
@@ -105,14 +106,17 @@ def _live_file_ids(view: FileSystemView, partition: str) -> list[str]:
     return [g.file_id for g in view.live_groups(partition) if view._latest_slice(g, None) is not None]
 
 
-def check_layout(view: FileSystemView, num_buckets: int, partitions: Sequence[str] | None = None) -> None:
+def check_layout(view: FileSystemView, num_buckets: int, partitions: Sequence[str] | None = None,
+                 hash_fields: Sequence[str] | None = None) -> None:
     """Refuse, before anything is written, a table whose live file groups cannot serve a BUCKET write with
     `num_buckets` buckets: a file id that is not bucket-named (the table was written with another index, or
     by a bulk_insert that ignored the bucket index), two file groups for one bucket, or a bucket number the
     configured count cannot produce (the table was written with more buckets). Hudi 0.14 keeps no bucket
-    count in hoodie.properties, so a count larger than the table's is only caught when the property is
-    there (writer/config.py). With `partitions`, only those (the write's) are checked, as Hudi's bucket
-    index loads (and checks) the bucket-to-file-group mapping of the records' partitions only."""
+    count in hoodie.properties (pyhudi records it when it creates a bucket table, writer/config.py): on a
+    table without the record, `hash_fields` given, the record keys of a few base files are hashed with
+    `num_buckets` (check_bucket_keys), which catches a count larger than the table's too. With
+    `partitions`, only those (the write's) are checked, as Hudi's bucket index loads (and checks) the
+    bucket-to-file-group mapping of the records' partitions only."""
     for partition in view.partitions_of(partitions):
         owners: dict[int, str] = {}
         for fid in _live_file_ids(view, partition):
@@ -135,6 +139,53 @@ def check_layout(view: FileSystemView, num_buckets: int, partitions: Sequence[st
                     f"groups for bucket {b} ({owners[b]!r} and {fid!r}); it was not written with one bucket "
                     "count and hash field consistently")
             owners[b] = fid
+    if hash_fields is not None and view.config.bucket_num is None:
+        check_bucket_keys(view, num_buckets, hash_fields, view.partitions_of(partitions))
+
+
+KEY_CHECK_FILES = 4
+"""Files whose record keys check the bucket count of a table that does not record it: with a wrong count,
+about half of a file's keys or more land in another bucket (4 -> 8 moves half of them), so one file of a
+few records already tells."""
+
+
+def check_bucket_keys(view: FileSystemView, num_buckets: int, hash_fields: Sequence[str],
+                      partitions: Sequence[str]) -> None:
+    """Refuse `num_buckets` when stored record keys hash to other buckets than the file groups holding them:
+    the table was written with another count, and this write would put keys beside their old rows in
+    another bucket (duplicates). Reads the keys of at most KEY_CHECK_FILES files: a slice's base file, or
+    its first log file when it has none (MOR bucket groups start as logs)."""
+    if not view.config.populate_meta_fields:
+        return  # virtual keys: no stored key column to check
+    checked = 0
+    for partition in partitions:
+        for sl in view.latest_file_slices(partition):
+            b = bucket_of_file_id(sl.file_id)
+            if b is None or checked >= KEY_CHECK_FILES:
+                continue
+            checked += 1
+            path, keys = _stored_keys(view, sl)
+            for key in keys:
+                if key is not None and bucket_id(key, hash_fields, num_buckets) != b:
+                    raise InvalidConfigError(
+                        f"{NUM_BUCKETS_KEY}={num_buckets} does not match the table: record key {key!r} is stored "
+                        f"in bucket {b} ({path}) but hashes to bucket {bucket_id(key, hash_fields, num_buckets)} "
+                        f"with {num_buckets} buckets, so the table was written with another bucket count (or "
+                        f"another {HASH_FIELD_KEY}); set both to what the table was written with (the table does "
+                        "not record them in hoodie.properties)")
+
+
+def _stored_keys(view: FileSystemView, sl: FileSlice) -> tuple[str, list[str | None]]:
+    from pyhudi.index.log_index import log_file_keys  # reads log blocks: io, loaded only when needed
+    from pyhudi.io.base_file import read_parquet
+
+    if sl.base_file is not None:
+        path = sl.base_file.path
+        return path, read_parquet(view.storage, path, columns=["_hoodie_record_key"]).column(0).to_pylist()
+    if not sl.log_files:
+        return "", []
+    path = sl.log_files[0].path
+    return path, list(log_file_keys(view.storage, path))
 
 
 def existing_buckets(view: FileSystemView, partitions: Sequence[str]) -> dict[tuple[str, int], str]:

@@ -41,6 +41,9 @@ def table_checksum(database: str, table: str) -> int:
     return zlib.crc32(f"{database}.{table}".encode()) & 0xFFFFFFFF
 
 
+BUCKET_NUM_KEY = "hoodie.bucket.index.num.buckets"
+
+
 @dataclass(frozen=True)
 class TableConfig:
     name: str
@@ -58,6 +61,9 @@ class TableConfig:
     payload_class: str | None = None
     timeline_timezone: str | None = "UTC"
     archive_folder: str = "archived"
+    # BUCKET index: the bucket count the table was created with (hoodie.bucket.index.num.buckets, stored
+    # in hoodie.properties as Spark SQL's TBLPROPERTIES store it); None when the table does not record it.
+    bucket_num: int | None = None
     version: int = 6
     layout_version: int = 1
     base_file_format: str = "PARQUET"
@@ -107,6 +113,8 @@ class TableConfig:
             props["hoodie.compaction.record.merger.strategy"] = DEFAULT_MERGER_STRATEGY
         if self.timeline_timezone:
             props["hoodie.table.timeline.timezone"] = self.timeline_timezone
+        if self.bucket_num is not None:
+            props[BUCKET_NUM_KEY] = str(self.bucket_num)
         props.update(self._persisted_keygen_options())
         props["hoodie.table.checksum"] = str(table_checksum(self.database, self.name))
         return props
@@ -161,6 +169,7 @@ class TableConfig:
             payload_class=props.get("hoodie.compaction.payload.class"),
             timeline_timezone=props.get("hoodie.table.timeline.timezone"),
             archive_folder=props.get("hoodie.archivelog.folder", "archived"),
+            bucket_num=_bucket_num(props, where),
             version=version,
             layout_version=layout,
             base_file_format=props.get("hoodie.table.base.file.format", "PARQUET").upper(),
@@ -170,6 +179,16 @@ class TableConfig:
 
     def evolve(self, **changes: object) -> TableConfig:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _bucket_num(props: dict[str, str], where: str) -> int | None:
+    text = props.get(BUCKET_NUM_KEY, "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise CorruptFileError(f"{where}: {BUCKET_NUM_KEY}={text!r} is not a number") from exc
 
 
 READABLE_VERSIONS = (4, 5, 6)

@@ -45,6 +45,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyhudi.errors import UnsupportedTableError
+from pyhudi.index.bucket import bucket_of_file_id
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_log_file
 from pyhudi.model.write_stat import WriteStat
@@ -193,6 +195,7 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int,
     """Plan from the partitions of `scope` (default: `clustering_scope`); only those are listed. The
     partitions left out on purpose (filtered, cut by max.num.groups, or holding slices a pending
     operation blocks) are the draft's `missing`."""
+    refuse_bucket_table(view, cfg)
     scope = scope or clustering_scope(view, cfg, max_file_size)
     draft = ClusteringPlanDraft(scope=scope)
     # Filters read names only: an incremental plan lists just the partitions they keep.
@@ -230,7 +233,33 @@ def draft_plan(view: FileSystemView, cfg: ClusteringConfig, max_file_size: int,
         if _pack_partition(draft, p, eligible, cfg, max_file_size, orders):
             missing.add(p)
     draft.missing = sorted(missing)
+    if cfg.index_type is None:
+        refuse_bucket_groups(draft)
     return draft
+
+
+BUCKET_REFUSAL = ("clustering rewrites file groups into new ones that are not bucket file groups, after which the "
+                  "simple bucket index cannot write the table (Hudi clusters only CONSISTENT_HASHING bucket "
+                  "tables, which pyhudi does not support); a bucket table's files are sized by "
+                  "hoodie.bucket.index.num.buckets")
+
+
+def refuse_bucket_table(view: FileSystemView, cfg: ClusteringConfig) -> None:
+    """A BUCKET table (as the options say, or as its hoodie.properties record) is never clustered."""
+    if cfg.index_type == "BUCKET" or (cfg.index_type is None and view.config.bucket_num is not None):
+        raise UnsupportedTableError(f"cannot cluster a table with hoodie.index.type=BUCKET: {BUCKET_REFUSAL}")
+
+
+def refuse_bucket_groups(draft: ClusteringPlanDraft) -> None:
+    """A table that does not record its bucket index (Hudi 0.14 does not), clustered without options: when
+    every file group the plan would rewrite is bucket-named (8 digits, then the UUID's rest; 2% of random
+    UUIDs start so, so two or more such groups are a bucket table's), the plan is refused."""
+    ids = [s.file_id for g in draft.groups for s in g.slices]
+    if len(ids) >= 2 and all(bucket_of_file_id(f) is not None for f in ids):
+        raise UnsupportedTableError(
+            f"cannot cluster this table: its file groups are bucket file groups (e.g. {ids[0]!r}), so it is "
+            f"written with hoodie.index.type=BUCKET, and {BUCKET_REFUSAL}. If the table does not use a bucket "
+            "index, pass hoodie.index.type with the index it uses")
 
 
 def _pack_partition(draft: ClusteringPlanDraft, p: str, eligible: list[FileSlice], cfg: ClusteringConfig,

@@ -10,7 +10,8 @@ Checked under the table lock, just before an instant completes, in every concurr
   overlapping file groups), unless W's new version was built on that write's version; or if a
   clustering planned after W started (pending replacecommit with a later instant time, as Hudi's
   getCandidateInstants counts them) takes one of its file groups, since that plan cannot hold
-  W's data.
+  W's data. With a BUCKET index, W also fails if a write that completed meanwhile created a file group
+  for a bucket W created one for (two groups for one bucket break the index and duplicate keys).
 * A clustering fails (and is rolled back) if any input file group no longer has exactly the
   slice it planned to rewrite: someone wrote to it meanwhile, and replacing it would drop that write.
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyhudi.errors import CommitConflictError
+from pyhudi.index.bucket import bucket_of_file_id
 from pyhudi.model.table_config import TableConfig
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.storage import Storage
@@ -40,17 +42,31 @@ class Footprint:
 
     merged: dict[tuple[str, str], str] = field(default_factory=dict)  # new base versions of existing groups
     appended: dict[tuple[str, str], str] = field(default_factory=dict)  # log files, by the slice they join
+    # BUCKET index: (partition, bucket) -> file id of each bucket file group this write wrote. Two writers
+    # creating one bucket write two file groups with different ids, so only the bucket tells them apart
+    # (Hudi's BucketIndexConcurrentFileWritesConflictResolutionStrategy compares partition and bucket id).
+    buckets: dict[tuple[str, int], str] = field(default_factory=dict)
 
     @property
     def groups(self) -> set[tuple[str, str]]:
         return set(self.merged) | set(self.appended)
+
+    def bucket_clashes(self, written: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Groups of `written` (another commit's) of a bucket this write wrote under another file id."""
+        out: set[tuple[str, str]] = set()
+        for part, fid in written:
+            b = bucket_of_file_id(fid)
+            own = self.buckets.get((part, b)) if b is not None else None
+            if own is not None and own != fid:
+                out.add((part, fid))
+        return out
 
     def base(self, group: tuple[str, str]) -> str:
         """The instant of the version this write built on in `group` ("" for a new group)."""
         return self.appended.get(group, self.merged.get(group, ""))
 
 
-def footprint(stats: Iterable[WriteStat]) -> Footprint:
+def footprint(stats: Iterable[WriteStat], bucket_index: bool = False) -> Footprint:
     fp = Footprint()
     for s in stats:
         key = (s.partition_path or "", s.file_id)
@@ -58,6 +74,8 @@ def footprint(stats: Iterable[WriteStat]) -> Footprint:
             fp.appended[key] = s.prev_commit
         elif s.prev_commit not in ("", "null"):
             fp.merged[key] = s.prev_commit
+        if bucket_index and (b := bucket_of_file_id(s.file_id)) is not None:
+            fp.buckets[(key[0], b)] = s.file_id
     return fp
 
 
@@ -76,10 +94,13 @@ def _candidates(timeline: ActiveTimeline, own: str, known_completed: frozenset[s
 
 def check_write(timeline: ActiveTimeline, own: str, known_completed: frozenset[str], fp: Footprint) -> None:
     touched = fp.groups
-    if not touched:
+    if not touched and not fp.buckets:
         return
     for inst in _candidates(timeline, own, known_completed):
         meta = timeline.commit_metadata(inst)
+        clashes = fp.bucket_clashes(meta.file_ids_written())
+        if clashes:
+            raise _conflict(own, clashes, inst, "it created a file group for the same bucket as this write:")
         if inst.action is Action.REPLACE_COMMIT:
             replaced = {(p, f) for p, ids in (meta.partition_to_replace_file_ids or {}).items() for f in ids}
             if replaced & touched:

@@ -321,11 +321,13 @@ class WriteClient:
         table_services.clustering_service(self.engine, self.storage, self.config)
 
     def _footprint(self, meta: CommitMetadata, stats: list[WriteStat]) -> Footprint:
-        """The file groups this write changed. delete_partition writes nothing but hides whole groups: a
-        write that completed into one of them meanwhile would vanish, so they count as changed from no base
-        (any concurrent write to them conflicts, as Hudi's conflict check counts replaced file ids)."""
-        fp = footprint(stats)
-        if self.config.operation is WriteOperation.DELETE_PARTITION:
+        """The file groups this write changed. An overwrite (insert_overwrite(_table), mode="overwrite",
+        delete_partition) hides whole groups: a write or clustering that completed into one of them meanwhile
+        would leave its rows live beside the overwrite (a clustering's new group is not in the replaced set),
+        so they count as changed from no base: any concurrent write to them, or replacement of them, conflicts,
+        as Hudi's ConcurrentOperation counts an overwrite's replaced file ids (WriteOperationType.isOverwrite)."""
+        fp = footprint(stats, bucket_index=self.config.index.type == "BUCKET")
+        if self.config.operation.is_overwrite:
             for part, ids in (meta.partition_to_replace_file_ids or {}).items():
                 fp.merged.update({(part, fid): "" for fid in ids})
         return fp

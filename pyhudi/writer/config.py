@@ -8,7 +8,7 @@ pyhudi receives these dataclasses, never raw option strings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyhudi.config import keys as K
@@ -123,6 +123,11 @@ class WriteConfig:
     marker_type: str = DEFAULT_MARKER_TYPE  # hoodie.write.markers.type
 
     @property
+    def bucket_hash_fields(self) -> tuple[str, ...]:
+        """The fields a BUCKET index hashes: hoodie.bucket.index.hash.field, else the record key fields."""
+        return tuple(self.index.bucket_hash_fields or self.table.record_key_fields)
+
+    @property
     def precombine_field(self) -> str | None:
         return self.table.precombine_field
 
@@ -201,6 +206,7 @@ def resolve_table_config(o: Options, existing: TableConfig | None) -> TableConfi
         database=str(o.get(K.DATABASE_NAME) or "") if o.is_set(K.DATABASE_NAME) else "",
         payload_class=o.get(K.PAYLOAD_CLASS) if o.is_set(K.PAYLOAD_CLASS) else None,
         timeline_timezone=o.get(K.TIMELINE_TIMEZONE),
+        bucket_num=o.get(K.BUCKET_NUM_BUCKETS) if o.get(K.INDEX_TYPE) == "BUCKET" else None,
     )
     return _with_keygen_options(o, created)
 
@@ -295,8 +301,16 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
     index = IndexConfig.from_options(o)
     if index.type == "GLOBAL_BLOOM":
         index = IndexConfig(**{**index.__dict__, "type": "GLOBAL_SIMPLE"})
+    clustering = ClusteringConfig.from_options(o)
     if index.type == "BUCKET":
-        check_bucket_num(index.bucket_num, table)
+        index = check_bucket_num(index, table, o.is_set(K.BUCKET_NUM_BUCKETS))
+        if clustering.runs_with_writes:
+            raise InvalidConfigError(
+                "hoodie.index.type=BUCKET cannot be used with clustering (hoodie.clustering.inline, "
+                "hoodie.clustering.schedule.inline or hoodie.clustering.async.enabled is true): clustering "
+                "rewrites file groups into new ones that are not bucket file groups, which the simple bucket "
+                "index cannot write again; turn clustering off for this table (its files are sized by "
+                "hoodie.bucket.index.num.buckets)")
     payload = table.payload_class if table.payload_class and not o.is_set(K.PAYLOAD_CLASS) else o.get(K.PAYLOAD_CLASS)
     # Every write and service: features pyhudi would break, including (on virtual keys) every operation
     # that matches stored records by key: updates, deletes, inserts that must not duplicate stored keys.
@@ -312,7 +326,7 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         parallelism=int(parallelism), storage_level=str(o.get(K.TAGGED_STORAGE_LEVEL)).upper(), occ=occ,
         failed_writes_lazy=failed == "LAZY", extra_metadata=extra, options=o,
         compaction=CompactionConfig.from_options(o, table.is_mor and streaming),
-        clustering=ClusteringConfig.from_options(o),
+        clustering=clustering,
         lock=lock_settings(o), clean=clean, archival=ArchivalConfig.from_options(o, clean),
         services=ServicesConfig.from_options(o),
         heartbeat_interval_ms=o.get(K.HEARTBEAT_INTERVAL_MS),
@@ -325,15 +339,22 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
     )
 
 
-def check_bucket_num(num_buckets: int, table: TableConfig) -> None:
+def check_bucket_num(index: IndexConfig, table: TableConfig, given: bool) -> IndexConfig:
     """A BUCKET write must hash into the table's bucket count, else keys land in other buckets than their
-    records (duplicates). Hudi 0.14 does not record the count in hoodie.properties, but a table whose
-    properties carry it is checked here; the file ids are checked against it in index/bucket.check_layout."""
-    stored = table.raw.get("hoodie.bucket.index.num.buckets", "").strip()
-    if stored and stored != str(num_buckets):
+    records (duplicates). pyhudi records the count in hoodie.properties when it creates a bucket table (as
+    Spark SQL's TBLPROPERTIES do); a write that does not set the option takes the recorded count, one that
+    sets another is refused. Tables without the record are checked against their file groups
+    (index/bucket.check_layout, check_bucket_keys)."""
+    stored = table.bucket_num
+    if stored is None:
+        return index
+    if given and index.bucket_num != stored:
         raise InvalidConfigError(
-            f"hoodie.bucket.index.num.buckets={num_buckets} conflicts with the table's "
-            f"hoodie.bucket.index.num.buckets={stored}; use {stored} (the bucket count cannot change)")
+            f"hoodie.bucket.index.num.buckets={index.bucket_num} conflicts with the table's "
+            f"hoodie.bucket.index.num.buckets={stored} (hoodie.properties); use {stored} or leave the option "
+            "out: a simple bucket index cannot change its bucket count, keys would land in other buckets "
+            "than their records")
+    return replace(index, bucket_num=stored)
 
 
 def lock_settings(o: Options) -> LockSettings:
@@ -412,6 +433,7 @@ class ClusteringConfig:
     reject_updates: bool = True
     rollback_on_conflict: bool = False
     incremental: bool = True  # hoodie.table.services.incremental.enabled
+    index_type: str | None = None  # hoodie.index.type when given: a BUCKET table cannot be clustered
 
     @classmethod
     def from_options(cls, o: Options) -> ClusteringConfig:
@@ -433,7 +455,12 @@ class ClusteringConfig:
             reject_updates=o.get(K.CLUSTERING_UPDATES_STRATEGY) == "SparkRejectUpdateStrategy",
             rollback_on_conflict=o.get(K.CLUSTERING_ROLLBACK_ON_CONFLICT),
             incremental=o.get(K.TABLE_SERVICES_INCREMENTAL),
+            index_type=str(o.get(K.INDEX_TYPE)) if o.is_set(K.INDEX_TYPE) else None,
         )
+
+    @property
+    def runs_with_writes(self) -> bool:
+        return self.inline or self.schedule_inline or self.async_enabled
 
 
 @dataclass(frozen=True)

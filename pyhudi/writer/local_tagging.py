@@ -12,7 +12,9 @@ Reads go through the engine as tasks (one per file whose keys are read); matchin
 * BUCKET: each key's bucket (index/bucket.bucket_ids) and the partition's file group of that bucket.
 
 A global index moves a record whose key lives in another partition: into that partition, or with
-`hoodie.*.update.partition.path` a delete there and an insert in the new one (Hudi's global index).
+`hoodie.*.update.partition.path` a delete there and an insert in the new one (Hudi's global index). On a
+merge-on-read table its base file hits in groups with log files are confirmed against the merged slice
+(index/merged_keys.py): a copy a log block deleted is no location.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -29,12 +31,13 @@ import pyarrow.parquet as pq
 
 from pyhudi.engine.base import Engine, TaskInfo, task_count
 from pyhudi.index import bucket as bucket_index
-from pyhudi.index import log_index
+from pyhudi.index import log_index, merged_keys
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, footer_probe
 from pyhudi.index.key_order import utf16_sort_keys
 from pyhudi.index.locations import LOC_FILE_ID, LOC_INSTANT
 from pyhudi.io.base_file import parallel_read, read_parquet
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.reader.log_merge import MergeSpec
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.config import WriteConfig
@@ -48,13 +51,16 @@ KEY_FIELD = "_hoodie_record_key"
 
 @dataclass(frozen=True)
 class KeyFile:
-    """A file whose keys may locate records: its file group, slice instant and the files to read."""
+    """A file whose keys may locate records: its file group, slice instant and the files to read.
+    `log_paths` add their keys (INMEMORY); `merge_logs` instead confirm base file hits against the slice
+    merged with them (a global index on merge-on-read)."""
 
     partition: str
     file_id: str
     instant: str
     base_path: str | None
     log_paths: tuple[str, ...] = ()
+    merge_logs: tuple[str, ...] = ()
 
 
 def tag_records(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.Table,
@@ -64,7 +70,8 @@ def tag_records(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.
     op = cfg.operation
     committed = view is not None and bool(view.committed_instants)
     if cfg.index.type == "BUCKET" and view is not None and not op.is_overwrite:
-        bucket_index.check_layout(view, cfg.index.bucket_num, pc.unique(records.column(PARTITION_COL)).to_pylist())
+        bucket_index.check_layout(view, cfg.index.bucket_num, pc.unique(records.column(PARTITION_COL)).to_pylist(),
+                                  hash_fields=cfg.bucket_hash_fields)
     if cfg.index.type == "BUCKET" and op is not WriteOperation.BULK_INSERT:
         # An overwrite replaces the partitions' file groups: every record goes to a new bucket file group
         # (Hudi's bucket partitioner with isOverwrite), never into an existing group it then replaces.
@@ -117,8 +124,21 @@ def _key_files(cfg: WriteConfig, view: FileSystemView, partitions: Sequence[str]
         return [KeyFile(s.partition, s.file_id, s.base_instant, s.base_file.path if s.base_file else None,
                         tuple(lf.path for lf in s.log_files))
                 for p in partitions for s in view.latest_merged_file_slices(p)]
-    return [KeyFile(bf.partition, bf.file_id, bf.instant, bf.path)
-            for p in partitions for bf in view.latest_base_files(p)]
+    files = [KeyFile(bf.partition, bf.file_id, bf.instant, bf.path)
+             for p in partitions for bf in view.latest_base_files(p)]
+    if cfg.index.is_global and cfg.table.is_mor:
+        return _with_merge_logs(files, view, partitions)
+    return files
+
+
+def _with_merge_logs(files: list[KeyFile], view: FileSystemView, partitions: Sequence[str]) -> list[KeyFile]:
+    """Each base file's group's log files (of its merged slice, pending compaction's logs included), so
+    its hits are confirmed against the merged view; base-only groups stay base file lookups."""
+    logs = {(s.partition, s.file_id, s.base_file.path): tuple(lf.path for lf in s.log_files)
+            for p in partitions for s in view.latest_merged_file_slices(p) if s.base_file and s.log_files}
+    if not logs:
+        return files
+    return [replace(kf, merge_logs=logs.get((kf.partition, kf.file_id, kf.base_path), ())) for kf in files]
 
 
 def _locate(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.Table, view: FileSystemView
@@ -126,17 +146,20 @@ def _locate(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.Tabl
     """(fileId, instant, partition) where each record's key is stored, null where it is not."""
     touched = view.partitions_of(None if cfg.index.is_global else pc.unique(records.column(PARTITION_COL)).to_pylist())
     files = _key_files(cfg, view, touched)
+    spec = merged_keys.liveness_spec(view, cfg.table, cfg.event_time_field) \
+        if any(kf.merge_logs for kf in files) else None
     return locate_in_files(engine, storage, files, records, global_index=cfg.index.is_global,
                            bloom=cfg.index.type in ("BLOOM", "GLOBAL_BLOOM"),
-                           prune_by_ranges=cfg.index.prune_by_ranges)
+                           prune_by_ranges=cfg.index.prune_by_ranges, live_spec=spec)
 
 
 def locate_in_files(engine: Engine, storage: Storage, files: Sequence[KeyFile], records: pa.Table,
-                    global_index: bool = False, bloom: bool = False, prune_by_ranges: bool = True
-                    ) -> tuple[pa.Array, pa.Array, pa.Array]:
+                    global_index: bool = False, bloom: bool = False, prune_by_ranges: bool = True,
+                    live_spec: MergeSpec | None = None) -> tuple[pa.Array, pa.Array, pa.Array]:
     """(fileId, instant, partition) of the file among `files` storing each record's key (in the record's
     partition unless the index is global), null where none does. A few engine tasks per worker, each a run
-    of files (`_runs`); the one-task write passes a sequential engine and its layout's SIMPLE files."""
+    of files (`_runs`); the one-task write passes a sequential engine and its layout's SIMPLE files.
+    Hits in a file with `merge_logs` are kept only if its slice merged by `live_spec` still holds them."""
     parts = records.column(PARTITION_COL).combine_chunks()
     keys = records.column(RECORD_KEY_COL).combine_chunks()
     by_part = {} if global_index else _keys_by_partition(parts, keys, {f.partition for f in files})
@@ -147,8 +170,14 @@ def locate_in_files(engine: Engine, storage: Storage, files: Sequence[KeyFile], 
         if wanted is None or not len(wanted):
             return []
         if bloom and kf.base_path is not None:
-            return _bloom_lookup(storage, kf, wanted, prune_by_ranges)
-        return [(kf, _present(wanted, _file_keys(storage, kf)))]
+            found = _bloom_lookup(storage, kf, wanted, prune_by_ranges)
+        else:
+            found = [(kf, _present(wanted, _file_keys(storage, kf)))]
+        if kf.merge_logs and found and len(found[0][1]):
+            assert live_spec is not None and kf.base_path is not None
+            live = merged_keys.live_among(storage, kf.file_id, kf.base_path, kf.merge_logs, live_spec, found[0][1])
+            found = [(kf, live)]
+        return found
 
     def lookup_run(run: Sequence[KeyFile], info: TaskInfo) -> list[tuple[KeyFile, pa.Array]]:
         return [hit for kf in run for hit in lookup(kf, info)]

@@ -143,7 +143,7 @@ class LocalWriteClient(StreamedInsert):
             partitions = pc.unique(prepared.column(PARTITION_COL)).to_pylist()
         if bucket is not None and timeline is not None:
             view = build_view(self.storage, cfg.table, timeline)
-            bucket_index.check_layout(view, cfg.index.bucket_num, partitions)
+            bucket_index.check_layout(view, cfg.index.bucket_num, partitions, hash_fields=cfg.bucket_hash_fields)
             existing = bucket_index.existing_buckets(view, view.partitions_of(partitions))
             if source.table is not None:
                 _check_new_buckets(source.table, bucket, existing)

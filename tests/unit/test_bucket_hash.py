@@ -27,7 +27,7 @@ from pyhudi.index.bucket import (
     java_string_hash,
 )
 from pyhudi.model.table_config import TableConfig
-from pyhudi.writer.config import check_bucket_num
+from pyhudi.writer.config import IndexConfig, check_bucket_num
 
 
 def _int32(x: int) -> int:
@@ -171,8 +171,15 @@ def test_check_layout_refuses_tables_the_bucket_index_cannot_serve():
 
 
 def test_stored_bucket_count_must_match():
-    table = TableConfig(name="t", raw={"hoodie.bucket.index.num.buckets": "8"})
-    check_bucket_num(8, table)
-    check_bucket_num(4, TableConfig(name="t"))  # no stored count: the file ids are checked instead
+    table = TableConfig.from_properties({"hoodie.table.name": "t", "hoodie.table.type": "COPY_ON_WRITE",
+                                         "hoodie.table.version": "6", "hoodie.bucket.index.num.buckets": "8"})
+    assert table.bucket_num == 8
+    assert check_bucket_num(IndexConfig(type="BUCKET", bucket_num=8), table, True).bucket_num == 8
+    # Not given: the table's count, not the option's default of 256.
+    assert check_bucket_num(IndexConfig(type="BUCKET", bucket_num=256), table, False).bucket_num == 8
+    # No stored count: the file ids (and footer keys) are checked instead.
+    assert check_bucket_num(IndexConfig(type="BUCKET", bucket_num=4), TableConfig(name="t"), True).bucket_num == 4
     with pytest.raises(InvalidConfigError, match="hoodie.bucket.index.num.buckets=4 conflicts"):
-        check_bucket_num(4, table)
+        check_bucket_num(IndexConfig(type="BUCKET", bucket_num=4), table, True)
+    assert "hoodie.bucket.index.num.buckets" not in TableConfig(name="t").to_properties()
+    assert table.to_properties()["hoodie.bucket.index.num.buckets"] == "8"

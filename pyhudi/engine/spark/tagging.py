@@ -15,6 +15,7 @@ from pyhudi.config.registry import size_in_bytes
 from pyhudi.engine.spark import index_bloom as bloom_index
 from pyhudi.engine.spark import index_simple as simple_index
 from pyhudi.index import bucket as bucket_index
+from pyhudi.index.merged_keys import liveness_spec
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import FileSystemView
@@ -71,7 +72,7 @@ def _check_bucket_table(cfg: WriteConfig, keyed: DataFrame, view: FileSystemView
     """Refuse a BUCKET write the table's file groups cannot serve, before anything is written."""
     from pyhudi.engine.spark.bulk import check_new_buckets
 
-    bucket_index.check_layout(view, cfg.index.bucket_num, list(counts))
+    bucket_index.check_layout(view, cfg.index.bucket_num, list(counts), hash_fields=cfg.bucket_hash_fields)
     if cfg.operation is WriteOperation.BULK_INSERT:
         fields = tuple(cfg.index.bucket_hash_fields or cfg.table.record_key_fields)
         check_new_buckets(keyed, view, (fields, cfg.index.bucket_num), list(counts))
@@ -88,7 +89,14 @@ def _tag(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFra
     base_files = [bf for p in partitions for bf in view.latest_base_files(p)]
     if cfg.index.type == "BLOOM":
         return bloom_index.tag(spark, storage, keyed, base_files, cfg.index)
-    existing = simple_index.existing_locations(spark, storage, base_files)
+    # A global index on merge-on-read confirms keys of groups with logs against their merged slices.
+    logged = [s for p in partitions for s in view.latest_merged_file_slices(p) if s.base_file and s.log_files] \
+        if cfg.index.is_global and cfg.table.is_mor else []
+    if logged:
+        spec = liveness_spec(view, cfg.table, cfg.event_time_field)
+        existing = simple_index.existing_merged_locations(spark, storage, base_files, logged, spec)
+    else:
+        existing = simple_index.existing_locations(spark, storage, base_files)
     return simple_index.tag(keyed, existing, global_index=cfg.index.is_global,
                             update_partition_path=cfg.index.update_partition_path,
                             small_batch=_broadcastable(spark, sum(n for n, _ in counts.values())))
