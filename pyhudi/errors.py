@@ -65,6 +65,17 @@ class JavaNotFoundError(HudiError):
     """No usable Java runtime for Spark was found."""
 
 
+class InstantAlreadyCompletedError(TimelineError):
+    """Completing an instant found its completed file already there with other content: another process
+    completed the same instant first (two executors of one plan). This attempt's files are not part of
+    the table; it must not roll the instant back (that would undo the other process's commit)."""
+
+
+class WriteRolledBackError(CommitConflictError):
+    """A file this write needed (its own log file, or one the index was reading) was deleted by a
+    concurrent rollback: the write cannot commit consistently and is retried as a whole."""
+
+
 class HollowCommitError(TimelineError):
     """An incremental read would skip a write that is still in flight (a "hollow commit")."""
 
@@ -72,6 +83,11 @@ class HollowCommitError(TimelineError):
 class StorageError(HudiError, OSError):
     """A storage operation failed for good (after retries): the message names the operation, the path
     and what to check. Also an OSError, so code that handles I/O errors keeps handling it."""
+
+
+class BucketNotFoundError(StorageError):
+    """The bucket or container of a table URI does not exist (S3 NoSuchBucket, Azure ContainerNotFound,
+    GCS NoSuchBucket): not the same as a missing table, which `TableNotFoundError` reports."""
 
 
 class ConditionalWriteUnsupportedError(StorageError):

@@ -45,7 +45,7 @@ from pyhudi.timeline.archived import (
 )
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State
 from pyhudi.timeline.timeline import META_DIR
-from pyhudi.transaction.lock import LockSettings, table_lock
+from pyhudi.transaction.lock import LockProvider, LockSettings, ensure_held, table_lock
 from pyhudi.writer.config import ArchivalConfig, CleanConfig, CompactionConfig, WriteConfig
 from pyhudi.writer.markers import delete_markers
 
@@ -167,7 +167,7 @@ def _delete_group(storage: Storage, group: InstantGroup) -> None:
 def archive(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, clean_cfg: CleanConfig,
             lock: LockSettings | None = None, compaction_cfg: CompactionConfig | None = None) -> ArchiveResult | None:
     """Archive what the rules allow; None when there is nothing to do (a re-run is a no-op)."""
-    with table_lock(storage, lock or LockSettings()):
+    with table_lock(storage, lock or LockSettings()) as held:
         archived = ArchivedTimeline.load(storage, table.archive_folder)
         keys = archived.keys()
         groups = load_groups(storage)
@@ -177,11 +177,11 @@ def archive(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, 
             if plan.stopped_by:
                 log.info("nothing archived: %s", plan.stopped_by)
             return None
-        return _run(storage, table, archival_cfg, plan, keys)
+        return _run(storage, table, archival_cfg, plan, keys, held)
 
 
 def _run(storage: Storage, table: TableConfig, cfg: ArchivalConfig, plan: ArchivalPlan,
-         keys: set[tuple[str, str, str]]) -> ArchiveResult:
+         keys: set[tuple[str, str, str]], held: LockProvider) -> ArchiveResult:
     entries = _entries(storage, plan.groups, keys, table.local_timezone)
     rel: str | None = None
     if entries:
@@ -190,6 +190,9 @@ def _run(storage: Storage, table: TableConfig, cfg: ArchivalConfig, plan: Archiv
                              expected)
         log.info("archived %d instants (%d records) to %s", len(plan.groups), len(entries), rel)
     fault_point("archival.after_archive_file")
+    # The deletions below change the active timeline: a lease lost to a pause (or taken over) must not make
+    # them. The archive file alone is harmless: the next run finishes a run that stopped here (leftovers).
+    ensure_held(held)
     for n, group in enumerate(plan.groups):
         _delete_group(storage, group)
         if n == 0:

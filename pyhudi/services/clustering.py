@@ -54,7 +54,7 @@ from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
 from pyhudi.transaction.conflicts import check_clustering
 from pyhudi.transaction.heartbeat import Heartbeat, is_expired, owner_is_gone
-from pyhudi.transaction.lock import LockSettings, table_lock
+from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.writer.config import ClusteringConfig
 from pyhudi.writer.handles import FILE_NAME, constant_strings, file_overhead
@@ -436,9 +436,10 @@ def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, 
     for s in stats:
         meta.add(s)
     fault_point("clustering.before_commit")
-    with table_lock(storage, lock or LockSettings()):
+    with table_lock(storage, lock or LockSettings()) as held:
         timeline = ActiveTimeline.load(storage)
         check_clustering(storage, table, timeline, instant, plan)
+        ensure_held(held)  # a lease lost to a pause (or taken over) must not commit, as in the writer's commit
         timeline.complete(Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT), meta.to_bytes(instant))
     delete_markers(storage, instant)
     log.info("completed clustering %s: %d groups -> %d files", instant, len(plan.get("inputGroups") or []),

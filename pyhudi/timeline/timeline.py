@@ -3,9 +3,13 @@
 `Timeline` is an immutable, sorted view with Hudi's usual filters; every
 service asks it questions ("last completed commit", "pending compactions").
 `ActiveTimeline` adds loading and the only code allowed to change the
-timeline. Each transition writes one new file atomically (exclusive create
-for `requested`, write-then-rename for the rest), so a concurrent reader sees
-the old state or the new one.
+timeline. Each transition creates one new file, atomically and exclusively
+(`Storage.create_exclusive`: link(2) locally, a conditional PUT on object
+stores), so a concurrent reader sees the old state or the new one, and of two
+processes completing one instant only one succeeds: the other cannot
+overwrite its commit. A transition whose file is already there with the same
+bytes is the caller's own earlier attempt (a retried PUT whose answer was
+lost after it took effect) and counts as done.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import bisect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from pyhudi.errors import InstantNotFoundError, TimelineError
+from pyhudi.errors import InstantAlreadyCompletedError, InstantNotFoundError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.model.commit_metadata import (
     CommitMetadata,
@@ -296,7 +300,11 @@ class ActiveTimeline(Timeline):
             raise TimelineError(f"cannot move {instant} to inflight: {requested.file_name} is missing")
         inflight = requested.with_state(State.INFLIGHT)
         fault_point("timeline.before_inflight")
-        self.storage.write_atomic(f"{META_DIR}/{inflight.file_name}", content)
+        if not self._create_once(inflight, content):
+            raise TimelineError(
+                f"cannot move {instant} to inflight: {inflight.file_name} already exists with other content "
+                f"in {self.storage.base_uri}/.hoodie (another process started this instant); let that process "
+                "finish, or roll the instant back")
         return inflight
 
     def complete(self, instant: Instant, content: bytes) -> Instant:
@@ -305,8 +313,24 @@ class ActiveTimeline(Timeline):
             raise TimelineError(f"cannot complete {instant}: {inflight.file_name} is missing")
         done = inflight.with_state(State.COMPLETED)
         drop_metadata_table(self.storage)  # Hudi's writers must never trust a metadata table without it
-        self.storage.write_atomic(f"{META_DIR}/{done.file_name}", content)
+        if not self._create_once(done, content):
+            raise InstantAlreadyCompletedError(
+                f"cannot complete {instant}: {done.file_name} already exists with other content in "
+                f"{self.storage.base_uri}/.hoodie (another process completed this instant first); this "
+                "attempt's files are not part of the table and the instant must not be rolled back")
         return done
+
+    def _create_once(self, instant: Instant, content: bytes) -> bool:
+        """Create the instant's file exclusively; True when created, or when it already holds exactly
+        `content` (this caller's own earlier attempt, e.g. a PUT that took effect but whose answer was
+        lost, retried by a caller), False when it holds anything else (someone else's)."""
+        rel = f"{META_DIR}/{instant.file_name}"
+        if self.storage.create_exclusive(rel, content):
+            return True
+        try:
+            return self.storage.read_bytes(rel) == content
+        except FileNotFoundError:  # deleted again since (a rollback): not ours to claim
+            return False
 
     def delete_pending(self, instant: Instant) -> None:
         """Remove every file of a pending instant, inflight first so it never looks requested-only
@@ -331,8 +355,7 @@ class ActiveTimeline(Timeline):
         pending_action = Action.COMPACTION if self.is_compaction_commit(instant) else instant.action
         inflight = Instant(instant.timestamp, pending_action, State.INFLIGHT)
         drop_metadata_table(self.storage)  # the rollback deletes files a metadata table would still list
-        if not self.storage.exists(f"{META_DIR}/{inflight.file_name}"):
-            self.storage.write_atomic(f"{META_DIR}/{inflight.file_name}", b"")
+        self.storage.create_exclusive(f"{META_DIR}/{inflight.file_name}", b"")  # kept when already there
         self.storage.delete(f"{META_DIR}/{instant.file_name}")
 
     def _existing_names(self) -> list[str]:

@@ -109,7 +109,8 @@ KILL_POINTS: tuple[KillPoint, ...] = (
     KillPoint("write.mid_file", "cow", "bulk_insert", ("torn_base_file",)),
     KillPoint("write.mid_file", "cow", "overwrite", ("torn_base_file", "pending:replacecommit")),
     KillPoint("write.before_commit", "cow", "delete", ("pending:commit", "lock_held")),
-    KillPoint("storage.before_rename@2", "cow", "upsert", ("pending:commit", "torn_commit"),
+    # the 4th exclusive create of an upsert is its commit file (requested, inflight, table lock, commit)
+    KillPoint("storage.before_link@4", "cow", "upsert", ("pending:commit", "torn_commit"),
               recover=("cluster", "upsert"), options=CLUSTER),
     KillPoint("write.after_commit", "cow", "upsert", ("lock_held",), visible=True),
     KillPoint("write.mid_log_file", "mor", "upsert", ("torn_log_file",), recover=("compact", "upsert")),

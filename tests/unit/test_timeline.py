@@ -227,23 +227,25 @@ def test_transitions_require_previous_state(table):
 
 
 def test_inflight_and_complete_are_written_atomically(table, monkeypatch):
-    """inflight/completed files appear by rename of a complete temp file; requested by exclusive create."""
+    """Every instant file appears by link(2) of a complete temp file (exclusive and atomic): requested,
+    inflight and completed alike, never by rename over an existing file."""
     storage = Storage(str(table))
     tl = ActiveTimeline.load(storage)
     ts = "20250101000000009"
     payload = b'{"partitionToWriteStats" : { }}' * 2000
-    real_replace = os.replace
+    real_link = os.link
     renamed: list[str] = []
 
     def spy(src, dst):
         dst = os.fspath(dst)
         assert not os.path.exists(dst)
         with open(src, "rb") as f:
-            assert f.read() == payload
+            assert f.read() == (payload if renamed else b"")
         renamed.append(os.path.basename(dst))
-        real_replace(src, dst)
+        real_link(src, dst)
 
-    monkeypatch.setattr(os, "replace", spy)
+    monkeypatch.setattr(os, "link", spy)
+    monkeypatch.setattr(os, "replace", lambda *a: pytest.fail(f"instant file renamed into place: {a}"))
     plain_writes: list[str] = []
     real_write_bytes = storage.write_bytes
 
@@ -253,10 +255,10 @@ def test_inflight_and_complete_are_written_atomically(table, monkeypatch):
 
     monkeypatch.setattr(storage, "write_bytes", write_bytes_spy)
     inst = tl.create_requested(Instant(ts, Action.COMMIT, State.REQUESTED))
-    assert renamed == []
+    assert renamed == [f"{ts}.commit.requested"]
     inst = tl.transition_to_inflight(inst, payload)
     inst = tl.complete(inst, payload)
-    assert renamed == [f"{ts}.inflight", f"{ts}.commit"]
+    assert renamed == [f"{ts}.commit.requested", f"{ts}.inflight", f"{ts}.commit"]
     # the only plain writes went to the temp area, never to the instant files themselves
     assert all(not rel.startswith(f".hoodie/{ts}") for rel in plain_writes)
     assert (table / ".hoodie" / f"{ts}.commit").read_bytes() == payload
@@ -269,9 +271,9 @@ def test_complete_failure_leaves_instant_inflight(table, monkeypatch):
     inst = tl.transition_to_inflight(tl.create_requested(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED)))
 
     def boom(src, dst):
-        raise OSError("crash during rename")
+        raise OSError("crash during link")
 
-    monkeypatch.setattr(os, "replace", boom)
+    monkeypatch.setattr(os, "link", boom)
     with pytest.raises(OSError):
         tl.complete(inst, b"{}")
     monkeypatch.undo()
