@@ -94,7 +94,7 @@ def compact(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
     else:
         if not compaction.pending_compactions(storage):
             compaction.schedule(storage, table, config.compaction, force=True,
-                                max_file_size=config.sizing.max_file_size)
+                                max_file_size=config.sizing.max_file_size, lock=config.lock)
         todo = compaction.pending_compactions(storage)
     for inst in todo:
         compaction.execute(engine_for(spark, config.local_parallelism), storage, table, inst, parquet_settings(config),

@@ -32,7 +32,7 @@ from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings, write_parquet
 from pyhudi.model import avro_models as am
 from pyhudi.model.commit_metadata import CommitMetadata
-from pyhudi.model.file_names import base_file_name, join_path
+from pyhudi.model.file_names import base_file_name, join_path, parse_log_file
 from pyhudi.model.instant_time import instant_to_ms, now_instant, zone
 from pyhudi.model.table_config import TableConfig
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
@@ -50,6 +50,7 @@ from pyhudi.storage.metrics import note
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.transaction.lock import LockSettings, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
 from pyhudi.writer.binpack import take_within_budget
@@ -61,6 +62,7 @@ from pyhudi.writer.markers import (
     create_marker,
     delete_markers,
     delete_unreported_files,
+    list_marked_files,
     undo_marked_files,
 )
 from pyhudi.writer.partition_meta import ensure_partition_metadata
@@ -167,7 +169,8 @@ def plan_compaction(view: FileSystemView, cfg: CompactionConfig, max_file_size: 
     strategy, from the partitions of `scope` (default: `compaction_scope`); only those are listed."""
     scope = scope or compaction_scope(view, cfg)
     partitions = view.partitions_of(scope.partitions)
-    blocked_ids = {**view.pending_clustering_file_ids(), **view.pending_compaction_file_ids()}
+    blocked_ids = {**view.pending_clustering_file_ids(), **view.pending_compaction_file_ids(),
+                   **groups_with_unsettled_logs(view, partitions)}
     found: list[CompactionCandidate] = []
     blocked: set[str] = set()
     for p in partitions:
@@ -185,6 +188,63 @@ def plan_compaction(view: FileSystemView, cfg: CompactionConfig, max_file_size: 
     chosen = take_within_budget(found, lambda c: c.io_mb, cfg.target_io)
     left = {c.slice.partition for c in found[len(chosen):]}  # cut by hoodie.compaction.target.io
     return CompactionDraft(chosen, scope, sorted(blocked | left))
+
+
+def groups_with_unsettled_logs(view: FileSystemView, partitions: list[str]) -> dict[tuple[str, str], str]:
+    """(partition, fileId) -> an instant, not settled on the planner's timeline, that has (or may have)
+    written or removed a log file there: a deltacommit pending or completed since `view.timeline` was
+    loaded, or a rollback not completed then.
+
+    A log file's name carries its slice's base instant, not the deltacommit that wrote it, and the listing
+    comes after the timeline: a write that started in between has its log listed in a committed slice. A
+    plan naming it could never run once that write failed and its rollback deleted the log (and a write
+    that completed in between would lose its log to a plan that left it out). So the partitions are
+    listed first, then a timeline loaded afterwards names the unsettled writes: pending ones through their
+    markers (a marker precedes its file), completed ones through their write stats; such groups wait for
+    the next plan, as the clustering planner's do (`clustering_plan.groups_with_pending_logs`).
+    """
+    for p in partitions:
+        view.file_groups(p)
+    fault_point("compaction.after_listing")
+    later = ActiveTimeline.load(view.storage)
+    settled = view.committed_instants
+    known_rollbacks = {i.timestamp for i in view.timeline.actions(Action.ROLLBACK).completed()}
+    out: dict[tuple[str, str], str] = {}
+    for inst in later.actions(Action.DELTA_COMMIT):
+        if inst.timestamp in settled:
+            continue
+        if inst.is_completed:
+            rels = [s.path for s in later.commit_metadata(inst).all_stats() if s.path]
+        else:
+            rels = list_marked_files(view.storage, inst.timestamp)
+        _note_log_groups(out, rels, inst.timestamp)
+    for inst in later.actions(Action.ROLLBACK):
+        if inst.timestamp not in known_rollbacks:
+            _note_log_groups(out, _rollback_paths(later, inst), inst.timestamp)
+    return out
+
+
+def _note_log_groups(out: dict[tuple[str, str], str], paths: list[str], instant: str) -> None:
+    for path in paths:
+        head, _, name = path.rpartition("/")
+        parsed = parse_log_file(name)
+        if parsed is not None:
+            out[(head, parsed.file_id)] = instant
+
+
+def _rollback_paths(timeline: ActiveTimeline, inst: Instant) -> list[str]:
+    """Paths (relative to the table) of every file a rollback plan deletes or appends a command block to:
+    the plan names full URIs, and the partition beside them."""
+    try:
+        plan = am.read_instant_avro(timeline.requested_details(inst))
+    except HudiError:
+        return []
+    out: list[str] = []
+    for request in plan.get("RollbackRequests") or []:
+        partition = str(request.get("partitionPath") or "")
+        for uri in [*(request.get("filesToBeDeleted") or []), *(request.get("logBlocksToBeDeleted") or {})]:
+            out.append(join_path(partition, str(uri).rsplit("/", 1)[-1]))
+    return out
 
 
 def candidates(view: FileSystemView, cfg: CompactionConfig,
@@ -205,29 +265,37 @@ def _operation(c: CompactionCandidate) -> dict[str, object]:
 
 
 def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, force: bool = False,
-             max_file_size: int = 125829120) -> str | None:
+             max_file_size: int = 125829120, lock: LockSettings | None = None) -> str | None:
     """Write a compaction plan if the trigger fired (or `force`) and something has logs; return its instant.
-    The plan records where the next plan's window starts (`plan_scope`): taken before the timeline loads."""
-    started = now_instant(table.local_timezone)
-    timeline = ActiveTimeline.load(storage)
+    The plan records where the next plan's window starts (`plan_scope`): taken before the timeline loads.
+
+    Under the table lock, as Hudi schedules table services and as the clustering planner does: writers
+    complete under it, so none completes between the listing and the plan (a write that completed there
+    would have a log the plan leaves out, under a slice the compaction then supersedes). Writes that
+    start meanwhile are seen by `groups_with_unsettled_logs`; their commit finds the plan and fails."""
     if not table.is_mor:
         raise HudiError(f"{storage.base_uri} is a {table.table_type} table; only merge-on-read tables compact")
-    pending_writes = [i for i in timeline.pending() if i.action in (Action.DELTA_COMMIT, Action.COMMIT)
-                      or (i.action is Action.REPLACE_COMMIT and not _is_clustering(timeline, i))]
-    if pending_writes:
-        log.info("not scheduling compaction: write %s is still pending", pending_writes[0])
-        return None
-    if not force and not trigger_fired(timeline, cfg, table.local_timezone):
-        return None
-    draft = plan_compaction(build_view(storage, table, timeline), cfg, max_file_size)
-    note(f"compaction: {draft.scope.reason}")
-    chosen = draft.chosen
-    if not chosen:
-        return None
-    extra = plan_extra(started, timeline, draft.missing, compaction_settings(cfg))
-    plan = am.compaction_plan(operations=[_operation(c) for c in chosen], extra_metadata=extra)
-    instant = timeline.create_new_requested(Action.COMPACTION, am.write_instant_avro("HoodieCompactionPlan", plan),
-                                            table.local_timezone).timestamp
+    started = now_instant(table.local_timezone)
+    with table_lock(storage, lock or LockSettings()):
+        timeline = ActiveTimeline.load(storage)
+        pending_writes = [i for i in timeline.pending() if i.action in (Action.DELTA_COMMIT, Action.COMMIT)
+                          or (i.action is Action.REPLACE_COMMIT and not _is_clustering(timeline, i))]
+        if pending_writes:
+            log.info("not scheduling compaction: write %s is still pending", pending_writes[0])
+            return None
+        if not force and not trigger_fired(timeline, cfg, table.local_timezone):
+            return None
+        fault_point("compaction.after_timeline")
+        draft = plan_compaction(build_view(storage, table, timeline), cfg, max_file_size)
+        note(f"compaction: {draft.scope.reason}")
+        chosen = draft.chosen
+        if not chosen:
+            return None
+        extra = plan_extra(started, timeline, draft.missing, compaction_settings(cfg))
+        plan = am.compaction_plan(operations=[_operation(c) for c in chosen], extra_metadata=extra)
+        instant = timeline.create_new_requested(Action.COMPACTION,
+                                                am.write_instant_avro("HoodieCompactionPlan", plan),
+                                                table.local_timezone).timestamp
     fault_point("compaction.after_schedule")
     log.info("scheduled compaction %s of %d file slices (%s)", instant, len(chosen), draft.scope.reason)
     return instant
@@ -254,7 +322,14 @@ def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], toke
     partition, fid = op["partition"], op["file_id"]
     base = join_path(partition, op["base_file"]) if op["base_file"] else None
     logs = [join_path(partition, n) for n in json.loads(op["log_files"])]
-    merged, stats = merge_file_slice(storage, fid, base, logs, ctx.spec)
+    try:
+        merged, stats = merge_file_slice(storage, fid, base, logs, ctx.spec)
+    except FileNotFoundError:
+        present = _present_logs(storage, ctx.instant, base, logs)
+        if present is None:
+            raise
+        logs = present
+        merged, stats = merge_file_slice(storage, fid, base, logs, ctx.spec)
     name = base_file_name(fid, token, ctx.instant)
     path = join_path(partition, name)
     ensure_partition_metadata(storage, partition, ctx.instant)
@@ -270,6 +345,46 @@ def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], toke
         total_corrupt_log_block=stats.total_corrupt_blocks, total_rollback_blocks=stats.total_rollback_blocks,
         runtime_stats=RuntimeStats(total_upsert_time=int((time.monotonic() - start) * 1000)),
     )
+
+
+def _present_logs(storage: Storage, instant: str, base: str | None, logs: list[str]) -> list[str] | None:
+    """The plan's log files without those a completed rollback deleted, or a HudiError naming the file
+    (None: every file of the slice is there).
+
+    A rollback deletes a log file only when its failed write alone wrote it (`rollback.instant_wrote`),
+    so nothing committed is lost by skipping it. Rollbacks of pyhudi before it kept logs named by a
+    pending plan did delete them (and a plan of Hudi or of an older pyhudi may name an unfinished
+    write's log); such a compaction runs without them instead of failing for good. hudi-rs and every
+    other reader never see the missing file: they list the slice."""
+    missing = [p for p in ([base] if base else []) + logs if not storage.exists(p)]
+    if not missing:
+        return None  # not a file of the plan: the caller raises the original error
+    deleted = files_deleted_by_rollbacks(storage)
+    unexplained = [p for p in missing if p == base or p not in deleted]
+    if unexplained:
+        raise HudiError(
+            f"compaction {instant} cannot run: its plan names {unexplained[0]}, which is missing, and no rollback "
+            "on the active timeline deleted it (it was removed outside Hudi, or by a rollback archived since). "
+            "Nothing was written for it. Put the file back from a copy, or restore the table to a savepoint taken "
+            f"before {instant} (pyhudi.restore / `pyhudi savepoint PATH restore`)")
+    log.warning("compaction %s: skipping %s, deleted by a rollback of a failed write (it held only that write's "
+                "log blocks)", instant, ", ".join(missing))
+    return [p for p in logs if p not in missing]
+
+
+def files_deleted_by_rollbacks(storage: Storage) -> frozenset[str]:
+    """Paths (relative to the table) that completed rollbacks on the active timeline deleted."""
+    timeline = ActiveTimeline.load(storage)
+    out: set[str] = set()
+    for inst in timeline.actions(Action.ROLLBACK).completed():
+        try:
+            meta = am.read_instant_avro(timeline.details(inst))
+        except HudiError:
+            continue
+        for partition, pm in (meta.get("partitionMetadata") or {}).items():
+            out.update(join_path(str(partition), str(uri).rsplit("/", 1)[-1])
+                       for uri in pm.get("successDeleteFiles") or [])
+    return frozenset(out)
 
 
 def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str,

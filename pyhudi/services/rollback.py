@@ -107,13 +107,42 @@ def _delete_instant_files(storage: Storage, ts: str) -> None:
         storage.delete(f"{META_DIR}/{name}")
 
 
-def _execute_request(storage: Storage, request: dict[str, Any], rollback_ts: str,
-                     target_ts: str) -> tuple[list[str], dict[str, object]]:
+def logs_named_by_pending_compactions(storage: Storage) -> frozenset[str]:
+    """Log files (relative paths) that pending compaction plans will read, on a fresh timeline.
+
+    Such a log must stay: deleting it would leave a plan that can never execute. pyhudi's planner never
+    names a log of an unfinished write (`compaction.groups_with_unsettled_logs`), but Hudi's plans may
+    (0.14 plans from the latest file slices, inflight logs included), and so may plans of older pyhudi."""
+    from pyhudi.view.builder import compaction_plan_bytes
+
+    timeline = ActiveTimeline.load(storage)
+    out: set[str] = set()
+    for inst in timeline.actions(Action.COMPACTION, Action.LOG_COMPACTION).pending():
+        try:
+            plan = am.read_instant_avro(compaction_plan_bytes(timeline, inst))
+        except Exception:  # an unreadable plan: the compaction reports it itself
+            continue
+        for op in plan.get("operations") or []:
+            partition = str(op.get("partitionPath") or "")
+            out.update(join_path(partition, str(n).rsplit("/", 1)[-1]) for n in op.get("deltaFilePaths") or [])
+    return frozenset(out)
+
+
+def _execute_request(storage: Storage, request: dict[str, Any], rollback_ts: str, target_ts: str,
+                     keep: frozenset[str] = frozenset()) -> tuple[list[str], dict[str, object]]:
+    """Delete the request's files and append command blocks for its logs. A log in `keep` (named by a
+    pending compaction plan) is not deleted even if only the target wrote it: a ROLLBACK command block
+    voids its blocks instead, Hudi 0.14's way for every log (`MarkerBasedRollbackStrategy`, APPEND
+    markers), so the plan stays runnable; the compaction skips the blocks anyway (their instant is not
+    completed), and the command block keeps them void for every reader of the slice until then."""
     partition = str(request["partitionPath"])
     ok, failed = [], []
     from_failed = dict(request.get("logBlocksToBeDeleted") or {})
     for uri in request.get("filesToBeDeleted") or []:
         rel = _rel(storage, uri)
+        if rel in keep and storage.exists(rel):
+            from_failed[uri] = storage.size(rel)
+            continue
         if storage.exists(rel) and not instant_wrote(storage, target_ts, rel):
             # Planned as the target's, but holds other instants' blocks now (a file the plan named was
             # deleted before a crash and another writer took the name since, or a writer appended).
@@ -149,8 +178,9 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
     deleted: list[str] = []
     requests = plan.get("RollbackRequests") or []
     assert isinstance(requests, list)
+    keep = logs_named_by_pending_compactions(storage) if _deletes_logs(requests) else frozenset()
     for request in requests:
-        ok, meta = _execute_request(storage, request, rollback_ts, target_ts)
+        ok, meta = _execute_request(storage, request, rollback_ts, target_ts, keep)
         deleted.extend(ok)
         partition = str(request["partitionPath"])
         if partition in partitions:  # several file groups of one partition: merge their outcomes
@@ -171,6 +201,12 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
     log.info("rolled back %s@%s with rollback %s (%d files deleted)", target_action.value, target_ts,
              rollback_ts, len(deleted))
     return RollbackResult(rollback_ts, target_ts, tuple(deleted))
+
+
+def _deletes_logs(requests: list[dict[str, Any]]) -> bool:
+    """Whether a rollback would delete a log file (only then are pending compaction plans read)."""
+    return any(parse_log_file(str(uri).rsplit("/", 1)[-1]) is not None
+               for request in requests for uri in request.get("filesToBeDeleted") or [])
 
 
 def _merge_partition_meta(into: dict[str, Any], more: dict[str, Any]) -> None:

@@ -124,7 +124,8 @@ def _compaction_pending(storage: Storage) -> list[str]:
 def _compaction_schedule(storage: Storage, cfg: WriteConfig) -> str | None:
     from pyhudi.services import compaction
 
-    return compaction.schedule(storage, cfg.table, cfg.compaction, max_file_size=cfg.sizing.max_file_size)
+    return compaction.schedule(storage, cfg.table, cfg.compaction, max_file_size=cfg.sizing.max_file_size,
+                               lock=cfg.lock)
 
 
 def _compaction_execute(engine: Engine, storage: Storage, cfg: WriteConfig, instant: str) -> object:
