@@ -134,8 +134,9 @@ def _key_files(cfg: WriteConfig, view: FileSystemView, partitions: Sequence[str]
 def _with_merge_logs(files: list[KeyFile], view: FileSystemView, partitions: Sequence[str]) -> list[KeyFile]:
     """Each base file's group's log files (of its merged slice, pending compaction's logs included), so
     its hits are confirmed against the merged view; base-only groups stay base file lookups."""
-    logs = {(s.partition, s.file_id, s.base_file.path): tuple(lf.path for lf in s.log_files)
-            for p in partitions for s in view.latest_merged_file_slices(p) if s.base_file and s.log_files}
+    logs: dict[tuple[str, str, str | None], tuple[str, ...]] = {
+        (s.partition, s.file_id, s.base_file.path): tuple(lf.path for lf in s.log_files)
+        for p in partitions for s in view.latest_merged_file_slices(p) if s.base_file and s.log_files}
     if not logs:
         return files
     return [replace(kf, merge_logs=logs.get((kf.partition, kf.file_id, kf.base_path), ())) for kf in files]
@@ -146,7 +147,7 @@ def _locate(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.Tabl
     """(fileId, instant, partition) where each record's key is stored, null where it is not."""
     touched = view.partitions_of(None if cfg.index.is_global else pc.unique(records.column(PARTITION_COL)).to_pylist())
     files = _key_files(cfg, view, touched)
-    spec = merged_keys.liveness_spec(view, cfg.table, cfg.event_time_field) \
+    spec = merged_keys.liveness_spec(view, cfg.table) \
         if any(kf.merge_logs for kf in files) else None
     return locate_in_files(engine, storage, files, records, global_index=cfg.index.is_global,
                            bloom=cfg.index.type in ("BLOOM", "GLOBAL_BLOOM"),

@@ -2,6 +2,15 @@
 updates applied, its deletes removed and its topped-up inserts appended; it never splits (as Hudi's
 HoodieMergeHandle). Old records keep their commit time and sequence number; only the file name changes.
 
+A file version holds each key once, as Hudi's merge handle keys its incoming records by record key
+(`keyToNewRecords`), whether or not the batch was combined (hoodie.combine.before.upsert / .insert): without
+combining, two incoming records of one key are still reduced to one here. Hudi keeps the last one its
+iterator yields, comparing no ordering values; on Spark that is the shuffle's arrival order, so Hudi's own
+outcome is arbitrary. pyhudi keeps the one `dedupe` keeps, so the outcome does not depend on the engine or
+the arrival order: the greatest precombine value, ties (and tables without a precombine field) to the last
+received, which in-process is input order (Hudi's rule) and on Spark the arrival order. Only an insert into
+a small file with hoodie.merge.allow.duplicate.on.inserts (Hudi's HoodieConcatHandle) keeps every record.
+
 A task merges its update buckets a batch of files at a time. A write spread over hundreds of partitions
 rewrites hundreds of small files with a few incoming records each, where a file's share of Arrow calls
 (matching keys, meta columns, row order; some thirty calls of ~10-20 us each whatever the row count) cost
@@ -110,7 +119,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     old = _concat([o.table for o in batch])
     old_file = np.repeat(np.arange(k), [o.table.num_rows for o in batch])
     incoming, in_file = _incoming(records, [o.item.rows for o in batch])
-    if ctx.combine:
+    if ctx.combine or not _concatenates(ctx):
         incoming, in_file = _dedupe_per_file(incoming, in_file, k, ctx.precombine_field)
     m = _decide(ctx, old, old_file, incoming, in_file, k)
     names = [base_file_name(o.item.bucket.file_id, o.item.token, ctx.instant) for o in batch]
@@ -168,7 +177,7 @@ def _decide(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: p
                         value_set=_match_keys(incoming.column(RECORD_KEY), in_file, k))
     idx = pc.fill_null(match, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     matched = idx >= 0
-    if ctx.operation in (WriteOperation.INSERT, WriteOperation.BULK_INSERT) and ctx.allow_duplicate_on_inserts:
+    if _concatenates(ctx):
         matched[:] = False
         idx[:] = -1
     deleted_old = np.zeros(old.num_rows, dtype=bool)
@@ -203,6 +212,12 @@ def _decide(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: p
     grouped = np.argsort(out_file, kind="stable")
     return _Merge(out_order[grouped], out_file[grouped], fresh_rows, fresh_file, fresh_seq, inserts,
                   old_file[deleted_old], old_file[replaced_old])
+
+
+def _concatenates(ctx: HandleContext) -> bool:
+    """Hudi's HoodieConcatHandle: an insert with hoodie.merge.allow.duplicate.on.inserts appends its records to
+    the old ones, duplicate keys and all."""
+    return ctx.operation in (WriteOperation.INSERT, WriteOperation.BULK_INSERT) and ctx.allow_duplicate_on_inserts
 
 
 def _hashed(ctx: HandleContext, keys: pa.ChunkedArray) -> np.ndarray | None:

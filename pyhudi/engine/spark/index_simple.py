@@ -3,7 +3,9 @@
 Only the `_hoodie_record_key` / `_hoodie_partition_path` columns of the
 affected partitions' latest base files are read, by Spark's vectorized
 parquet reader; the join runs in Spark. The driver only decides which files
-to read.
+to read. A global index on merge-on-read reads the groups with log files in
+executors, merged (index/merged_keys.py), so keys their logs deleted are no
+locations; GLOBAL_BLOOM takes this path too.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyhudi.index import log_index
+from pyhudi.index import log_index, merged_keys
 from pyhudi.index.locations import DELETE_FLAG, LOC_FILE_ID, LOC_INSTANT, LOC_PARTITION, PARTITION, RECORD_KEY
+from pyhudi.reader.log_merge import MergeSpec
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import BaseFile, FileSlice
 
@@ -37,6 +40,23 @@ def existing_locations(spark: SparkSession, storage: Storage, base_files: Sequen
         F.regexp_extract(name, r"^([^_]+)_", 1).alias(LOC_FILE_ID),
         F.regexp_extract(name, r"_([0-9]+)\.parquet$", 1).alias(LOC_INSTANT),
     )
+
+
+def existing_merged_locations(spark: SparkSession, storage: Storage, base_files: Sequence[BaseFile],
+                              slices: Sequence[FileSlice], spec: MergeSpec) -> DataFrame | None:
+    """A global index's lookup on merge-on-read: the keys of base files (Spark's reader), except that a group
+    with log files gives only the base keys its merged slice still holds (executors; index/merged_keys), so
+    a copy a log block deleted is no location."""
+    paths = {bf.path for bf in base_files}
+    rows = [r for r in merged_keys.slice_rows(slices) if r[3] in paths]
+    merged = {r[3] for r in rows}
+    plain = existing_locations(spark, storage, [bf for bf in base_files if bf.path not in merged])
+    if not rows:
+        return plain
+    df = spark.createDataFrame(rows, merged_keys.SLICES_SCHEMA).repartition(
+        max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2)))
+    live = df.mapInArrow(lambda it: merged_keys.live_base_keys_batches(storage, spec, it), log_index.KEYS_SCHEMA)
+    return live if plain is None else plain.unionByName(live)
 
 
 def existing_log_aware_locations(spark: SparkSession, storage: Storage,

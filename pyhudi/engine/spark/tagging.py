@@ -93,7 +93,7 @@ def _tag(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFra
     logged = [s for p in partitions for s in view.latest_merged_file_slices(p) if s.base_file and s.log_files] \
         if cfg.index.is_global and cfg.table.is_mor else []
     if logged:
-        spec = liveness_spec(view, cfg.table, cfg.event_time_field)
+        spec = liveness_spec(view, cfg.table)
         existing = simple_index.existing_merged_locations(spark, storage, base_files, logged, spec)
     else:
         existing = simple_index.existing_locations(spark, storage, base_files)
