@@ -17,24 +17,55 @@ the two-traversal scan):
   0.5.0 only voids blocks read before the command block; Spark's rollbacks
   always put it after them, where both agree.)
 
-How records combine (hudi-rs 0.5.0 ``reader_v2/record_merger.rs``, mirroring
-Hudi's ``BufferedRecordMergerFactory``; checked case by case against the
-installed ``hudi`` reader, see ``tests/unit/test_log_merge.py``): log records
-are merged among themselves in block order, then the result is merged with the
-base record.
+How records combine depends on the table (``MergeSpec.mode``; ``table_merge_mode``
+reads it from ``hoodie.properties``). Log records are always merged among
+themselves first, in block order, and the result is then merged with the base
+record. A record whose ``_hoodie_is_deleted`` is true is a delete once chosen.
 
-* commit-time ordering (``event_time_field=None``; what hudi-rs infers for
-  ``OverwriteWithLatestAvroPayload``): the latest record or delete wins;
-* event-time ordering (``DefaultHoodieRecordPayload``): the greater ordering
-  value wins, ties to the later record; a delete whose value is lower than the
-  current record's is ignored. A delete whose ordering value is null or
-  ``IntWrapper(0)`` (what Spark SQL DELETE writes) always wins, absorbs later
-  deletes, and is overridden by the next data record whatever its value; but the base
-  record is then still compared by value with the surviving log record.
+Version-6 tables without ``hoodie.record.merge.mode`` follow Hudi 0.14/0.15
+(``HoodieMergedLogRecordScanner`` with the payload's ``preCombine``, then the
+payload's ``combineAndGetUpdateValue`` against the base row, as the Spark
+snapshot read and compaction's ``HoodieMergeHandle`` both do):
 
-Vectorized form: per key, log records before the last default-ordering delete
-are irrelevant; the winner among the rest is the maximum by (ordering value,
+* among log records (both payloads): a data record replaces a delete (or
+  nothing) whatever its ordering value; against a data record the greater
+  ordering value wins, ties to the later record. A delete-block record
+  replaces the current one unless its ordering value is non-default, of the
+  same Java class as the record's (``ReflectionUtils.isSameClass``: an
+  ``IntWrapper`` against an ``int`` column, a ``LongWrapper`` against a
+  ``long``; never for strings, dates or decimals, which unwrap to another
+  class than the Avro record holds) and lower. ``IntWrapper(0)`` and null
+  are default: such a delete always applies;
+* ``OverwriteWithLatestAvroPayload``: the merged log record replaces the base
+  row whatever the ordering values;
+* ``DefaultHoodieRecordPayload``: a delete-block delete removes the base row
+  whatever the ordering values; a data record replaces it when its ordering
+  value is ``>=`` the base row's (or the base row's is null).
+
+So on MOR the greater ordering value wins among log records, while a COW
+upsert (and the log-vs-base step with OverwriteWithLatestAvroPayload) simply
+replaces the stored row: the same upserts can leave different rows on COW
+and MOR, and different rows before and after a compaction.
+
+Tables recording a Hudi 1.x merge mode follow it (hudi-rs 0.5.0
+``reader_v2/record_merger.rs``, mirroring Hudi's ``BufferedRecordMergerFactory``;
+checked case by case against the installed ``hudi`` reader, see
+``tests/unit/test_log_merge.py``); ``mode=None`` infers one of them from
+``event_time_field``, as hudi-rs does for a version-6 table:
+
+* ``COMMIT_TIME_ORDERING``: the latest record or delete wins;
+* ``EVENT_TIME_ORDERING``: the greater ordering value wins, ties to the later
+  record; a delete whose value is lower than the current record's is ignored.
+  A delete whose ordering value is null or ``IntWrapper(0)`` (what Spark SQL
+  DELETE writes) always wins, absorbs later deletes, and is overridden by the
+  next data record whatever its value; but the base record is then still
+  compared by value with the surviving log record.
+
+Vectorized form: per key, log records before the last delete that applies are
+irrelevant; the winner among the rest is the maximum by (ordering value,
 position) - one lexsort over (key, tier, ordering rank, position) in numpy.
+Which delete applies last is found in one pass over the keys that have
+deletes (by event time 1.x: the last default-ordering one).
 """
 
 from __future__ import annotations
@@ -42,7 +73,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -66,11 +98,55 @@ from pyhudi.io.log_format import (
 from pyhudi.io.schema import conform_table
 from pyhudi.storage import Storage
 
+if TYPE_CHECKING:
+    from pyhudi.model.table_config import TableConfig
+
 RECORD_KEY = "_hoodie_record_key"
 FILE_NAME = "_hoodie_file_name"
 IS_DELETED = "_hoodie_is_deleted"
 _DATA_BLOCKS = (BlockType.AVRO_DATA_BLOCK, BlockType.PARQUET_DATA_BLOCK)
 _NULL_KEY, _EMPTY_KEY = "__null__", "__empty__"
+
+
+class MergeMode(Enum):
+    """How records of one key combine (see the module docstring).
+
+    The two payload modes are Hudi 0.14/0.15's rules for a version-6 table;
+    the two orderings are Hudi 1.x's ``hoodie.record.merge.mode`` values.
+    """
+
+    OVERWRITE_PAYLOAD = "OverwriteWithLatestAvroPayload"
+    DEFAULT_PAYLOAD = "DefaultHoodieRecordPayload"
+    COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
+    EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+
+    @property
+    def precombines(self) -> bool:
+        """Hudi 0.14's log scanner: log records combine by the payload's preCombine."""
+        return self in (MergeMode.OVERWRITE_PAYLOAD, MergeMode.DEFAULT_PAYLOAD)
+
+
+def table_merge_mode(config: TableConfig) -> tuple[MergeMode, str | None]:
+    """The table's merge mode and the ordering field its merges compare (None: none to compare).
+
+    A recorded ``hoodie.record.merge.mode`` (Hudi 1.x) is followed as it is;
+    otherwise the payload class decides with Hudi 0.14/0.15's rules, which
+    compare the precombine field among log records for either payload. The
+    table's own payload class counts, not a write option's: Hudi's log
+    scanner and compaction take it from ``hoodie.properties`` too.
+    """
+    mode = config.raw.get("hoodie.record.merge.mode", "").strip().upper()
+    if mode == MergeMode.COMMIT_TIME_ORDERING.value:
+        return MergeMode.COMMIT_TIME_ORDERING, None
+    if mode == MergeMode.EVENT_TIME_ORDERING.value:
+        return MergeMode.EVENT_TIME_ORDERING, config.precombine_field
+    if mode:
+        raise UnsupportedTableError(
+            f"table {config.name!r}: the merge mode {mode} (hoodie.record.merge.mode={mode}) is not supported by "
+            "pyhudi; it merges by COMMIT_TIME_ORDERING or EVENT_TIME_ORDERING only; use Apache Hudi")
+    if (config.payload_class or "").endswith(".DefaultHoodieRecordPayload"):
+        return MergeMode.DEFAULT_PAYLOAD, config.precombine_field
+    return MergeMode.OVERWRITE_PAYLOAD, config.precombine_field
 
 
 @dataclass(frozen=True)
@@ -91,6 +167,20 @@ class MergeSpec:
     populate_meta: bool = True
     record_key_fields: tuple[str, ...] = ()
     committed_before: str | None = None
+    # None: a Hudi 1.x ordering inferred from event_time_field, as hudi-rs infers it for a version-6
+    # table (COMMIT_TIME_ORDERING without one); table_merge_mode gives the table's own.
+    mode: MergeMode | None = None
+
+    @property
+    def merge_mode(self) -> MergeMode:
+        if self.mode is not None:
+            return self.mode
+        return MergeMode.COMMIT_TIME_ORDERING if self.event_time_field is None else MergeMode.EVENT_TIME_ORDERING
+
+    @property
+    def ordering_field(self) -> str | None:
+        """The field merges compare: ``event_time_field``, unless the mode orders by commit time."""
+        return None if self.merge_mode is MergeMode.COMMIT_TIME_ORDERING else self.event_time_field
 
     def block_visible(self, instant: str | None) -> bool:
         """A data/delete block counts only for a completed write instant at or before ``as_of``."""
@@ -148,6 +238,7 @@ def merge_file_slice(
     """
     stats = MergeStats()
     target = spec.target_schema
+    mode = spec.merge_mode
     ord_type = _ordering_type(spec)
     blocks = _valid_blocks(storage, _sorted_logs(log_paths), spec, stats)
     raw_base = _read_base(storage, base_path, target) if base_path else target.empty_table()
@@ -158,11 +249,12 @@ def merge_file_slice(
     parts: list[pa.Table] = [base]
     events = _Events()
     n_base = n_rows = base.num_rows
-    events.add(_keys(raw_base, base, spec), np.arange(n_base, dtype=np.int64), _ordering(base, spec.event_time_field),
-               np.full(n_base, ord_type is None))
+    data_reset = ord_type is None and not mode.precombines  # 1.x commit time: every record resets
+    events.add(_keys(raw_base, base, spec), np.arange(n_base, dtype=np.int64), _ordering(base, spec.ordering_field),
+               np.full(n_base, data_reset))
     for block in blocks:
         if block.block_type == BlockType.DELETE_BLOCK:
-            keys, ordering, reset = _delete_events(block, ord_type)
+            keys, ordering, reset = _delete_events(block, ord_type, same_class=mode.precombines)
             stats.total_deletes += len(keys)
             events.add(keys, np.full(len(keys), -1, dtype=np.int64), ordering, reset)
             continue
@@ -176,11 +268,11 @@ def merge_file_slice(
         stats.total_log_records += table.num_rows
         parts.append(table)
         events.add(_keys(raw, table, spec), np.arange(n_rows, n_rows + table.num_rows, dtype=np.int64),
-                   _ordering(table, spec.event_time_field), np.full(table.num_rows, ord_type is None))
+                   _ordering(table, spec.ordering_field), np.full(table.num_rows, data_reset))
         n_rows += table.num_rows
 
     data = pa.concat_tables(parts)
-    src, has_base, position = _merge(events, n_base, ord_type)
+    src, has_base, position = _merge(events, n_base, ord_type, mode)
     keep = src >= 0
     if IS_DELETED in target.names and keep.any():  # a record flagged deleted is a delete (Hudi payloads)
         flag = pc.fill_null(data.column(IS_DELETED).take(pa.array(np.where(keep, src, 0))), False)
@@ -311,9 +403,9 @@ def _column(table: pa.Table, dotted: str) -> pa.Array:
 
 
 def _ordering_type(spec: MergeSpec) -> pa.DataType | None:
-    if spec.event_time_field is None:
+    if spec.ordering_field is None:
         return None
-    return _column(spec.target_schema.empty_table(), spec.event_time_field).type
+    return _column(spec.target_schema.empty_table(), spec.ordering_field).type
 
 
 def _ordering(table: pa.Table, field: str | None) -> pa.Array | None:
@@ -329,15 +421,20 @@ def _decode_deletes(block: LogBlock) -> list[tuple[str | None, str | None, Any]]
     return [(key, wrapper, value) for key, _, wrapper, value in delete_records(block)]
 
 
-def _delete_events(block: LogBlock, ord_type: pa.DataType | None) -> tuple[pa.Array, pa.Array | None, np.ndarray]:
+def _delete_events(block: LogBlock, ord_type: pa.DataType | None,
+                   same_class: bool = False) -> tuple[pa.Array, pa.Array | None, np.ndarray]:
     """Keys, ordering values (as the ordering column's type) and reset flags of a delete block.
 
-    By event time, a delete whose ordering value is null or ``IntWrapper(0)``
-    is a commit-time-ordering delete (Java ``OrderingValues.isDefault``; a
-    genuine ``LongWrapper(0)`` is not). Other values are converted to the
-    ordering column's type, as hudi-rs does (an ``IntWrapper(3)`` against a
-    long column compares as 3); a value that cannot be converted cannot be
-    compared, so the delete wins like a default one.
+    A reset delete cannot be compared: it applies whatever the ordering
+    values. A delete whose ordering value is null or ``IntWrapper(0)`` is
+    such a commit-time-ordering delete (Java ``OrderingValues.isDefault``,
+    0.14's ``deleteOrderingVal.equals(0)``; a genuine ``LongWrapper(0)`` is
+    not). By Hudi 1.x event time (hudi-rs), other values are converted to the
+    ordering column's type (an ``IntWrapper(3)`` against a long column
+    compares as 3); a value that cannot be converted cannot be compared.
+    With ``same_class`` (Hudi 0.14's scanner), only a wrapper whose value has
+    the Java class the Avro log record holds for the column is compared
+    (``_JAVA_WRAPPERS``); any other delete applies.
     """
     records = _decode_deletes(block)
     keys = pa.array([r[0] for r in records], pa.string())
@@ -346,17 +443,42 @@ def _delete_events(block: LogBlock, ord_type: pa.DataType | None) -> tuple[pa.Ar
     values: list[Any] = [None] * len(records)
     reset = np.ones(len(records), dtype=bool)
     by_wrapper: dict[str, list[int]] = {}
+    wanted = _java_wrapper(ord_type)
     for i, (_, wrapper, value) in enumerate(records):
-        if wrapper is not None and not (wrapper == "IntWrapper" and value == 0):
+        if wrapper is not None and not (wrapper == "IntWrapper" and value == 0) and \
+                (not same_class or wrapper == wanted):
             by_wrapper.setdefault(wrapper, []).append(i)
     for wrapper, idx in by_wrapper.items():
+        raw = [records[i][2] for i in idx]
         try:
-            converted = _convert_ordering(wrapper, [records[i][2] for i in idx], ord_type).to_pylist()
+            converted = (pa.array(raw, _JAVA_WRAPPERS[wrapper]).cast(ord_type) if same_class
+                         else _convert_ordering(wrapper, raw, ord_type)).to_pylist()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError):
             continue
         for i, v in zip(idx, converted):
             values[i], reset[i] = v, False
     return keys, pa.array(values, ord_type), reset
+
+
+# Wrappers whose unwrapped value has the Java class of an Avro int/long/float/double/boolean, which is what
+# Hudi 0.14's log scanner compares a delete with (strings read as Utf8 against a String, dates as Integer
+# against a LocalDate, decimals as bytes against a BigDecimal: never the same class).
+_JAVA_WRAPPERS = {"IntWrapper": pa.int32(), "LongWrapper": pa.int64(), "FloatWrapper": pa.float32(),
+                  "DoubleWrapper": pa.float64(), "BooleanWrapper": pa.bool_()}
+
+
+def _java_wrapper(ord_type: pa.DataType) -> str | None:
+    """The delete wrapper of the same Java class as the Avro value of a column of this type."""
+    if pa.types.is_int8(ord_type) or pa.types.is_int16(ord_type) or pa.types.is_int32(ord_type) \
+            or pa.types.is_date32(ord_type):
+        return "IntWrapper"
+    if pa.types.is_int64(ord_type) or pa.types.is_timestamp(ord_type) or pa.types.is_time64(ord_type):
+        return "LongWrapper"
+    if pa.types.is_float32(ord_type):
+        return "FloatWrapper"
+    if pa.types.is_float64(ord_type):
+        return "DoubleWrapper"
+    return "BooleanWrapper" if pa.types.is_boolean(ord_type) else None
 
 
 def _convert_ordering(wrapper: str, raw: list[Any], ord_type: pa.DataType) -> pa.Array:
@@ -383,45 +505,56 @@ def _distinct_base_keys(events: _Events, n_base: int) -> int:
     return int(pc.count_distinct(events.keys[0]).as_py()) if n_base else 0
 
 
-def _ranks(events: _Events, ord_type: pa.DataType | None, n: int) -> np.ndarray:
-    """Dense ranks of the ordering values; all 0 by commit time.
+def _ranks(events: _Events, ord_type: pa.DataType | None, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dense ranks of the ordering values (all 0 without an ordering field), and which values are null.
 
     A null ordering value becomes Java's default ``Integer(0)``, which hudi-rs
     compares as 0 against numbers (a log record with a null ``ts`` loses to a
     base record with ``ts`` 5 but beats one with ``ts`` -1); for other types it
-    ranks lowest.
+    ranks lowest. (Hudi 0.14 fails on a null in a comparison, except a base
+    row's null, which any update replaces.)
     """
     if ord_type is None:
-        return np.zeros(n, dtype=np.int64)
+        return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
     ordering = pa.concat_arrays([o.cast(ord_type) for o in events.ordering])
+    nulls = np.asarray(pc.is_null(ordering).to_numpy(zero_copy_only=False), dtype=bool)
     numeric = pa.types.is_integer(ord_type) or pa.types.is_floating(ord_type) or pa.types.is_decimal(ord_type)
     if numeric:
         zero = Decimal(0) if pa.types.is_decimal(ord_type) else 0
         ordering = pc.fill_null(ordering, pa.scalar(zero, ord_type))
     rank = np.asarray(pc.rank(ordering, sort_keys="ascending", tiebreaker="dense").to_numpy(), dtype=np.int64)
     rank[np.asarray(pc.is_null(ordering).to_numpy(zero_copy_only=False), dtype=bool)] = 0
-    return rank
+    return rank, nulls
 
 
-def _last_per_key(codes: np.ndarray, rank: np.ndarray, reset: np.ndarray, is_data: np.ndarray) -> np.ndarray:
+def _last_per_key(codes: np.ndarray, rank: np.ndarray, reset: np.ndarray, is_data: np.ndarray,
+                  precombine: bool) -> np.ndarray:
     """Index of the record that wins the log-vs-log merge of each key.
 
-    Per key, records before the last reset are irrelevant. Right after a
-    default-ordering delete, later deletes are absorbed by it (Hudi's
+    Per key, records before the cutoff (the last delete that applies) are
+    irrelevant; the cutoff is tier 0, the records after it tier 1, and the
+    winner is the last record after sorting by (key, tier, ordering rank,
+    position). Hudi 0.14 (``precombine``): the cutoff is found by
+    ``_last_applied_deletes``, and no delete after it applied, so only data
+    records follow it. Hudi 1.x: the cutoff is the last reset (a
+    default-ordering delete), later deletes are absorbed by it (Hudi's
     ``deltaMergeDeleteRecord`` keeps an existing commit-time delete) until a
-    data record arrives, which wins unconditionally. So the reset is tier 0,
-    the records from that first data record on are tier 1, and the winner is
-    the last record after sorting by (key, tier, ordering rank, position).
+    data record arrives, which wins unconditionally; from there on, deletes
+    compete by ordering value.
     """
     seq = np.arange(len(codes), dtype=np.int64)
     size = int(codes.max(initial=-1)) + 1
-    last_reset = np.full(size, -1, dtype=np.int64)
-    np.maximum.at(last_reset, codes[reset], seq[reset])
-    cutoff = last_reset[codes]
-    after = is_data & (seq > cutoff) & (cutoff >= 0)
-    first_data = np.full(size, len(codes), dtype=np.int64)
-    np.minimum.at(first_data, codes[after], seq[after])
-    keep = np.where(cutoff >= 0, (seq == cutoff) | (seq >= first_data[codes]), True)
+    if precombine:
+        cutoff = _last_applied_deletes(codes, rank, reset, is_data, size)[codes]
+        keep = (seq == cutoff) | (is_data & (seq > cutoff))
+    else:
+        last_reset = np.full(size, -1, dtype=np.int64)
+        np.maximum.at(last_reset, codes[reset], seq[reset])
+        cutoff = last_reset[codes]
+        after = is_data & (seq > cutoff) & (cutoff >= 0)
+        first_data = np.full(size, len(codes), dtype=np.int64)
+        np.minimum.at(first_data, codes[after], seq[after])
+        keep = np.where(cutoff >= 0, (seq == cutoff) | (seq >= first_data[codes]), True)
     codes, rank, seq = codes[keep], rank[keep], seq[keep]
     order = np.lexsort((seq, rank, (seq != cutoff[keep]).astype(np.int8), codes))
     sorted_codes = codes[order]
@@ -430,26 +563,63 @@ def _last_per_key(codes: np.ndarray, rank: np.ndarray, reset: np.ndarray, is_dat
     return np.asarray(seq[order][last])
 
 
-def _merge(events: _Events, n_base: int, ord_type: pa.DataType | None) -> tuple[np.ndarray, ...]:
+def _last_applied_deletes(codes: np.ndarray, rank: np.ndarray, reset: np.ndarray, is_data: np.ndarray,
+                          size: int) -> np.ndarray:
+    """Per key code, the position of the last delete Hudi 0.14's scanner applies (-1: none).
+
+    ``processNextDeletedRecord`` keeps the current record only when it is a
+    data record with a greater ordering value than a comparable delete
+    (``reset`` false); that record is the greatest data record since the
+    delete before, because the payload's ``preCombine`` keeps the greater
+    value among data records and lets a data record replace a delete. This
+    depends on the order of events, so it is one pass in Python over the
+    events of the keys that have a delete (most keys have none).
+    """
+    out = np.full(size, -1, dtype=np.int64)
+    deletes = ~is_data
+    if not deletes.any():
+        return out
+    involved = np.zeros(size, dtype=bool)
+    involved[codes[deletes]] = True
+    idx = np.flatnonzero(involved[codes])
+    idx = idx[np.argsort(codes[idx], kind="stable")]  # by key, then position
+    applied: dict[int, int] = {}
+    current, top = -1, -1  # top: greatest data rank since the last applied delete; -1: none (rank >= 0)
+    for code, pos, data, r, always in zip(codes[idx].tolist(), idx.tolist(), is_data[idx].tolist(),
+                                          rank[idx].tolist(), reset[idx].tolist()):
+        if code != current:
+            current, top = code, -1
+        if data:
+            top = max(top, r)
+        elif top < 0 or always or top <= r:
+            top, applied[code] = -1, pos
+    out[list(applied)] = list(applied.values())
+    return out
+
+
+def _merge(events: _Events, n_base: int, ord_type: pa.DataType | None, mode: MergeMode) -> tuple[np.ndarray, ...]:
     """(src, key has a base row, output position) of each surviving record; src -1 = deleted.
 
     Like Hudi's readers, log records are first merged among themselves and the
-    result is then merged with the base record (``finalMerge``), so a base
-    record can outlive a commit-time delete whose key was re-inserted with a
-    lower ordering value.
+    result is then merged with the base record (``finalMerge``, Hudi 0.14's
+    ``combineAndGetUpdateValue``), so a base record can outlive a commit-time
+    delete whose key was re-inserted with a lower ordering value.
     """
     codes = _codes(pa.concat_arrays(events.keys))
     src, reset = np.concatenate(events.src), np.concatenate(events.reset)
-    rank = _ranks(events, ord_type, len(codes))
-    win = n_base + _last_per_key(codes[n_base:], rank[n_base:], reset[n_base:], src[n_base:] >= 0)
+    rank, nulls = _ranks(events, ord_type, len(codes))
+    win = n_base + _last_per_key(codes[n_base:], rank[n_base:], reset[n_base:], src[n_base:] >= 0, mode.precombines)
     base_of = np.full(int(codes.max(initial=-1)) + 1, -1, dtype=np.int64)
     base_of[codes[:n_base]] = np.arange(n_base, dtype=np.int64)
     bidx = base_of[codes[win]]
     has_base = bidx >= 0
-    # Commit time: the log always wins. Event time: a default-ordering delete wins, else the greater
-    # ordering value, ties to the log record (Hudi's shouldKeepNewerRecord).
-    log_wins = ~has_base | reset[win] | (rank[win] >= rank[np.where(has_base, bidx, 0)]) if n_base else \
-        np.ones(len(win), dtype=bool)
+    b = np.where(has_base, bidx, 0)
+    if not n_base or mode in (MergeMode.OVERWRITE_PAYLOAD, MergeMode.COMMIT_TIME_ORDERING):
+        log_wins = np.ones(len(win), dtype=bool)  # the log record replaces the base row
+    elif mode is MergeMode.DEFAULT_PAYLOAD:  # a delete-block delete always applies (empty payload)
+        log_wins = ~has_base | (src[win] < 0) | nulls[b] | (rank[win] >= rank[b])
+    else:  # 1.x event time: a default-ordering delete wins, else the greater value, ties to the log record
+        log_wins = ~has_base | reset[win] | (rank[win] >= rank[b])
     beaten = np.zeros(n_base, dtype=bool)
     beaten[bidx[log_wins & has_base]] = True
     base_rows = np.flatnonzero(~beaten)

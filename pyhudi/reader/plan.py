@@ -28,7 +28,7 @@ from pyhudi.io import schema as S
 from pyhudi.model.instant_time import INIT_INSTANT, normalize_instant
 from pyhudi.model.table_config import TableConfig, load_table_config
 from pyhudi.reader import incremental
-from pyhudi.reader.log_merge import MergeSpec
+from pyhudi.reader.log_merge import MergeSpec, table_merge_mode
 from pyhudi.reader.time_travel import check_readable, format_query_instant
 from pyhudi.storage import Storage
 from pyhudi.timeline.table_schema import table_schema as schema_as_of
@@ -247,8 +247,9 @@ def _readable_snapshot(opts: Options, view: FileSystemView, timeline: ActiveTime
 
 
 def event_time_field(config: TableConfig) -> str | None:
-    """The ordering field MOR merges compare (DefaultHoodieRecordPayload), else None (commit time)."""
-    return config.precombine_field if (config.payload_class or "").endswith("DefaultHoodieRecordPayload") else None
+    """The ordering field MOR merges compare (Hudi 0.14 compares the precombine field among log records for
+    either payload), else None (commit time): `log_merge.table_merge_mode`."""
+    return table_merge_mode(config)[1]
 
 
 def merge_spec(view: FileSystemView, config: TableConfig, avro_schema: dict[str, object], as_of: str | None,
@@ -259,6 +260,7 @@ def merge_spec(view: FileSystemView, config: TableConfig, avro_schema: dict[str,
         committed=frozenset(view.committed_instants), as_of=as_of, event_time_field=event_time_field,
         target_schema=S.avro_to_arrow(S.with_meta_fields(avro_schema)), populate_meta=config.populate_meta_fields,
         record_key_fields=config.record_key_fields, committed_before=first.timestamp if first else None,
+        mode=table_merge_mode(config)[0],
     )
 
 
