@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from pyhudi.errors import UnsupportedTableError
+from pyhudi.errors import TimelineError, UnsupportedTableError
 from pyhudi.faults import fault_point
 from pyhudi.model import avro_models as am
 from pyhudi.model.instant_time import instant_to_ms, zone
@@ -26,7 +26,7 @@ from pyhudi.services.clean_plan import CleanPlanDraft, last_clean_retained, plan
 from pyhudi.storage import Storage
 from pyhudi.storage.metrics import bind, note
 from pyhudi.timeline.instant import Action, Instant, State
-from pyhudi.timeline.timeline import ActiveTimeline
+from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
 from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.writer.config import CleanConfig
@@ -119,7 +119,28 @@ def empty_clean_due(timeline: ActiveTimeline, draft: CleanPlanDraft, cfg: CleanC
 
 def execute(storage: Storage, instant: str, scheduled: _Scheduled | None = None) -> CleanResult:
     """Run a pending clean from its plan; `scheduled`: the clean `_schedule` just wrote (its plan and the
-    timeline it was written with), which is requested, so nothing is listed or read to find that out."""
+    timeline it was written with), which is requested, so nothing is listed or read to find that out.
+
+    Another process may run the same plan meanwhile (a writer's inline clean and a services process both
+    resume a pending clean) and even archive it: a clean that turns out completed, or gone from the active
+    timeline, was done by someone else, and counts as done here (its deletes are idempotent)."""
+    try:
+        return _execute(storage, instant, scheduled)
+    except TimelineError as exc:
+        if not _finished_elsewhere(storage, instant):
+            raise
+        log.info("clean %s was completed by another process meanwhile (%s); nothing left to do", instant, exc)
+        return CleanResult(instant, 0, 0, None)
+
+
+def _finished_elsewhere(storage: Storage, instant: str) -> bool:
+    """The clean is completed, or archived (its requested plan gone from the active timeline)."""
+    current = ActiveTimeline.load(storage).find(instant)
+    requested = Instant(instant, Action.CLEAN, State.REQUESTED)
+    return current is None or current.is_completed or not storage.exists(f"{META_DIR}/{requested.file_name}")
+
+
+def _execute(storage: Storage, instant: str, scheduled: _Scheduled | None) -> CleanResult:
     requested = Instant(instant, Action.CLEAN, State.REQUESTED)
     state: State | None
     if scheduled is not None:

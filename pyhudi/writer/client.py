@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyhudi.config import keys as K
@@ -33,6 +34,7 @@ from pyhudi.errors import (
     ClusteringUpdateConflictError,
     CommitConflictError,
     HudiError,
+    InstantAlreadyCompletedError,
     InvalidRecordError,
     TableNotFoundError,
     TimelineError,
@@ -82,6 +84,27 @@ class WriteResult:
     instant: str
     stats: list[WriteStat]
     operation: WriteOperation
+    # Table services after the commit that failed (the write itself succeeded): see PostCommitWarning.
+    post_commit_failures: list[PostCommitWarning] = field(default_factory=list)
+
+
+class PostCommitWarning(UserWarning):
+    """Work after a write's commit (inline clustering or compaction, the cleaner, archival) failed.
+
+    The write itself succeeded: its commit file exists and its rows are visible, so retrying it would
+    write them twice. Hudi's write client lets such failures propagate from `postCommit` /
+    `runTableServicesInline` after the commit; pyhudi never raises them from the write, because an
+    exception out of `pyhudi.write` (or a streaming micro-batch) reads as "the write failed". The
+    failure is logged, issued as this warning (`warnings.catch_warnings(record=True)` or
+    `-W error::pyhudi.writer.client.PostCommitWarning` to see it) and kept on the WriteResult; the next
+    commit, or `pyhudi.compact` / `cluster` / `clean` / `archive`, runs the service again."""
+
+    def __init__(self, instant: str, service: str, error: BaseException) -> None:
+        super().__init__(f"write {instant} committed; its {service} afterwards failed and was left for the next "
+                         f"commit or a manual run: {type(error).__name__}: {error}")
+        self.instant = instant
+        self.service = service
+        self.error = error
 
 
 class WriteClient:
@@ -93,6 +116,7 @@ class WriteClient:
         self.storage = storage
         self.config = config
         self._known_completed: frozenset[str] = frozenset()
+        self._committed: WriteResult | None = None  # the write's result once its commit exists
         # The caller (writer/entry.py) has just read hoodie.properties: no second read to learn the same.
         self._table_exists = table_exists
 
@@ -150,11 +174,23 @@ class WriteClient:
 
     def _inline_services(self) -> None:
         """Table services the writer runs after its commit: clustering, compaction, the cleaner, then
-        archival (as Hudi orders them)."""
-        self._clustering_service()
-        self._compaction_service()
-        self._clean_service()
-        self._archive_service()
+        archival (as Hudi orders them). The commit is done: a failure of one is reported with the
+        committed instant (`PostCommitWarning`) and the next still runs; none is raised."""
+        for service, run in (("clustering", self._clustering_service), ("compaction", self._compaction_service),
+                             ("clean", self._clean_service), ("archival", self._archive_service)):
+            try:
+                run()
+            except Exception as exc:
+                self._post_commit_failed(service, exc)
+
+    def _post_commit_failed(self, service: str, exc: Exception) -> None:
+        result = self._committed
+        instant = result.instant if result is not None else "(none)"
+        warning = PostCommitWarning(instant, service, exc)
+        log.warning("%s (table %s)", warning, self.storage.base_uri, exc_info=exc)
+        if result is not None:
+            result.post_commit_failures.append(warning)
+        warnings.warn(warning, stacklevel=2)
 
     def _archive_service(self) -> None:
         archival.archive_after_commit(self.storage, self.config)
@@ -261,14 +297,18 @@ class WriteClient:
                      schema: dict[str, Any] | None, run: Callable[[str], list[WriteStat]],
                      replaced: Callable[[], dict[str, list[str]]] | None) -> WriteResult:
         """One write instant: requested -> inflight -> `run` writes files -> reconcile markers -> complete;
-        on failure the instant is rolled back (or, when nothing was written, withdrawn)."""
+        on failure the instant is rolled back (or, when nothing was written, withdrawn). Once the commit
+        file exists the write has succeeded: a later failure (releasing the lock, the heartbeat, markers)
+        is reported with the instant (`PostCommitWarning`), never raised, and never rolls the commit back."""
         cfg = self.config
         requested, heartbeat = self._start_instant(timeline, action, requested_bytes)
         instant = requested.timestamp
+        after_commit: list[tuple[str, Exception]] = []
         try:
             timeline.transition_to_inflight(requested, inflight_bytes)
             stats = run(instant)
             self._reconcile_markers(instant, stats)
+            fault_point("write.before_complete")
             meta = CommitMetadata(operation_type=cfg.operation.operation_type)
             for s in stats:
                 meta.add(s)
@@ -282,14 +322,38 @@ class WriteClient:
         except _Rejected as rejected:
             self._withdraw(instant, action)
             raise rejected.error from None
-        except BaseException:
-            self._rollback_own(instant, action)
-            raise
+        except InstantAlreadyCompletedError:
+            raise  # someone else's commit file: neither ours to report nor to roll back
+        except BaseException as exc:
+            committed = self._commit_exists(instant, action)
+            if not committed:
+                self._rollback_own(instant, action)
+            if not committed or not isinstance(exc, Exception):
+                raise  # an interrupt after the commit still stops the caller, but never undoes the commit
+            after_commit.append(("commit", exc))  # e.g. releasing the table lock, after the commit file
         finally:
-            heartbeat.stop()
-        delete_markers(self.storage, instant)
+            try:
+                heartbeat.stop()
+            except Exception as exc:
+                if not self._commit_exists(instant, action):
+                    raise
+                after_commit.append(("heartbeat", exc))
+        self._committed = result = WriteResult(instant, stats, cfg.operation)
+        for service, failure in after_commit:
+            self._post_commit_failed(service, failure)
+        try:
+            delete_markers(self.storage, instant)
+        except Exception as exc:
+            self._post_commit_failed("marker cleanup", exc)
         log.info("completed %s %s: %d files written", action.value, instant, len(stats))
-        return WriteResult(instant, stats, cfg.operation)
+        return result
+
+    def _commit_exists(self, instant: str, action: Action) -> bool:
+        """Whether this write's completed instant file exists (it then has succeeded, whatever failed after)."""
+        try:
+            return self.storage.exists(f".hoodie/{Instant(instant, action, State.COMPLETED).file_name}")
+        except Exception:  # cannot tell: treat as not committed (roll back, as before the commit)
+            return False
 
     def _withdraw(self, instant: str, action: Action) -> None:
         """A write refused before it wrote any file leaves no trace, as if refused before it started
