@@ -208,3 +208,37 @@ def test_review_case_spark_read(spark: Any, tmp_path: Path) -> None:
     _review_case(path)
     rows = pyhudi.read(spark, str(path)).select("id", "ts", "v").collect()
     assert [(r["id"], r["ts"], r["v"]) for r in rows] == [("a", 3, "10")]
+
+
+def _record_merge_mode(path: Path, mode: str) -> None:
+    props = path / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + f"hoodie.record.merge.mode={mode}\n")
+
+
+def test_recorded_commit_time_ordering_is_followed(tmp_path: Path) -> None:
+    """A table recording Hudi 1.x's COMMIT_TIME_ORDERING: the last write wins, in reads and in compaction;
+    the same writes without the mode (0.14's OverwriteWithLatestAvroPayload) keep the greater log value."""
+    for mode, expected in (("COMMIT_TIME_ORDERING", {"a": (2, "20")}), (None, {"a": (3, "10")})):
+        path = tmp_path / str(mode)
+        _write(path, OVERWRITE, [("a", 5, "base", False)])
+        if mode:
+            _record_merge_mode(path, mode)
+        for ts, v in ((3, "10"), (2, "20")):
+            _write(path, OVERWRITE, [("a", ts, v, False)])
+        assert _rows(pyhudi.read(str(path))) == expected
+        pyhudi.compact(None, str(path), _opts(OVERWRITE))
+        assert _rows(pyhudi.read(str(path))) == expected == _rows(hudi_rs(path))
+
+
+def test_recorded_event_time_ordering_is_followed(tmp_path: Path) -> None:
+    """EVENT_TIME_ORDERING (1.x) ignores a delete older than the stored row; DefaultHoodieRecordPayload on a
+    version-6 table without the mode (0.14) applies a delete-block delete whatever its value."""
+    for mode, expected in (("EVENT_TIME_ORDERING", {"a": (5, "base")}), (None, {})):
+        path = tmp_path / str(mode)
+        _write(path, DEFAULT, [("a", 5, "base", False), ("b", 1, "b", False)])
+        if mode:
+            _record_merge_mode(path, mode)
+        _write(path, DEFAULT, [("a", 3, "gone", True)])
+        assert _rows(pyhudi.read(str(path))) == {**expected, "b": (1, "b")}
+        pyhudi.compact(None, str(path), _opts(DEFAULT))
+        assert _rows(pyhudi.read(str(path))) == {**expected, "b": (1, "b")} == _rows(hudi_rs(path))
