@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pyhudi.errors import HudiError, TableNotFoundError
 from pyhudi.model.table_config import TableConfig, load_table_config
 from pyhudi.storage import Storage
+from pyhudi.storage.store_errors import is_panic, panic_error
 from pyhudi.timeline.timeline import ActiveTimeline
 
 if TYPE_CHECKING:
@@ -26,7 +27,8 @@ EXIT_ERROR = 2
 
 
 def guarded(func: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
-    """Run a command; pyhudi's own errors (and I/O errors) become one line on stderr and exit code 2."""
+    """Run a command; pyhudi's own errors (and I/O errors, and a panic of a Rust library such as obstore or
+    hudi-rs) become one line on stderr and exit code 2."""
     try:
         return int(func(args))
     except HudiError as exc:
@@ -37,6 +39,11 @@ def guarded(func: Callable[[argparse.Namespace], int], args: argparse.Namespace,
         return 0
     except OSError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except BaseException as exc:  # a Rust library's panic (pyo3's PanicException) is a BaseException
+        if not is_panic(exc):
+            raise
+        print(f"{prog}: error: {panic_error(exc, prog)}", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pyhudi.errors import WriteRolledBackError
 from pyhudi.index import locations as simple
 from pyhudi.io.log_blocks import avro_block_to_arrow
 from pyhudi.io.log_format import BlockType, LogBlock, read_blocks
@@ -26,9 +27,17 @@ KEYS_SCHEMA = (f"_loc_key string, {simple.LOC_PARTITION} string, {simple.LOC_FIL
 
 
 def log_file_keys(storage: Storage, path: str) -> list[str]:
-    """Record keys of the data blocks of one log file (deletes are not locations)."""
+    """Record keys of the data blocks of one log file (deletes are not locations). A log file listed in the
+    view but gone when read was deleted by a concurrent rollback (or clean): the lookup would miss keys, so
+    the write stops with a retryable conflict instead of a raw FileNotFoundError."""
     keys: list[str] = []
-    for block in read_blocks(storage.read_bytes(path), where=path):
+    try:
+        data = storage.read_bytes(path)
+    except FileNotFoundError as exc:
+        raise WriteRolledBackError(
+            f"log file {storage.uri(path)} was deleted while this write looked up its keys (a concurrent "
+            "rollback of the write that created it, or a clean); nothing was written: retry the write") from exc
+    for block in read_blocks(data, where=path):
         if not isinstance(block, LogBlock):
             continue
         btype = block.block_type

@@ -28,7 +28,7 @@ import obstore.exceptions as oe
 import pyarrow.fs as pafs
 
 from pyhudi.errors import ConditionalWriteUnsupportedError, StorageError
-from pyhudi.storage import metrics, retry
+from pyhudi.storage import metrics, retry, store_errors
 from pyhudi.storage.config import (
     CONDITIONAL_WRITES,
     RETRY_BASE_DELAY_MS,
@@ -65,7 +65,21 @@ def _payload(data: Any) -> Any:
 
 
 def build_store(loc: Location, options: dict[str, str]) -> Any:
-    """An obstore store rooted at the table's bucket and prefix; retries are ours (`retry.call`)."""
+    """An obstore store rooted at the table's bucket and prefix; retries are ours (`retry.call`). Options it
+    cannot take (a misspelled key, a malformed endpoint or credential) are an InvalidConfigError naming the
+    option, not obstore's own exception (or a Rust panic, see `store_errors`)."""
+    store_errors.check_keys(loc, options)
+    store_errors.check_endpoints(options)
+    try:
+        return _build_store(loc, options)
+    except BaseException as exc:
+        translated = store_errors.translate(exc, loc, options)
+        if translated is exc:
+            raise
+        raise translated from exc
+
+
+def _build_store(loc: Location, options: dict[str, str]) -> Any:
     from obstore.store import AzureStore, GCSStore, S3Store
 
     conf: Any = library_options(options)
@@ -107,6 +121,7 @@ def _key_base_url(key: str) -> str:
 
 def build_arrow_fs(loc: Location, options: dict[str, str]) -> tuple[pafs.FileSystem, str]:
     """pyarrow's file system for data streams, configured from the same resolved options."""
+    store_errors.check_endpoints(options)
     root = f"{loc.bucket}/{loc.prefix}".rstrip("/")
     attempts = int_option(options, RETRY_MAX_ATTEMPTS, 8)
     if loc.kind == "s3":
@@ -159,12 +174,19 @@ class ObjectBackend:
 
     def _call(self, op: str, rel: str, fn: Any) -> Any:
         """`fn` with retries; a final failure that is not an answer (not found, exists, precondition)
-        becomes a StorageError naming the operation and the path."""
+        becomes a StorageError naming the operation and the path. A missing bucket is a
+        BucketNotFoundError even where it came as a "not found" answer (a GET of the table's properties
+        must not read as "not a Hudi table"); a Rust panic in obstore (a BaseException) a StorageError."""
         try:
             return retry.call(self.policy, op, self.describe(rel), fn)
-        except (StorageError, *_ANSWERS):
-            raise
-        except Exception as exc:
+        except BaseException as exc:
+            missing = store_errors.missing_bucket_error(exc, self.loc, self.describe(rel))
+            if missing is not None:
+                raise missing from exc
+            if isinstance(exc, (StorageError, *_ANSWERS)) or not isinstance(exc, Exception):
+                if store_errors.is_panic(exc):
+                    raise store_errors.panic_error(exc, f"{op} of {self.describe(rel)}") from exc
+                raise
             raise StorageError(f"{op} of {self.describe(rel)} failed: {retry.first_line(exc)}; check the "
                                "endpoint, the credentials and the bucket (AWS_* variables or "
                                "storage_options)") from exc

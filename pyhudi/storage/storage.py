@@ -67,6 +67,40 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[written:]
 
 
+_DIR_RACE_ATTEMPTS = 3  # a directory deleted between its mkdir and the create inside it is made again
+
+
+def _open_new(path: str) -> int | None:
+    """A new file opened with O_CREAT|O_EXCL, its directory made first; None when it exists. A directory
+    deleted between the mkdir and the open (a rollback removing the marker directory of a write it took
+    for dead) is made again, so the write goes on to its commit, which then says it was rolled back."""
+    for attempt in range(_DIR_RACE_ATTEMPTS):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return None
+        except FileNotFoundError:
+            if attempt == _DIR_RACE_ATTEMPTS - 1:
+                raise
+    return None  # not reached
+
+
+def _link_new(src: str, path: str) -> bool:
+    """link(2) `src` to `path`, its directory made first (again if deleted meanwhile); False if it exists."""
+    for attempt in range(_DIR_RACE_ATTEMPTS):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            os.link(src, path)
+            return True
+        except FileExistsError:
+            return False
+        except FileNotFoundError:
+            if attempt == _DIR_RACE_ATTEMPTS - 1 or not os.path.exists(src):
+                raise
+    return False  # not reached
+
+
 def _normalize_uri(uri: str) -> str:
     if "://" in uri or uri.startswith("file:"):
         if uri.startswith("file:") and not uri.startswith("file://"):
@@ -273,9 +307,15 @@ class Storage:
 
             return open_output_file(self._object, rel)
         parent = posixpath.dirname(rel.strip("/"))
-        if parent and self._object is None:
-            self.makedirs(parent)
-        return self.fs.open_output_stream(self.full_path(rel))
+        for attempt in range(_DIR_RACE_ATTEMPTS):  # the directory made again if deleted meanwhile (_open_new)
+            if parent:
+                self.makedirs(parent)
+            try:
+                return self.fs.open_output_stream(self.full_path(rel))
+            except FileNotFoundError:
+                if attempt == _DIR_RACE_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("not reached")
 
     def write_bytes(self, rel: str, data: bytes | pa.Buffer, mid_write_fault: str | None = None) -> None:
         """Plain write; only for files that nobody reads until a commit names them.
@@ -316,11 +356,8 @@ class Storage:
                 return False
             self.write_bytes(rel, data, mid_write_fault)
             return True
-        path = self.full_path(rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
+        fd = _open_new(self.full_path(rel))
+        if fd is None:
             return False
         try:
             view = memoryview(data)
@@ -361,8 +398,6 @@ class Storage:
         if self.is_local:
             # Write the content to a temp file first, then link(2) it into place: the link fails if the
             # target exists (exclusive) and makes the complete content appear at once (atomic).
-            path = self.full_path(rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = self.full_path(f"{TEMP_DIR}/{uuid.uuid4().hex}")
             os.makedirs(os.path.dirname(tmp), exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -373,12 +408,9 @@ class Storage:
                 os.close(fd)
             fault_point("storage.before_link")
             try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
+                return _link_new(tmp, self.full_path(rel))
             finally:
                 os.unlink(tmp)
-            return True
         if self.exists(rel):
             return False
         self.write_bytes(rel, data)
