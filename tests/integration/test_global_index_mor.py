@@ -20,7 +20,10 @@ from tests.helpers import arrow_read, hudi_rs, rows_by_key
 
 COLS = ["_hoodie_partition_path", "part", "ts"]
 Model = dict[str, tuple[str, str, int]]
-ENGINES = ["local", pytest.param("spark", marks=pytest.mark.spark)]
+# Spark runs each scenario in tens of seconds: one default Spark case, the rest with -m extended.
+SPARK = pytest.param("spark", marks=pytest.mark.spark)
+ENGINES = ["local", SPARK]
+ENGINES_EXTENDED = ["local", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.extended])]
 
 
 def _options(index: str, **extra: str) -> dict[str, str]:
@@ -54,7 +57,7 @@ class Table:
 
 
 @pytest.mark.parametrize("index", ["GLOBAL_SIMPLE", "GLOBAL_BLOOM"])
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINES_EXTENDED)
 def test_move_back_compact_move_again_delete(request, tmp_path, engine, index):
     """update.partition.path=true: `a` moves x -> y, back to x (one live `a`, in x), compaction, to y again,
     then a delete that names the stale partition x removes it wherever it lives."""
@@ -94,7 +97,7 @@ def test_delete_after_move_reaches_the_live_row(request, tmp_path, engine, index
 
 
 @pytest.mark.parametrize("index", ["GLOBAL_SIMPLE", "GLOBAL_BLOOM"])
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ENGINES_EXTENDED)
 def test_no_partition_update_goes_to_the_live_copy(request, tmp_path, engine, index):
     """update.partition.path=false after a move: the record updates the live copy in y (its data column keeps
     the partition value it came with), never the dead copy in x, which stays deleted."""
