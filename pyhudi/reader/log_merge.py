@@ -45,7 +45,11 @@ snapshot read and compaction's ``HoodieMergeHandle`` both do):
 So on MOR the greater ordering value wins among log records, while a COW
 upsert (and the log-vs-base step with OverwriteWithLatestAvroPayload) simply
 replaces the stored row: the same upserts can leave different rows on COW
-and MOR, and different rows before and after a compaction.
+and MOR, and on MOR the result of later upserts depends on whether a
+compaction came between them (it turns the merged record into the base row).
+Where Hudi 0.14 fails (a null ordering value in a comparison throws), pyhudi
+ranks nulls as below; a delete's value is compared with the column's as
+stored (a ``LongWrapper`` against a millisecond timestamp compares millis).
 
 Tables recording a Hudi 1.x merge mode follow it (hudi-rs 0.5.0
 ``reader_v2/record_merger.rs``, mirroring Hudi's ``BufferedRecordMergerFactory``;
