@@ -200,7 +200,7 @@ def test_rollback_keeps_a_log_that_a_pending_plan_names(tmp_path, monkeypatch):
     assert _table(path) == model
 
 
-def _plan_over_missing_log(path: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+def _plan_over_missing_log(path: str) -> tuple[str, str]:
     """A pending plan over both partitions; returns (its instant, the p0 log it names)."""
     storage = Storage(path)
     instant = compaction.schedule(storage, load_table_config(storage), CompactionConfig(), force=True)
@@ -227,10 +227,10 @@ def test_a_log_deleted_by_an_earlier_rollback_does_not_wedge_the_plan(tmp_path, 
     assert _table(path) == model
 
 
-def test_a_log_missing_for_no_known_reason_is_named(tmp_path, monkeypatch):
+def test_a_log_missing_for_no_known_reason_is_named(tmp_path):
     path = str(tmp_path / "t")
     _base_table(path)
-    instant, log_name = _plan_over_missing_log(path, monkeypatch)
+    instant, log_name = _plan_over_missing_log(path)
     os.remove(os.path.join(path, "p0", log_name))
     with pytest.raises(HudiError, match=f"compaction {instant} cannot run: its plan names p0/{log_name}"):
         pyhudi.compact(None, path, OPTS)
