@@ -285,6 +285,7 @@ def run_show(args: argparse.Namespace) -> int:
 def run_schedule(args: argparse.Namespace) -> int:
     from pyhudi.services import compaction
     from pyhudi.view.builder import build_view
+    from pyhudi.writer.config import lock_settings
 
     t = open_table(args.path)
     _, parsed = parse_options(args.options, "pyhudi compaction")
@@ -295,7 +296,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         raise HudiError(_blocked_message(blockers))
     scope = plan_scope(build_view(t.storage, t.config, t.timeline), cfg) if args.explain else None
     instant = compaction.schedule(t.storage, t.config, cfg, force=True,
-                                   max_file_size=_max_file_size(parsed))
+                                   max_file_size=_max_file_size(parsed), lock=lock_settings(parsed))
     data: dict[str, Any] = {"table": table_header(t), "scheduled": instant, "compaction": None, "reason": None}
     if scope is not None:
         data["scope"] = scope
