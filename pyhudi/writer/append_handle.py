@@ -20,7 +20,7 @@ import time
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.io.log_blocks import encode_avro_data_block, encode_delete_block, encode_parquet_data_block
+from pyhudi.io.log_blocks import Ordering, encode_avro_data_block, encode_delete_block, encode_parquet_data_block
 from pyhudi.model.file_names import file_id, join_path, log_file_name
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.storage import Storage
@@ -58,12 +58,21 @@ def _blocks(ctx: HandleContext, data: pa.Table, deletes: pa.Table) -> list[bytes
         parts = deletes.column(PARTITION).to_pylist()
         field = ctx.precombine_field
         if field and field in deletes.column_names:
-            order = [0 if v is None else v for v in deletes.column(field).to_pylist()]
+            column = deletes.column(field)
+            wrapper = _JAVA_WRAPPERS.get(column.type)
+            order = [0 if v is None else Ordering(wrapper, v) if wrapper else v for v in column.to_pylist()]
         else:
             order = [0] * deletes.num_rows
         blocks.append(encode_delete_block(list(zip(keys, parts, order)), ctx.instant,
                                           ctx.avro_schema_with_meta))
     return blocks
+
+
+# The wrapper Hudi's wrapValueIntoAvro picks from the field's Java type: a `long` ordering value is a
+# LongWrapper even when it is small (Python's one int would otherwise pick IntWrapper), and 0.14's log
+# scanner compares a delete's ordering value with a record's only when their classes match.
+_JAVA_WRAPPERS = {pa.int64(): "LongWrapper", pa.int32(): "IntWrapper", pa.float64(): "DoubleWrapper",
+                  pa.float32(): "FloatWrapper"}
 
 
 def _files(blocks: list[bytes], max_size: int) -> list[list[bytes]]:
