@@ -20,7 +20,12 @@ import time
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyhudi.io.log_blocks import Ordering, encode_avro_data_block, encode_delete_block, encode_parquet_data_block
+from pyhudi.io.log_blocks import (
+    Ordering,
+    encode_avro_data_block,
+    encode_delete_block,
+    encode_parquet_data_block,
+)
 from pyhudi.model.file_names import file_id, join_path, log_file_name
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.storage import Storage
