@@ -210,6 +210,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, for
     The plan records where the next plan's window starts (`plan_scope`): taken before the timeline loads."""
     started = now_instant(table.local_timezone)
     timeline = ActiveTimeline.load(storage)
+    fault_point("compaction.after_timeline")
     if not table.is_mor:
         raise HudiError(f"{storage.base_uri} is a {table.table_type} table; only merge-on-read tables compact")
     pending_writes = [i for i in timeline.pending() if i.action in (Action.DELTA_COMMIT, Action.COMMIT)

@@ -263,6 +263,7 @@ class WriteClient:
         """One write instant: requested -> inflight -> `run` writes files -> reconcile markers -> complete;
         on failure the instant is rolled back (or, when nothing was written, withdrawn)."""
         cfg = self.config
+        fault_point("write.before_instant")
         requested, heartbeat = self._start_instant(timeline, action, requested_bytes)
         instant = requested.timestamp
         try:
