@@ -16,6 +16,12 @@ It tests how failures (not crashes) are handled, e.g. a background table service
 and retried while ingestion goes on. `reset()` forgets the hits counted so far.
 
 Without the variables a fault point costs two environment lookups.
+
+`pause_at(<name>, nth)` (tests in one process: the interleaving matrix) makes the n-th hit of a point
+block the thread that reaches it, whichever thread that is (a LocalEngine pool thread included), until
+the test releases it: the test can then run a second operation to completion "inside" the first one.
+It fires once; later hits pass through, so the second operation is never paused. Unarmed, it costs one
+dict truth test.
 """
 
 from __future__ import annotations
@@ -31,6 +37,75 @@ REPORT_ENV = "PYHUDI_FAULT_REPORT"
 _hits: dict[str, int] = {}
 _raise_hits: dict[str, int] = {}
 _lock = threading.Lock()  # points inside thread pools (the cleaner's deletes) count every hit once
+
+
+PAUSE_SAFETY_S = 300.0  # a paused thread whose test died resumes by itself; never hangs the process
+_pauses: dict[str, Pause] = {}
+
+
+class Pause:
+    """One armed pause (see `pause_at`): `wait_reached` in the test, then `release`."""
+
+    def __init__(self, name: str, nth: int = 1) -> None:
+        self.name, self.nth = name, nth
+        self.hits = 0
+        self.fired = False
+        self.thread: str | None = None  # name of the thread that paused
+        self._reached = threading.Event()
+        self._released = threading.Event()
+
+    def wait_reached(self, timeout: float) -> bool:
+        """Whether the point was reached within `timeout` seconds (the paused thread is then blocked)."""
+        return self._reached.wait(timeout)
+
+    @property
+    def reached(self) -> bool:
+        return self._reached.is_set()
+
+    def release(self) -> None:
+        """Let the paused thread go on (also when it has not arrived yet: it will not pause then)."""
+        self._released.set()
+        with _lock:
+            if _pauses.get(self.name) is self:
+                del _pauses[self.name]
+
+    def _hit(self) -> bool:
+        """Count one hit (under _lock); True when this hit must pause."""
+        self.hits += 1
+        if self.fired or self._released.is_set() or self.hits != self.nth:
+            return False
+        self.fired = True
+        return True
+
+    def _block(self) -> None:
+        self.thread = threading.current_thread().name
+        self._reached.set()
+        self._released.wait(PAUSE_SAFETY_S)
+
+    def __enter__(self) -> Pause:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def pause_at(name: str, nth: int = 1) -> Pause:
+    """Arm a pause at the n-th hit of `name` in this process (one pause per point at a time)."""
+    pause = Pause(name, nth)
+    with _lock:
+        if name in _pauses:
+            raise RuntimeError(f"a pause at {name} is already armed")
+        _pauses[name] = pause
+    return pause
+
+
+def _maybe_pause(name: str) -> None:
+    with _lock:
+        pause = _pauses.get(name)
+        fire = pause is not None and pause._hit()
+    if fire:
+        assert pause is not None
+        pause._block()
 
 
 class InjectedFault(RuntimeError):
@@ -120,6 +195,8 @@ def armed(name: str) -> bool:
 
 
 def fault_point(name: str) -> None:
+    if _pauses:
+        _maybe_pause(name)
     _maybe_raise(name)
     target = _target()
     if target is None or target[0] != name:

@@ -177,6 +177,7 @@ def archive(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, 
             if plan.stopped_by:
                 log.info("nothing archived: %s", plan.stopped_by)
             return None
+        fault_point("archival.after_plan")
         return _run(storage, table, archival_cfg, plan, keys, held)
 
 

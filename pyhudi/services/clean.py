@@ -73,6 +73,7 @@ class _Scheduled:
 def _schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None) -> _Scheduled | None:
     with table_lock(storage, lock or LockSettings()) as held:
         timeline = ActiveTimeline.load(storage)
+        fault_point("clean.after_timeline")
         draft = plan_clean(storage, build_view(storage, table, timeline), cfg)
         note(f"clean: {draft.scope}")
         if draft.empty and not empty_clean_due(timeline, draft, cfg, table.local_timezone):

@@ -85,6 +85,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_fi
     with table_lock(storage, lock or LockSettings()):
         started = now_instant(table.local_timezone)
         timeline = ActiveTimeline.load(storage)
+        fault_point("clustering.after_timeline")
         _check_sort_columns(timeline, table, cfg.sort_columns)
         view = build_view(storage, table, timeline)
         draft = draft_plan(view, cfg, max_file_size)

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from pyhudi.errors import HudiError, InstantNotFoundError
+from pyhudi.faults import fault_point
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_log_file
 from pyhudi.reader.time_travel import missing_files, needed_files
@@ -91,6 +92,7 @@ def _start_rollback(storage: Storage, timeline: ActiveTimeline, target: Instant,
         plan = plan_rollback(storage, target)
     rollback_ts = timeline.create_new_requested(Action.ROLLBACK, am.write_instant_avro("HoodieRollbackPlan", plan)
                                                 ).timestamp
+    fault_point("rollback.after_plan")
     return execute_rollback(storage, timeline, rollback_ts, plan)
 
 
@@ -145,6 +147,7 @@ def create_savepoint(storage: Storage, instant: str | None = None, user: str | N
                      comments: str = "", lock: LockSettings | None = None) -> str:
     with table_lock(storage, lock or LockSettings()):
         timeline = ActiveTimeline.load(storage)
+        fault_point("savepoint.after_timeline")
         writes = timeline.completed().write_timeline()
         target = writes.find(instant) if instant else writes.last()
         if target is None:
@@ -161,6 +164,7 @@ def create_savepoint(storage: Storage, instant: str | None = None, user: str | N
         meta = am.savepoint_metadata(savepointed_by=user or _user(), comments=comments, latest_files=by_partition)
         ts = target.timestamp
         storage.write_atomic(f"{META_DIR}/{ts}.savepoint.inflight", b"")
+        fault_point("savepoint.before_complete")
         storage.write_atomic(f"{META_DIR}/{ts}.savepoint", am.write_instant_avro("HoodieSavepointMetadata", meta))
     log.info("savepoint %s created (%d files protected)", ts, sum(len(v) for v in by_partition.values()))
     return ts
@@ -214,6 +218,7 @@ def restore(storage: Storage, savepoint: str, lock: LockSettings | None = None) 
         plan = am.restore_plan(instants_to_rollback=[am.instant_info(i.timestamp, i.action.value) for i in targets],
                                savepoint_to_restore_timestamp=savepoint)
         ts = timeline.create_new_requested(Action.RESTORE, am.write_instant_avro("HoodieRestorePlan", plan)).timestamp
+        fault_point("restore.after_plan")
         return _execute_restore(storage, ts)
 
 
@@ -234,9 +239,11 @@ def _execute_restore(storage: Storage, ts: str) -> str:
         result = _start_rollback(storage, timeline, target, doomed)
         rb = Instant(result.rollback_instant, Action.ROLLBACK)
         done[target.timestamp] = [am.read_instant_avro(ActiveTimeline.load(storage).details(rb))]
+        fault_point("restore.mid_rollback")
     meta = am.restore_metadata(
         start_restore_time=ts, restore_instant_info=list(plan.get("instantsToRollback") or []),
         rollback_metadata_by_instant=done, time_taken_in_millis=int((time.monotonic() - started) * 1000))
+    fault_point("restore.before_complete")
     ActiveTimeline.load(storage).complete(Instant(ts, Action.RESTORE, State.INFLIGHT),
                                          am.write_instant_avro("HoodieRestoreMetadata", meta))
     log.info("restore %s to savepoint %s rolled back %d instants", ts, plan.get("savepointToRestoreTimestamp"),

@@ -301,6 +301,7 @@ class WriteClient:
         file exists the write has succeeded: a later failure (releasing the lock, the heartbeat, markers)
         is reported with the instant (`PostCommitWarning`), never raised, and never rolls the commit back."""
         cfg = self.config
+        fault_point("write.before_instant")
         requested, heartbeat = self._start_instant(timeline, action, requested_bytes)
         instant = requested.timestamp
         after_commit: list[tuple[str, Exception]] = []

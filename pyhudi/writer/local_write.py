@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.engine.base import TaskInfo
+from pyhudi.faults import fault_point
 from pyhudi.index import bucket as bucket_index
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.model.upgrade import upgrade_for_write
@@ -106,6 +107,7 @@ class LocalWriteClient(StreamedInsert):
         cfg = self.config
         view = build_view(self.storage, cfg.table, timeline) if timeline is not None else None
         tagged, profile = tag_records(self.engine, self.storage, cfg, records, view)
+        fault_point("write.after_tagging")
         self._ensure_table()
         timeline, view = self._recovered_view(timeline, view)
         return self._commit_write(tagged, profile, spec.avro_schema, timeline, view, replace_all)
