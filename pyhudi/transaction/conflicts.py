@@ -80,10 +80,14 @@ def footprint(stats: Iterable[WriteStat], bucket_index: bool = False) -> Footpri
 
 
 def _conflict(own: str, groups: set[tuple[str, str]], other: Instant, why: str) -> CommitConflictError:
-    shown = ", ".join(f"{fid} ({p or 'table root'})" for p, fid in sorted(groups)[:5])
+    shown = _shown(groups)
     return CommitConflictError(
         f"instant {own} conflicts with {other.action.value} {other.timestamp}: {why} file group(s) {shown}. "
         f"{own} was rolled back and nothing of it is visible; retry the write")
+
+
+def _shown(groups: set[tuple[str, str]]) -> str:
+    return ", ".join(f"{fid} ({p or 'table root'})" for p, fid in sorted(groups)[:5])
 
 
 def _candidates(timeline: ActiveTimeline, own: str, known_completed: frozenset[str]) -> list[Instant]:
@@ -92,10 +96,15 @@ def _candidates(timeline: ActiveTimeline, own: str, known_completed: frozenset[s
             if i.timestamp != own and (i.timestamp not in known_completed or i.timestamp > own)]
 
 
-def check_write(timeline: ActiveTimeline, own: str, known_completed: frozenset[str], fp: Footprint) -> None:
+def check_write(timeline: ActiveTimeline, own: str, known_completed: frozenset[str], fp: Footprint,
+                known_instants: frozenset[str] | None = None) -> None:
+    """`known_instants`: every instant (any state) on the timeline W loaded when it started; a clustering
+    plan not among them was made while W was in flight, whatever its time (W takes its own instant only
+    after tagging). Without it, plans later than W's own instant count, as Hudi's getCandidateInstants."""
     touched = fp.groups
     if not touched and not fp.buckets:
         return
+    _check_bases_live(timeline, own, fp)
     for inst in _candidates(timeline, own, known_completed):
         meta = timeline.commit_metadata(inst)
         clashes = fp.bucket_clashes(meta.file_ids_written())
@@ -118,11 +127,28 @@ def check_write(timeline: ActiveTimeline, own: str, known_completed: frozenset[s
         if base is not None and base < pc.instant:
             pending = Instant(pc.instant, Action.COMPACTION)
             raise _conflict(own, {key}, pending, "it plans to compact, without this write's files,")
-    planned = {g: ts for g, ts in pending_clustering(timeline).items() if ts > own and g in touched}
+    planned = {g: ts for g, ts in pending_clustering(timeline).items()
+               if g in touched and (ts > own or (known_instants is not None and ts not in known_instants))}
     if planned:
         first = min(planned.values())
         raise _conflict(own, {g for g, ts in planned.items() if ts == first}, Instant(first, Action.REPLACE_COMMIT),
                         "it was planned while this write was in flight and cannot hold its data; it clusters")
+
+
+def _check_bases_live(timeline: ActiveTimeline, own: str, fp: Footprint) -> None:
+    """A version W built on must still be committed: a rollback or restore that removed it while W was in
+    flight would be undone by W's new version, which carries the rolled-back rows (Hudi refuses such a
+    rollback while a later write is pending; W may have tagged before its instant existed). A rollback
+    removes its target's instant files; an instant older than the active timeline was archived instead."""
+    present = {i.timestamp for i in timeline.instants}  # a pending compaction is the base of logs written meanwhile
+    first = timeline.instants[0].timestamp if timeline.instants else ""
+    gone = {g for g in fp.groups if (b := fp.base(g)) not in ("", "null", own) and b >= first and b not in present}
+    if gone:
+        g = min(gone)
+        raise CommitConflictError(
+            f"instant {own} conflicts with a rollback or restore: the version {fp.base(g)} of file group(s) "
+            f"{_shown(gone)} it built on was rolled "
+            f"back while it was in flight. {own} was rolled back and nothing of it is visible; retry the write")
 
 
 def check_clustering(storage: Storage, table: TableConfig, timeline: ActiveTimeline, instant: str,

@@ -116,6 +116,7 @@ class WriteClient:
         self.storage = storage
         self.config = config
         self._known_completed: frozenset[str] = frozenset()
+        self._known_instants: frozenset[str] = frozenset()
         self._committed: WriteResult | None = None  # the write's result once its commit exists
         # The caller (writer/entry.py) has just read hoodie.properties: no second read to learn the same.
         self._table_exists = table_exists
@@ -127,8 +128,15 @@ class WriteClient:
         timeline = self._timeline()
         if timeline is not None and self._resume_orphaned_clusterings(timeline):
             timeline = timeline.reload()
-        self._known_completed = frozenset(i.timestamp for i in timeline.completed()) if timeline else frozenset()
+        self._know(timeline)
         return timeline
+
+    def _know(self, timeline: ActiveTimeline | None) -> None:
+        """The instants this write's timeline holds when it starts: what completes or is planned later is
+        what its commit is checked against (this write takes its own instant only after tagging, so a plan
+        made meanwhile can have an earlier time than it)."""
+        self._known_completed = frozenset(i.timestamp for i in timeline.completed()) if timeline else frozenset()
+        self._known_instants = frozenset(i.timestamp for i in timeline.instants) if timeline else frozenset()
 
     def _delete_partitions(self, timeline: ActiveTimeline | None,
                            from_records: Callable[[], list[str]]) -> WriteResult:
@@ -137,7 +145,7 @@ class WriteClient:
         cfg = self.config
         if timeline is None:
             raise TableNotFoundError(f"delete_partition: no Hudi table at {self.storage.base_uri}; nothing to delete")
-        self._known_completed = frozenset(i.timestamp for i in timeline.completed())
+        self._know(timeline)
         requested = self._requested_partitions(from_records)
         timeline, view = self._recovered_view()
         # Only a wildcard needs the table's partitions; named ones are looked at one by one.
@@ -319,7 +327,8 @@ class WriteClient:
                 meta.partition_to_replace_file_ids = replaced()
             self._complete(instant, action, meta, stats)
         except CommitConflictError:
-            raise  # _complete already rolled this instant back
+            self._rollback_unless_undone(instant, action)  # _complete rolls back its conflicts itself
+            raise
         except _Rejected as rejected:
             self._withdraw(instant, action)
             raise rejected.error from None
@@ -404,7 +413,8 @@ class WriteClient:
             timeline = ActiveTimeline.load(self.storage)
             self._check_not_rolled_back(timeline, instant)
             try:
-                check_write(timeline, instant, self._known_completed, self._footprint(meta, stats))
+                check_write(timeline, instant, self._known_completed, self._footprint(meta, stats),
+                            known_instants=self._known_instants)
                 fault_point("write.before_commit")
                 ensure_held(lock)  # a lease lost to a pause (or taken over) must not commit
             except CommitConflictError:
@@ -426,6 +436,15 @@ class WriteClient:
                 f"ran: its heartbeat had expired (no beat for {cfg.heartbeat_interval_ms} ms x "
                 f"{cfg.heartbeat_tolerable_misses + 1}: hoodie.client.heartbeat.interval_in_ms and "
                 "hoodie.client.heartbeat.tolerable.misses). Nothing of it is visible; please retry the write")
+
+    def _rollback_unless_undone(self, instant: str, action: Action) -> None:
+        """A conflict found while writing (a file deleted by a concurrent rollback) leaves the instant
+        inflight: roll it back now, unless it is gone or being rolled back (by _complete, or by another
+        writer that took this one for dead: two rollbacks of one instant must not race)."""
+        timeline = ActiveTimeline.load(self.storage)
+        current = timeline.find(instant)
+        if current is not None and current.state is State.INFLIGHT and rolled_back_by(timeline, instant) is None:
+            self._rollback_own(instant, action)
 
     def _rollback_own(self, instant: str, action: Action) -> None:
         """A write that failed after creating its instant undoes itself at once (best effort; otherwise

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.errors import WriteRolledBackError
 from pyhudi.index.bloom_filter import filter_shape, key_positions
 from pyhudi.index.key_order import java_min_max_by_group
 from pyhudi.io.base_file import extended_bloom, read_parquet, write_parquet
@@ -278,7 +279,13 @@ def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> tuple[pa.
     """The old base file's records, conformed to the writer's schema, and its footer metadata."""
     if not bucket.base_file:
         raise RuntimeError(f"update bucket {bucket.number} for file group {bucket.file_id} has no base file")
-    old = read_parquet(storage, bucket.base_file)
+    try:
+        old = read_parquet(storage, bucket.base_file)
+    except FileNotFoundError as exc:  # listed when the write was planned, deleted since
+        raise WriteRolledBackError(
+            f"base file {storage.uri(bucket.base_file)} was deleted while this write was in flight (a "
+            "concurrent rollback or restore of the commit that wrote it, or a clean); the write was rolled "
+            "back and nothing of it is visible: retry the write") from exc
     # A column the writer schema dropped (allow.auto.evolution.column.drop) is left behind, as Hudi's
     # merge handle rewrites old records into the writer schema.
     kept = old.select([c for c in old.column_names if c in ctx.file_schema.names])
