@@ -125,6 +125,27 @@ class FileSystemLockProvider:
             # that a writer waiting on one is not held up long after it ends.
             delay = min(delay * 2, 0.1)
 
+    def check(self, min_remaining_s: float | None = None) -> None:
+        """Raise LockLostError unless the lock file still names this holder and its lease has not lapsed:
+        a holder paused past its lease (GC, SIGSTOP, a slow store) may have had the lock stolen, and then
+        another process is in the critical section too. `min_remaining_s` (default 0) is the lease that
+        must be left. Costs one read of the lock file, once per commit."""
+        current = self._read(self.path) if self._held else None
+        now = int(time.time() * 1000)
+        need = int((min_remaining_s or 0) * 1000)
+        if current is not None and current.get("owner") == self.owner and \
+                int(current.get("expires_ms", 0)) - now >= need:
+            return
+        if not self._held:
+            why = "it was not acquired"
+        elif current is None or current.get("owner") != self.owner:
+            why = f"another process took it over ({(current or {}).get('owner', 'lock file gone')})"
+        else:
+            why = f"its lease (hoodie.write.lock.filesystem.expire) lapsed {max(0, now - int(current['expires_ms']))} ms ago"
+        raise LockLostError(
+            f"the table lock {self.storage.uri(self.path)} is no longer safely held: {why}; nothing was committed. "
+            "Retry; if the holder pauses this long, raise hoodie.write.lock.filesystem.expire")
+
     def release(self) -> None:
         if not self._held:
             return

@@ -369,3 +369,28 @@ def test_lease_zero_never_expires(tmp_path, storage):
     holder_lock.release()
     waiter.acquire(1)
     waiter.release()
+
+
+def test_a_holder_whose_lease_lapsed_or_was_stolen_is_told_before_it_commits(storage):
+    """ensure_held on the file-system lock: a holder paused past its lease must not commit (before, the
+    provider had no check, so ensure_held did nothing and two holders could both complete)."""
+    from pyhudi.transaction.lock import ensure_held
+    from pyhudi.transaction.lock_types import LockLostError
+
+    first = FileSystemLockProvider(storage, LockSettings(lease_seconds=0.2))
+    first.acquire(5)
+    ensure_held(first)  # fresh lease: fine
+    time.sleep(0.3)
+    with pytest.raises(LockLostError, match="lapsed"):
+        ensure_held(first)  # nobody stole it yet, but anyone may now
+    second = FileSystemLockProvider(storage, LockSettings(lease_seconds=60))
+    second.acquire(5)  # steals the lapsed lock
+    with pytest.raises(LockLostError, match="took it over") as err:
+        ensure_held(first)
+    assert isinstance(err.value, CommitConflictError)
+    ensure_held(second)
+    with pytest.raises(LockLostError, match="no longer safely held"):
+        ensure_held(second, min_remaining_s=120)
+    first.release()  # does not delete the new holder's lock
+    ensure_held(second)
+    second.release()

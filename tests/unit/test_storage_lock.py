@@ -264,7 +264,9 @@ def test_options_reach_the_provider_with_hudis_keys(storage: Storage) -> None:
     assert (defaults.validity_s, defaults.renew_interval_s, defaults.occ) == (15.0, 3.0, True)
     file_lock = make_lock(storage, defaults)
     assert isinstance(file_lock, FileSystemLockProvider), "local tables keep the file lock"
-    ensure_held(file_lock)  # a provider without a lease to lose: nothing to check
+    file_lock.acquire(5)
+    ensure_held(file_lock)  # held, lease fresh (test_lock.py covers a lapsed or stolen one)
+    file_lock.release()
     with pytest.raises(InvalidConfigError, match="keep one"):
         Options.parse({"hoodie.write.lock.storage.renew.interval.secs": "3",
                        "hoodie.write.lock.storage.heartbeat.poll.secs": "4"})
