@@ -95,10 +95,13 @@ def compact(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
         if not compaction.pending_compactions(storage):
             compaction.schedule(storage, table, config.compaction, force=True,
                                 max_file_size=config.sizing.max_file_size, lock=config.lock)
-        todo = compaction.pending_compactions(storage)
+        beat = (config.heartbeat_interval_ms, config.heartbeat_tolerable_misses)
+        todo = [i for i in compaction.pending_compactions(storage)
+                if not compaction.being_executed(storage, i, beat)]  # never run one twice
     for inst in todo:
         compaction.execute(engine_for(spark, config.local_parallelism), storage, table, inst, parquet_settings(config),
-                           config.event_time_field, config.marker_type)
+                           config.event_time_field, config.marker_type, config.lock,
+                           (config.heartbeat_interval_ms, config.heartbeat_tolerable_misses))
     return todo
 
 

@@ -65,6 +65,10 @@ class JavaNotFoundError(HudiError):
     """No usable Java runtime for Spark was found."""
 
 
+class CompactionInProgressError(TimelineError):
+    """Another live process is executing this compaction plan (its heartbeat is fresh)."""
+
+
 class InstantAlreadyCompletedError(TimelineError):
     """Completing an instant found its completed file already there with other content: another process
     completed the same instant first (two executors of one plan). This attempt's files are not part of

@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from pyhudi.engine.base import Engine, TaskInfo
-from pyhudi.errors import HudiError, TimelineError
+from pyhudi.errors import CompactionInProgressError, HudiError, InstantAlreadyCompletedError, TimelineError
 from pyhudi.faults import fault_point
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings, write_parquet
@@ -50,7 +50,8 @@ from pyhudi.storage.metrics import note
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import ActiveTimeline
-from pyhudi.transaction.lock import LockSettings, table_lock
+from pyhudi.transaction.heartbeat import Heartbeat, is_expired
+from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
 from pyhudi.writer.binpack import take_within_budget
@@ -388,17 +389,48 @@ def files_deleted_by_rollbacks(storage: Storage) -> frozenset[str]:
 
 
 def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str,
-            parquet: ParquetSettings, event_time_field: str | None, marker_type: str = DEFAULT_MARKER_TYPE) -> CommitMetadata:
-    """Run a pending compaction: every file slice of the plan is merged by one task of `engine`."""
-    timeline = ActiveTimeline.load(storage)
-    current = timeline.find(instant)
-    if current is None or current.action is not Action.COMPACTION or current.is_completed:
-        raise TimelineError(f"{instant} is not a pending compaction on {storage.base_uri}")
-    plan = am.read_instant_avro(timeline.requested_details(current))
-    if current.state is State.INFLIGHT:
-        undo_marked_files(storage, instant)  # a previous attempt died part-way; start clean
-    else:
-        timeline.transition_to_inflight(current, b"")
+            parquet: ParquetSettings, event_time_field: str | None, marker_type: str = DEFAULT_MARKER_TYPE,
+            lock: LockSettings | None = None, heartbeat: tuple[int, int] = (60000, 2)) -> CommitMetadata:
+    """Run a pending compaction: every file slice of the plan is merged by one task of `engine`. The
+    execution beats the compaction instant's heartbeat, taken under the table lock, so a second executor
+    of the same plan (another process, a retry) is refused instead of deleting or duplicating this one's
+    files; an inflight compaction whose heartbeat expired is a dead attempt, undone and run again.
+    `heartbeat`: hoodie.client.heartbeat.interval_in_ms and .tolerable.misses."""
+    lock = lock or LockSettings()
+    with table_lock(storage, lock):
+        timeline = ActiveTimeline.load(storage)
+        current = timeline.find(instant)
+        if current is None or current.action is not Action.COMPACTION or current.is_completed:
+            raise TimelineError(f"{instant} is not a pending compaction on {storage.base_uri}")
+        if being_executed(storage, instant, heartbeat):
+            raise CompactionInProgressError(
+                f"compaction {instant} is being executed by another process (its heartbeat is live); it is left "
+                "to that process. Run it again only if that process died (its heartbeat expires after "
+                "hoodie.client.heartbeat.interval_in_ms x (hoodie.client.heartbeat.tolerable.misses + 1))")
+        beat = Heartbeat(storage, instant, heartbeat[0]).start()
+        try:
+            if current.state is State.INFLIGHT:
+                undo_marked_files(storage, instant)  # a previous attempt died part-way; start clean
+            else:
+                timeline.transition_to_inflight(current, b"")
+        except BaseException:
+            beat.stop()
+            raise
+    try:
+        return _execute(engine, storage, table, timeline, instant, parquet, marker_type, lock)
+    finally:
+        beat.stop()
+
+
+def being_executed(storage: Storage, instant: str, heartbeat: tuple[int, int] = (60000, 2)) -> bool:
+    """Whether a live process executes the pending compaction `instant` (its heartbeat is fresh; a missing
+    heartbeat counts as expired)."""
+    return not is_expired(storage, instant, *heartbeat)
+
+
+def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: ActiveTimeline, instant: str,
+             parquet: ParquetSettings, marker_type: str, lock: LockSettings) -> CommitMetadata:
+    plan = am.read_instant_avro(timeline.requested_details(Instant(instant, Action.COMPACTION, State.REQUESTED)))
     avro = table_schema(timeline, table)
     if avro is None:
         raise HudiError(f"cannot compact {storage.base_uri}: the table has no schema yet")
@@ -422,7 +454,15 @@ def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str,
                           extra_metadata={"schema": S.to_json(avro), **carried_over(plan.get("extraMetadata"))})
     for s in stats:
         meta.add(s)
-    timeline.complete(Instant(instant, Action.COMPACTION, State.INFLIGHT), meta.to_bytes(instant))
+    with table_lock(storage, lock) as held:
+        ensure_held(held)  # as every commit: a lease lost to a pause must not complete
+        try:
+            timeline.reload().complete(Instant(instant, Action.COMPACTION, State.INFLIGHT), meta.to_bytes(instant))
+        except InstantAlreadyCompletedError:
+            for s in stats:  # another executor completed the plan: our files would duplicate its slices
+                if s.path:
+                    storage.delete(s.path)
+            raise
     delete_markers(storage, instant)
     log.info("completed compaction %s: %d file groups", instant, len(stats))
     return meta

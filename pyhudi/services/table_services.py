@@ -133,7 +133,7 @@ def _compaction_execute(engine: Engine, storage: Storage, cfg: WriteConfig, inst
     from pyhudi.writer.config import parquet_settings
 
     return compaction.execute(engine, storage, cfg.table, instant, parquet_settings(cfg), cfg.event_time_field,
-                              cfg.marker_type)
+                              cfg.marker_type, cfg.lock, (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses))
 
 
 COMPACTION = _Service("compaction", _compaction_pending, _compaction_schedule, _compaction_execute)
