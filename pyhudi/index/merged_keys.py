@@ -42,15 +42,16 @@ from pyhudi.view.file_system_view import FileSlice, FileSystemView
 SLICES_SCHEMA = "m_part string, m_file_id string, m_instant string, m_base string, m_logs string"
 
 
-def liveness_spec(view: FileSystemView, table: TableConfig) -> MergeSpec:
+def liveness_spec(view: FileSystemView, table: TableConfig, columns: Sequence[str] = ()) -> MergeSpec:
     """How a slice is merged to tell live keys from dead ones: exactly as a snapshot read merges it
     (`reader/plan.merge_spec`: committed blocks only, rollbacks honoured, the table's ordering), so a key is a
-    location when a read returns it; narrowed to the columns that decide it (key, ordering, is-deleted)."""
+    location when a read returns it; narrowed to the columns that decide it (key, ordering, is-deleted) and
+    `columns` (top-level fields of `a.b` paths) the caller reads."""
     avro = table_schema(view.timeline, table) or {"type": "record", "name": "empty", "fields": []}
     spec = merge_spec(view, table, avro, None, event_time_field(table))
     full = spec.target_schema
     wanted = [loc.RECORD_KEY, IS_DELETED, *(f.split(".")[0] for f in (spec.event_time_field or "",
-                                                                       *spec.record_key_fields) if f)]
+                                                                       *spec.record_key_fields, *columns) if f)]
     fields = [full.field(n) for n in dict.fromkeys(wanted) if n in full.names]
     if loc.RECORD_KEY not in full.names:
         fields.insert(0, pa.field(loc.RECORD_KEY, pa.string()))
@@ -64,6 +65,28 @@ def live_among(storage: Storage, file_id: str, base_path: str, log_paths: Sequen
         return keys
     merged, _ = merge_file_slice(storage, file_id, base_path, list(log_paths), spec)
     return keys.filter(pc.is_in(keys, value_set=merged.column(loc.RECORD_KEY).combine_chunks()))
+
+
+def stored_values(storage: Storage, file_id: str, base_path: str, log_paths: Sequence[str], spec: MergeSpec,
+                  keys: pa.Array, field: str) -> pa.Array:
+    """The value of `field` (`a.b` for a nested one) each key has in the file slice, merged with its logs when
+    it has any; null where the slice does not hold the key or the table has no such field."""
+    merged, _ = merge_file_slice(storage, file_id, base_path, list(log_paths), spec)
+    head, *rest = field.split(".")
+    if head not in merged.column_names:
+        return pa.nulls(len(keys))
+    values = merged.column(head).combine_chunks()
+    for name in rest:
+        values = pc.struct_field(values, name)
+    return values.take(pc.index_in(keys, value_set=merged.column(loc.RECORD_KEY).combine_chunks()))
+
+
+def outranked(stored: pa.Array, incoming: pa.Array) -> pa.Array:
+    """DefaultHoodieRecordPayload: the stored record wins when its ordering value is greater (null: it does
+    not); the merge handle's `_stored_wins` rule, for a whole column."""
+    if pa.types.is_null(stored.type):
+        return pa.repeat(pa.scalar(False), len(stored))
+    return pc.fill_null(pc.greater(stored, incoming.cast(stored.type)), False)
 
 
 def slice_rows(slices: Sequence[FileSlice]) -> list[tuple[str, str, str, str, str]]:

@@ -86,6 +86,7 @@ def tag_records(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.
     fids, insts, parts = _locate(engine, storage, cfg, records, view)
     records = _with_location(records, fids, insts)
     if cfg.index.is_global:
+        records = _stay_where_outranked(engine, storage, cfg, view, records, parts)
         records = _global_moves(records, parts, cfg.index.update_partition_path)
     located = pc.is_valid(records.column(LOC_FILE_ID))
     records = records.filter(pc.or_(located, pc.invert(records.column(DELETE_FLAG))))
@@ -338,6 +339,47 @@ def _assign(n: int, parts: pa.Array, keys: pa.Array, found: list[tuple[KeyFile, 
     out = [pa.array([getattr(kf, attr) for kf, _ in found], pa.string()).take(files)
            for attr in ("file_id", "instant", "partition")]
     return out[0], out[1], out[2]
+
+
+def _stay_where_outranked(engine: Engine, storage: Storage, cfg: WriteConfig, view: FileSystemView,
+                          records: pa.Table, homes: pa.Array) -> pa.Table:
+    """Hudi 0.14 merges a record that would move partition with the stored one first
+    (`mergeForPartitionUpdates`): under DefaultHoodieRecordPayload a stored record with a greater ordering
+    value wins, and the merged record (the stored one) stays where it is. Such records are routed to their
+    stored location, as without update.partition.path, where the merge keeps the stored record; the
+    stored values are read only for these records' files (merged with their logs, if any)."""
+    field = cfg.event_time_field
+    if not (cfg.index.update_partition_path and field and field in records.column_names):
+        return records
+    parts = records.column(PARTITION_COL)
+    moving = pc.and_(pc.fill_null(pc.not_equal(homes, parts), False), pc.invert(records.column(DELETE_FLAG)))
+    rows = np.nonzero(moving.to_numpy(zero_copy_only=False))[0]
+    if not len(rows):
+        return records
+    fids = records.column(LOC_FILE_ID).take(pa.array(rows)).to_pylist()
+    by_file: dict[tuple[str, str], list[int]] = {}
+    for row, home, fid in zip(rows.tolist(), homes.take(pa.array(rows)).to_pylist(), fids):
+        by_file.setdefault((home, fid), []).append(row)
+    files = {(kf.partition, kf.file_id): kf for kf in _key_files(cfg, view, sorted({h for h, _ in by_file}))}
+    spec = merged_keys.liveness_spec(view, cfg.table, (field,))
+    keys, values = records.column(RECORD_KEY_COL), records.column(field)
+
+    def check(item: tuple[KeyFile, list[int]], _info: TaskInfo) -> list[tuple[list[int], pa.Array]]:
+        kf, at = item
+        assert kf.base_path is not None
+        taken = pa.array(at, pa.int64())
+        stored = merged_keys.stored_values(storage, kf.file_id, kf.base_path, kf.merge_logs, spec,
+                                           keys.take(taken).combine_chunks(), field)
+        return [(at, merged_keys.outranked(stored, values.take(taken).combine_chunks()))]
+
+    stay = np.zeros(records.num_rows, dtype=bool)
+    items = [(files[home_fid], at) for home_fid, at in by_file.items() if home_fid in files]
+    for at, wins in engine.map_tasks(check, items, description="index: stored ordering of moved records"):
+        stay[at] = np.asarray(wins.to_numpy(zero_copy_only=False), dtype=bool)
+    if not stay.any():
+        return records
+    idx = records.schema.get_field_index(PARTITION_COL)
+    return records.set_column(idx, PARTITION_COL, pc.if_else(pa.array(stay), homes, parts))
 
 
 def _global_moves(records: pa.Table, homes: pa.Array, update_partition_path: bool) -> pa.Table:

@@ -11,7 +11,10 @@ locations; GLOBAL_BLOOM takes this path too.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -78,8 +81,45 @@ def with_empty_location(df: DataFrame) -> DataFrame:
             .withColumn(LOC_INSTANT, F.lit(None).cast("string")))
 
 
+@dataclass(frozen=True)
+class StoredOrdering:
+    """What a global index needs to compare a moving record with the stored one (DefaultHoodieRecordPayload):
+    each file group's base file and log files by (partition, fileId), the merge spec and the ordering field."""
+
+    storage: Storage
+    files: dict[tuple[str, str], tuple[str, tuple[str, ...]]]
+    spec: MergeSpec
+    field: str
+
+
+def _stay_where_outranked(tagged: DataFrame, ordering: StoredOrdering) -> DataFrame:
+    """Moving records (not deletes) whose stored record has a greater ordering value stay at the stored
+    location, as Hudi 0.14's mergeForPartitionUpdates keeps the merged (stored) record there; executors read
+    the stored values of only those records' files (index/merged_keys.stored_values)."""
+    moving = F.coalesce(F.col(LOC_FILE_ID).isNotNull() & (F.col(LOC_PARTITION) != F.col(PARTITION))
+                        & ~F.col(DELETE_FLAG), F.lit(False))
+    movers = tagged.filter(moving)
+    at = movers.columns.index(PARTITION)
+
+    def decide(table: pa.Table) -> pa.Table:
+        if not table.num_rows:
+            return table
+        part, fid = table.column(LOC_PARTITION)[0].as_py(), table.column(LOC_FILE_ID)[0].as_py()
+        if (part, fid) not in ordering.files:
+            return table
+        base, logs = ordering.files[(part, fid)]
+        stored = merged_keys.stored_values(ordering.storage, fid, base, logs, ordering.spec,
+                                           table.column(RECORD_KEY).combine_chunks(), ordering.field)
+        wins = merged_keys.outranked(stored, table.column(ordering.field).combine_chunks())
+        homes, parts = (table.column(c).combine_chunks() for c in (LOC_PARTITION, PARTITION))
+        return table.set_column(at, table.schema.field(at), pc.if_else(wins, homes, parts))
+
+    checked = movers.groupBy(LOC_PARTITION, LOC_FILE_ID).applyInArrow(decide, movers.schema)
+    return tagged.filter(~moving).unionByName(checked)
+
+
 def tag(df: DataFrame, existing: DataFrame | None, *, global_index: bool,
-        update_partition_path: bool, small_batch: bool = False) -> DataFrame:
+        update_partition_path: bool, small_batch: bool = False, ordering: StoredOrdering | None = None) -> DataFrame:
     """Add the location columns; for a global index, handle keys that arrive in a new partition.
 
     `small_batch`: the incoming keys are few enough to broadcast. A left join of the batch with every
@@ -105,6 +145,8 @@ def tag(df: DataFrame, existing: DataFrame | None, *, global_index: bool,
     tagged = joined.select(*[joined[c] for c in cols], LOC_FILE_ID, LOC_INSTANT, LOC_PARTITION)
     if not global_index:
         return tagged.drop(LOC_PARTITION)
+    if update_partition_path and ordering is not None and ordering.field in df.columns:
+        tagged = _stay_where_outranked(tagged, ordering)
     moved = F.col(LOC_FILE_ID).isNotNull() & (F.col(LOC_PARTITION) != F.col(PARTITION))
     if not update_partition_path:
         # The record stays where its key already lives.
