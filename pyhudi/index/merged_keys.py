@@ -15,6 +15,10 @@ only for file groups that have log files (a base-only group's base file is its m
 file; the logs are decoded whole, as any merged read does. A key that lives only in a log is not a location
 either way, as in Hudi (an index blind to logs never puts new keys there).
 
+The same merged read gives a moving record's stored ordering value (`stored_values`): under
+DefaultHoodieRecordPayload Hudi merges a record that would move partition with the stored one first, and a
+stored record with a greater ordering value wins and stays where it is.
+
 Deliberate difference: Hudi confirms against the merged view only when `update.partition.path` is on; with
 it off, a MOR key found in a dead copy is tagged to that copy, so its next upsert revives it there (next to
 the live row if the record had moved). pyhudi confirms either way, so a MOR table tags as a COW table would.
