@@ -112,7 +112,8 @@ def cluster(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
     With `instant`, execute that pending clustering. Otherwise schedule a plan if none is pending (and
     some small files qualify), then execute every pending clustering no other process is executing (live
     heartbeat), oldest first. A clustering that
-    would overwrite a concurrent write is rolled back and raises CommitConflictError.
+    would overwrite a concurrent write is rolled back and raises CommitConflictError; one whose input groups an
+    overwrite replaced after it was planned is dropped (not returned).
     """
     from pyhudi.services import clustering
     from pyhudi.writer.config import parquet_settings
@@ -126,11 +127,13 @@ def cluster(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
             clustering.schedule(storage, table, config.clustering, config.sizing.max_file_size, config.lock)
         todo = [i for i in clustering.pending_clusterings(storage) if not clustering.being_executed(
             storage, i, config.heartbeat_interval_ms, config.heartbeat_tolerable_misses)]  # never run one twice
+    done = []
     for inst in todo:
-        clustering.execute(engine_for(spark, config.local_parallelism), storage, table, inst, config.clustering, parquet_settings(config),
-                           config.event_time_field, config.lock, config.heartbeat_interval_ms,
-                           config.marker_type)
-    return todo
+        if clustering.execute(engine_for(spark, config.local_parallelism), storage, table, inst, config.clustering,
+                              parquet_settings(config), config.event_time_field, config.lock,
+                              config.heartbeat_interval_ms, config.marker_type) is not None:
+            done.append(inst)
+    return done
 
 
 def clean(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,

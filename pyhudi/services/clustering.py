@@ -56,6 +56,7 @@ from pyhudi.transaction.conflicts import check_clustering
 from pyhudi.transaction.heartbeat import Heartbeat, is_expired, owner_is_gone
 from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
 from pyhudi.view.builder import build_view
+from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer.config import ClusteringConfig
 from pyhudi.writer.handles import FILE_NAME, constant_strings, file_overhead
 from pyhudi.writer.markers import (
@@ -322,9 +323,10 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
 # --------------------------------------------------------------------------- execution (driver)
 def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str, cfg: ClusteringConfig,
             parquet: ParquetSettings, event_time_field: str | None, lock: LockSettings | None = None,
-            heartbeat_ms: int = DEFAULT_HEARTBEAT_MS, marker_type: str = DEFAULT_MARKER_TYPE) -> CommitMetadata:
+            heartbeat_ms: int = DEFAULT_HEARTBEAT_MS, marker_type: str = DEFAULT_MARKER_TYPE) -> CommitMetadata | None:
     """Execute a pending clustering, beating its heartbeat meanwhile, so other processes can tell this
-    live execution from one whose process died (which the next writer resumes, see `owner_gone`)."""
+    live execution from one whose process died (which the next writer resumes, see `owner_gone`). None:
+    the plan was obsolete (an overwrite replaced its input groups since) and was dropped."""
     timeline = ActiveTimeline.load(storage)
     current = timeline.find(instant)
     if current is None or current.action is not Action.REPLACE_COMMIT or current.is_completed:
@@ -336,11 +338,27 @@ def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str, 
         beat.stop()
 
 
+def replaced_inputs(view: FileSystemView, plan: dict[str, Any]) -> list[tuple[str, str]]:
+    """(partition, file id) of the plan's input groups that a completed replacecommit replaced."""
+    return sorted((str(sl.get("partitionPath") or ""), str(sl["fileId"]))
+                  for g in plan.get("inputGroups") or [] for sl in g.get("slices") or []
+                  if str(sl["fileId"]) in view.replaced_in(str(sl.get("partitionPath") or "")))
+
+
 def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: ActiveTimeline, current: Instant,
              cfg: ClusteringConfig, parquet: ParquetSettings, event_time_field: str | None,
-             lock: LockSettings | None, marker_type: str) -> CommitMetadata:
+             lock: LockSettings | None, marker_type: str) -> CommitMetadata | None:
     instant = current.timestamp
     plan = read_plan(timeline, instant)
+    gone = replaced_inputs(build_view(storage, table, timeline), plan)
+    if gone:
+        # An overwrite (or delete_partition) replaced input groups after the plan was made: rewriting them
+        # would bring back what it replaced. Nothing of the plan is worth keeping, nor anything lost by
+        # dropping it (the overwrite's groups are new, the next plan looks at them).
+        rollback_clustering(storage, instant)
+        log.warning("clustering %s dropped: file group(s) %s were replaced after it was planned", instant,
+                    ", ".join(f"{f} ({p or 'table root'})" for p, f in gone[:5]))
+        return None
     if current.state is State.INFLIGHT:
         undo_marked_files(storage, instant)  # an earlier attempt died part-way
     else:

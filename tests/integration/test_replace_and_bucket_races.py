@@ -228,3 +228,31 @@ def test_bucket_count_change_is_refused_on_a_table_that_does_not_record_it(tmp_p
     _check(path, rows)
     pyhudi.write(_arrow(update), path, _bucket_opts(table_type, buckets=4))
     _check(path, rows | update)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize(("operation", "mode"), OVERWRITES, ids=["insert_overwrite", "insert_overwrite_table",
+                                                                   "mode_overwrite"])
+def test_a_clustering_plan_an_overwrite_made_obsolete_is_dropped_not_failed(tmp_path, table_type, operation, mode):
+    """Scheduled before an overwrite of its partition, executed after: its input groups are replaced, so it
+    is dropped (Hudi fails such a clustering's commit and leaves it pending); before, `pyhudi.cluster` raised
+    CommitConflictError for it. (delete_partition refuses partitions under pending clustering.)"""
+    from pyhudi.model.table_config import load_table_config
+    from pyhudi.services import clustering
+    from pyhudi.storage import Storage
+    from pyhudi.writer.config import ClusteringConfig
+
+    path = str(tmp_path / "t")
+    before = _two_small_groups(path, table_type)
+    storage = Storage(path)
+    assert clustering.schedule(storage, load_table_config(storage), ClusteringConfig(small_file_limit=64 << 20),
+                               128 << 20)
+    new = {"n0": ("new", "x", 2)}
+    pyhudi.write(_arrow(new), path, _opts(table_type, **{"hoodie.datasource.write.operation": operation}),
+                 mode=mode or "append")
+    after = ({k: v for k, v in before.items() if v[1] == "y"} if operation == "insert_overwrite" else {}) | new
+    assert _cluster(path) == []  # dropped, and no new plan: nothing small enough twice
+    assert not clustering.pending_clusterings(storage)
+    _check(path, after)
+    pyhudi.write(_arrow({"n1": ("more", "x", 3)}), path, _opts(table_type))
+    _check(path, after | {"n1": ("more", "x", 3)})
