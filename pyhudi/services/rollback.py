@@ -23,7 +23,7 @@ from pyhudi.model.file_names import join_path, log_file_name, parse_log_file
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State, parse_instant_file
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
-from pyhudi.transaction.lock import LockSettings, table_lock
+from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
 from pyhudi.writer.markers import LogOwner, delete_markers, instant_wrote, list_marked_files, log_file_owner
 
 log = logging.getLogger(__name__)
@@ -267,13 +267,14 @@ def rollback_failed_writes(storage: Storage, timeline: ActiveTimeline, lazy: tup
             continue
         if lazy is not None and not is_expired(storage, inst.timestamp, *lazy):
             continue
-        with table_lock(storage, lock or LockSettings()):
+        with table_lock(storage, lock or LockSettings()) as held:
             fresh = timeline.reload()
             current = fresh.find(inst.timestamp)
             if current is None or current.state is State.COMPLETED:
                 continue  # completed (or rolled back by someone else) since `timeline` was loaded
             if lazy is not None and not is_expired(storage, inst.timestamp, *lazy):
                 continue
+            ensure_held(held)  # a lease lost since: the writer may be completing under a new holder
             results.append(rollback_pending_write(storage, fresh, current))
         timeline = timeline.reload()
     return results
