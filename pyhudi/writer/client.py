@@ -36,6 +36,7 @@ from pyhudi.errors import (
     HudiError,
     InstantAlreadyCompletedError,
     InvalidRecordError,
+    PostCommitWarning,
     TableNotFoundError,
     TimelineError,
 )
@@ -88,23 +89,6 @@ class WriteResult:
     post_commit_failures: list[PostCommitWarning] = field(default_factory=list)
 
 
-class PostCommitWarning(UserWarning):
-    """Work after a write's commit (inline clustering or compaction, the cleaner, archival) failed.
-
-    The write itself succeeded: its commit file exists and its rows are visible, so retrying it would
-    write them twice. Hudi's write client lets such failures propagate from `postCommit` /
-    `runTableServicesInline` after the commit; pyhudi never raises them from the write, because an
-    exception out of `pyhudi.write` (or a streaming micro-batch) reads as "the write failed". The
-    failure is logged, issued as this warning (`warnings.catch_warnings(record=True)` or
-    `-W error::pyhudi.writer.client.PostCommitWarning` to see it) and kept on the WriteResult; the next
-    commit, or `pyhudi.compact` / `cluster` / `clean` / `archive`, runs the service again."""
-
-    def __init__(self, instant: str, service: str, error: BaseException) -> None:
-        super().__init__(f"write {instant} committed; its {service} afterwards failed and was left for the next "
-                         f"commit or a manual run: {type(error).__name__}: {error}")
-        self.instant = instant
-        self.service = service
-        self.error = error
 
 
 class WriteClient:

@@ -18,10 +18,10 @@ import pytest
 import pyhudi
 from pyhudi import faults
 from pyhudi.config.registry import Options
+from pyhudi.errors import PostCommitWarning
 from pyhudi.model.table_config import load_table_config
 from pyhudi.services import clean
 from pyhudi.storage import Storage
-from pyhudi.writer.client import PostCommitWarning
 from pyhudi.writer.config import CleanConfig
 from tests.helpers import hudi_rs
 
