@@ -18,7 +18,7 @@ from pyhudi.index import bucket as bucket_index
 from pyhudi.index.merged_keys import liveness_spec
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.storage import Storage
-from pyhudi.view.file_system_view import BaseFile, FileSystemView
+from pyhudi.view.file_system_view import BaseFile, FileSlice, FileSystemView
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.handles import DELETE_FLAG, IS_UPDATE
 from pyhudi.writer.operation import WriteOperation
@@ -100,17 +100,18 @@ def _tag(spark: SparkSession, storage: Storage, cfg: WriteConfig, keyed: DataFra
     return simple_index.tag(keyed, existing, global_index=cfg.index.is_global,
                             update_partition_path=cfg.index.update_partition_path,
                             small_batch=_broadcastable(spark, sum(n for n, _ in counts.values())),
-                            ordering=_stored_ordering(storage, cfg, view, partitions, base_files))
+                            ordering=_stored_ordering(storage, cfg, view, base_files, logged))
 
 
-def _stored_ordering(storage: Storage, cfg: WriteConfig, view: FileSystemView, partitions: list[str],
-                     base_files: list[BaseFile]) -> simple_index.StoredOrdering | None:
-    """A global index moving records under DefaultHoodieRecordPayload compares them with the stored ones."""
+def _stored_ordering(storage: Storage, cfg: WriteConfig, view: FileSystemView, base_files: list[BaseFile],
+                     logged: list[FileSlice]) -> simple_index.StoredOrdering | None:
+    """A global index moving records under DefaultHoodieRecordPayload compares them with the stored ones
+    (in the groups' merged slices: `logged` are those with log files)."""
     field = cfg.event_time_field
     if not (cfg.index.is_global and cfg.index.update_partition_path and field):
         return None
-    logs = {(s.partition, s.file_id, s.base_file.path): tuple(lf.path for lf in s.log_files)
-            for p in partitions for s in view.latest_merged_file_slices(p) if s.base_file and s.log_files}
+    logs = {(s.partition, s.file_id, s.base_file.path if s.base_file else ""): tuple(lf.path for lf in s.log_files)
+            for s in logged}
     files = {(bf.partition, bf.file_id): (bf.path, logs.get((bf.partition, bf.file_id, bf.path), ()))
              for bf in base_files}
     return simple_index.StoredOrdering(storage, files, liveness_spec(view, cfg.table, (field,)), field)
