@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,9 +177,10 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
               bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None) -> None:
     metadata = footer_raw(table, avro_schema_with_meta, settings, bloom, key_bounds)
     plain = table.replace_schema_metadata(None)
+    statistics, dictionary = java_safe_columns(plain, dictionary_columns(plain))
     writer = pq.ParquetWriter(
         sink, plain.schema, compression=settings.codec, data_page_size=settings.page_size,
-        store_schema=False, write_statistics=True, use_dictionary=dictionary_columns(plain),
+        store_schema=False, write_statistics=statistics, use_dictionary=dictionary,
     )
     writer.write_table(plain, row_group_size=_row_group_rows(table, settings, bytes_per_row))
     if mid_write_fault is not None and armed(mid_write_fault):  # crash tests: row groups written, no footer
@@ -207,6 +208,100 @@ def dictionary_columns(table: pa.Table, sample_rows: int = 2048) -> bool | list[
     sample = table.take(pa.array(range(0, step * sample_rows, step), type=pa.int64()))
     return [name for name, col in zip(sample.column_names, sample.columns)
             if pc.count_distinct(col).as_py() < sample_rows * 0.9]
+
+
+def java_safe_columns(table: pa.Table, dictionary: bool | list[str]) -> tuple[bool | list[str], bool | list[str]]:
+    """`write_statistics` and `use_dictionary` for `table` such that Java readers skip no row group
+    holding a row their predicate keeps (`dictionary`: the columns `dictionary_columns` chose).
+
+    parquet-mr (Spark, Hudi's Spark reader, every Java engine with pushdown) drops a row group when its
+    footer statistics or its dictionary page say no value can match, comparing with `Double.compare`
+    and `Double.equals`, while Spark's own semantics are NaN = NaN, NaN above every number and
+    -0.0 = 0.0. Two things pyarrow writes break that for float/double columns (nested fields too):
+
+    * min/max leave NaN out (as the parquet spec asks), so `f > 10`, `f >= inf` or `f = NaN` skips a
+      row group holding NaN. parquet-mr's own writer puts NaN into max and its reader then ignores
+      that chunk's min/max; pyarrow cannot, so a column holding NaN is written without statistics
+      (for the whole file: the writer's options are per file).
+    * a dictionary holding -0.0 but not 0.0 fails `f = 0.0` / `f IN (0.0)` / `f >= 0.0` (and the
+      reverse for a literal -0.0), since `Double.equals` and `Double.compare` tell the zeros apart.
+      Min/max are safe here (pyarrow widens a zero bound to -0.0/+0.0, as parquet-mr does). A column
+      holding a zero of either sign is written without a dictionary. Deliberate difference from Hudi:
+      parquet-mr dictionary-encodes such columns, so Spark can miss rows of Hudi's own files; pyhudi's
+      files stay correct at the cost of plain encoding for those columns.
+
+    Strings, decimals, integers and ±inf need nothing: pyarrow's bounds order them as parquet-mr does
+    (UTF-8 bytes unsigned, decimals as signed integers). pyhudi writes no page index (column index),
+    so there are no page bounds to check. Scanning a float column for NaN and zeros costs two compute
+    passes; columns of other types are not looked at.
+    """
+    no_stats: set[str] = set()
+    no_dict: set[str] = set()
+    for name, col in zip(table.column_names, table.columns):
+        if not _has_float(col.type):
+            continue
+        for chunk in col.chunks:
+            for path, values in _float_leaves(chunk, name):
+                if path not in no_stats and pc.any(pc.is_nan(values)).as_py():
+                    no_stats.add(path)
+                if path not in no_dict and pc.any(pc.equal(values, pa.scalar(0, values.type))).as_py():
+                    no_dict.add(path)
+    if not no_stats and not no_dict:
+        return True, dictionary
+    leaves = [path for field in table.schema for path in _leaf_paths(field.name, field.type)]
+    statistics: bool | list[str] = [p for p in leaves if p not in no_stats] if no_stats else True
+    if no_dict and dictionary is not False:
+        dictionary = [p for p in (leaves if dictionary is True else dictionary) if p not in no_dict]
+    return statistics, dictionary
+
+
+def _has_float(dtype: pa.DataType) -> bool:
+    if pa.types.is_float32(dtype) or pa.types.is_float64(dtype):
+        return True
+    if pa.types.is_dictionary(dtype):
+        return _has_float(dtype.value_type)
+    return any(_has_float(dtype.field(i).type) for i in range(dtype.num_fields))
+
+
+def _float_leaves(arr: pa.Array, path: str) -> Iterator[tuple[str, pa.Array]]:
+    """(parquet column path, values) of each float/double leaf under `arr`. Where the exact slice is
+    awkward (map entries, dictionaries) a superset of the values is given: that can only leave out
+    statistics or a dictionary that were safe, never keep an unsafe one."""
+    dtype = arr.type
+    if pa.types.is_float32(dtype) or pa.types.is_float64(dtype):
+        yield path, arr
+    elif pa.types.is_dictionary(dtype):
+        yield from _float_leaves(arr.dictionary, path)
+    elif pa.types.is_struct(dtype):
+        for i in range(dtype.num_fields):
+            if _has_float(dtype.field(i).type):
+                yield from _float_leaves(arr.field(i), f"{path}.{dtype.field(i).name}")
+    elif pa.types.is_map(dtype):
+        yield from _float_leaves(arr.keys, f"{path}.key_value.key")
+        yield from _float_leaves(arr.items, f"{path}.key_value.value")
+    elif _is_list(dtype):
+        yield from _float_leaves(arr.flatten(), f"{path}.list.element")
+
+
+def _is_list(dtype: pa.DataType) -> bool:
+    return pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype)
+
+
+def _leaf_paths(path: str, dtype: pa.DataType) -> Iterator[str]:
+    """Parquet column paths under a field, as pyarrow names them (compliant nested types:
+    `list.element`, `key_value.key`/`value`); the keys of per-column writer options."""
+    if pa.types.is_dictionary(dtype):
+        yield from _leaf_paths(path, dtype.value_type)
+    elif pa.types.is_struct(dtype):
+        for i in range(dtype.num_fields):
+            yield from _leaf_paths(f"{path}.{dtype.field(i).name}", dtype.field(i).type)
+    elif pa.types.is_map(dtype):
+        yield from _leaf_paths(f"{path}.key_value.key", dtype.key_type)
+        yield from _leaf_paths(f"{path}.key_value.value", dtype.item_type)
+    elif _is_list(dtype):
+        yield from _leaf_paths(f"{path}.list.element", dtype.value_type)
+    else:
+        yield path
 
 
 def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,
@@ -289,6 +384,6 @@ def avro_schema_from_footer(storage: Storage, rel_path: str) -> dict[str, object
 
 __all__ = [
     "FOOTER_KEY", "ParquetSettings", "bloom_overhead", "estimate_bytes_per_row", "extended_bloom", "footer_metadata",
-    "fresh_bloom", "new_bloom", "parallel_read",
+    "fresh_bloom", "java_safe_columns", "new_bloom", "parallel_read",
     "read_footer", "read_parquet", "write_parquet",
 ]

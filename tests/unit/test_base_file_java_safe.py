@@ -1,0 +1,90 @@
+"""Base files safe for Java readers (io/base_file.java_safe_columns), checked on the footer pyarrow
+writes: no min/max for a float/double column holding NaN, no dictionary for one holding a zero,
+nested leaves included, everything else (and Hudi's footer) as before. The Spark side of the same
+property is tests/integration/test_cross_reader.py."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pyhudi.io.base_file import ParquetSettings, _leaf_paths, encode_within, java_safe_columns
+
+AVRO = '{"type":"record","name":"r","fields":[]}'
+ROWS = 3000  # above dictionary_columns' sample, so its per-column choice is used too
+
+
+def _footer(table: pa.Table) -> pq.FileMetaData:
+    data, rows = encode_within(lambda n: table.slice(0, n), table.num_rows, sys.maxsize, AVRO, ParquetSettings())
+    assert rows == table.num_rows
+    return pq.ParquetFile(pa.BufferReader(data)).metadata
+
+
+def _chunks(meta: pq.FileMetaData) -> dict[str, pq.ColumnChunkMetaData]:
+    group = meta.row_group(0)
+    return {group.column(j).path_in_schema: group.column(j) for j in range(meta.num_columns)}
+
+
+def _table() -> pa.Table:
+    n = ROWS
+    repeat = [1.0, 2.0, 3.0]
+    return pa.table({
+        "_hoodie_record_key": pa.array([f"k{i:05d}" for i in range(n)]),
+        "nan": pa.array([math.nan if i == 7 else repeat[i % 3] for i in range(n)]),
+        "neg_zero": pa.array([-0.0 if i == 5 else repeat[i % 3] for i in range(n)], pa.float32()),
+        "zero": pa.array([0.0 if i == 9 else repeat[i % 3] for i in range(n)]),
+        "plain": pa.array([repeat[i % 3] for i in range(n)]),
+        "inf": pa.array([math.inf if i % 2 else -math.inf for i in range(n)]),
+        "num": pa.array([i % 5 for i in range(n)], pa.int64()),
+        "st": pa.StructArray.from_arrays(
+            [pa.array([math.nan if i == 3 else repeat[i % 3] for i in range(n)]),
+             pa.array([repeat[i % 3] for i in range(n)])], names=["x", "y"]),
+        "lst": pa.array([[-0.0] if i == 1 else [repeat[i % 3]] for i in range(n)]),
+    })
+
+
+def test_float_columns_with_nan_or_zero_lose_only_what_misleads_java_readers() -> None:
+    chunks = _chunks(_footer(_table()))
+    # NaN: no statistics (their min/max would leave NaN out); the dictionary stays (Double.equals(NaN, NaN)).
+    for path in ("nan", "st.x"):
+        assert not chunks[path].is_stats_set, path
+        assert chunks[path].has_dictionary_page, path
+    # A zero of either sign: no dictionary (-0.0 and 0.0 differ under Double.equals); min/max stay.
+    for path in ("neg_zero", "zero", "lst.list.element"):
+        assert not chunks[path].has_dictionary_page, path
+        assert chunks[path].statistics.has_min_max, path
+    # Nothing else changes.
+    for path in ("plain", "inf", "num", "st.y"):
+        assert chunks[path].statistics.has_min_max and chunks[path].has_dictionary_page, path
+    assert chunks["inf"].statistics.min == -math.inf and chunks["inf"].statistics.max == math.inf
+
+
+def test_hudi_footer_is_kept() -> None:
+    meta = _footer(_table()).metadata
+    assert meta[b"hoodie_min_record_key"] == b"k00000" and meta[b"hoodie_max_record_key"] == b"k02999"
+    assert b"org.apache.hudi.bloomfilter" in meta and meta[b"parquet.avro.schema"] == AVRO.encode()
+
+
+def test_a_table_without_nan_or_zero_keeps_the_writer_defaults() -> None:
+    table = _table().select(["_hoodie_record_key", "plain", "inf", "num"])
+    assert java_safe_columns(table, True) == (True, True)
+    assert java_safe_columns(table, ["plain"]) == (True, ["plain"])
+
+
+@pytest.mark.parametrize("dtype", [
+    pa.struct([("a", pa.float64()), ("b", pa.struct([("c", pa.string())]))]),
+    pa.list_(pa.float32()), pa.large_list(pa.struct([("x", pa.float64())])),
+    pa.list_(pa.float64(), 2), pa.map_(pa.string(), pa.float64()),
+    pa.dictionary(pa.int32(), pa.string()), pa.float64(),
+])
+def test_leaf_paths_are_the_paths_pyarrow_writes(dtype: pa.DataType) -> None:
+    """The keys of pyarrow's per-column options must be the file's column paths, else an option is
+    silently ignored."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"c": pa.array([], dtype)}), sink)
+    meta = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata
+    assert list(_leaf_paths("c", dtype)) == [meta.schema.column(j).path for j in range(meta.num_columns)]
