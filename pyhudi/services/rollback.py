@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from pyhudi.errors import InstantAlreadyCompletedError
 from pyhudi.faults import fault_point
 from pyhudi.io.log_format import ROLLBACK_COMMAND, BlockType, HeaderKey, build_log_file, encode_block
 from pyhudi.model import avro_models as am
@@ -196,8 +197,14 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
         start_rollback_time=rollback_ts,
         instants_rollback=[am.instant_info(target_ts, target_action.value)],
         partition_metadata=partitions, time_taken_in_millis=int((time.monotonic() - started) * 1000))
-    timeline.complete(Instant(rollback_ts, Action.ROLLBACK, State.INFLIGHT),
-                      am.write_instant_avro("HoodieRollbackMetadata", meta))
+    try:
+        timeline.complete(Instant(rollback_ts, Action.ROLLBACK, State.INFLIGHT),
+                          am.write_instant_avro("HoodieRollbackMetadata", meta))
+    except InstantAlreadyCompletedError:
+        # Another process resumed this pending rollback and completed it first: the plan is fixed and its
+        # deletes idempotent, so the rollback is done either way (only the recorded timings differ).
+        log.info("rollback %s was completed by another process meanwhile", rollback_ts)
+        return RollbackResult(rollback_ts, target_ts, tuple(deleted))
     log.info("rolled back %s@%s with rollback %s (%d files deleted)", target_action.value, target_ts,
              rollback_ts, len(deleted))
     return RollbackResult(rollback_ts, target_ts, tuple(deleted))
@@ -259,8 +266,12 @@ def rollback_failed_writes(storage: Storage, timeline: ActiveTimeline, lazy: tup
     """
     from pyhudi.transaction.heartbeat import is_expired
 
-    results = resume_pending_rollbacks(storage, timeline)
-    if results:
+    results: list[RollbackResult] = []
+    if timeline.actions(Action.ROLLBACK).pending():
+        # Under the lock, on a fresh timeline: a rollback another process is running under the lock
+        # (pyhudi.rollback, restore, a conflicting commit's) is finished by then, not run twice at once.
+        with table_lock(storage, lock or LockSettings()):
+            results = resume_pending_rollbacks(storage, timeline.reload())
         timeline = timeline.reload()
     for inst in timeline.pending():
         if inst.action not in ROLLBACKABLE or is_clustering(timeline, inst):
