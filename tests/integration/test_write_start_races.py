@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 import pyhudi
@@ -26,11 +25,7 @@ from pyhudi.services import clustering
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.writer.config import ClusteringConfig
-from tests.helpers import hudi_rs, rows_by_key
-
-ARROW = pa.schema([("id", pa.string()), ("name", pa.string()), ("part", pa.string()), ("ts", pa.int64())])
-COLS = ["name", "part", "ts"]
-Rows = dict[str, tuple[str, str, int]]
+from tests.integration.test_replace_and_bucket_races import Rows, _arrow, _check
 
 
 def _opts(table_type: str, index: str) -> dict[str, str]:
@@ -38,16 +33,6 @@ def _opts(table_type: str, index: str) -> dict[str, str]:
             "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
             "hoodie.datasource.write.table.type": table_type, "hoodie.index.type": index,
             "hoodie.clustering.plan.strategy.small.file.limit": str(64 << 20)}
-
-
-def _arrow(rows: Rows) -> pa.Table:
-    return pa.Table.from_pylist([{"id": k, "name": v[0], "part": v[1], "ts": v[2]} for k, v in rows.items()],
-                                schema=ARROW)
-
-
-def _check(path: str, expected: Rows) -> None:
-    assert rows_by_key(pyhudi.read(path), "id", COLS) == expected
-    assert rows_by_key(hudi_rs(path), "id", COLS) == expected
 
 
 def _paused_write(rows: Rows, path: str, opts: dict[str, str], during: Any,
