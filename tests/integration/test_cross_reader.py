@@ -115,7 +115,7 @@ def base_files(path: str) -> list[str]:
 Predicate = tuple[str, Callable[[], Any]]
 OPS = ("=", "!=", "<", "<=", ">", ">=", "<=>")
 # The default run: each way a row group was wrongly skipped, on each column type, and the edges of the
-# other types (a Spark scan costs ~0.1-0.3 s of CPU on the 2-core CI machine, so not the whole matrix:
+# other types (a Spark scan costs ~0.1-0.3 s of CPU on a shared 2-core machine, so not the whole matrix:
 # test_cross_reader_matrix runs every operator against every value).
 DEFAULT: list[tuple[str, str, Any]] = [
     ("d", "=", NAN), ("d", ">", 1.5), ("d", "=", 0.0), ("d", "<=", -0.0), ("d", ">=", 0.0), ("d", ">=", INF),
@@ -229,13 +229,14 @@ def expected_counts(spark: Any, rows: pa.Table, preds: list[Predicate]) -> dict[
     return {(r[FILE_NAME], i): int(r[f"q{i}"] or 0) for r in out for i in range(len(preds))}
 
 
-def check_cross_reader(spark: Any, tmp_path: Path, table: pa.Table, every_value: bool = False) -> None:
+def check_cross_reader(spark: Any, tmp_path: Path, table: pa.Table, every_value: bool = False,
+                       all_via_pyhudi: bool = False) -> None:
     """Spark's parquet reader (base files read directly, and through `pyhudi.read(spark, path)`) keeps
     the rows Spark's evaluation of `pyhudi.read(path)` keeps, for every predicate, on both engines' files."""
     paths = write_both(spark, tmp_path, table)
     preds = matrix() if every_value else [predicate(*spec) for spec in DEFAULT]
     numbered = list(enumerate(preds))
-    via_pyhudi = numbered if every_value else [(i, p) for i, p in numbered if p[0] in VIA_PYHUDI]
+    via_pyhudi = numbered if all_via_pyhudi else [(i, p) for i, p in numbered if p[0] in VIA_PYHUDI]
     rows = pa.concat_tables([pyhudi.read(path).select([FILE_NAME, *table.column_names]) for path in paths.values()])
     assert rows.num_rows == 2 * table.num_rows, f"pyhudi.read(path) gave {rows.num_rows} rows in all"
     old = _with_conf(spark, PUSHDOWN_CONF)
@@ -263,10 +264,10 @@ def test_cross_reader_adversarial(spark: Any, tmp_path: Path) -> None:
 
 @pytest.mark.extended
 def test_cross_reader_matrix(spark: Any, tmp_path: Path) -> None:
-    check_cross_reader(spark, tmp_path, adversarial_table(groups=12), every_value=True)
+    check_cross_reader(spark, tmp_path, adversarial_table(groups=12), every_value=True, all_via_pyhudi=True)
 
 
 @pytest.mark.extended
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])
 def test_cross_reader_random(spark: Any, tmp_path: Path, seed: int) -> None:
     check_cross_reader(spark, tmp_path, adversarial_table(groups=16, rng=random.Random(seed)), every_value=True)
