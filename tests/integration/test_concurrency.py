@@ -450,6 +450,7 @@ OCC_OPTIONS = {
 }
 
 
+@pytest.mark.extended  # ~55 s; OCC writer pairs: test_concurrency_matrix (occ cases) and the interleaving matrix
 def test_occ_two_writers_conflict_cleanly_and_never_roll_back_each_other(spark, tmp_path):
     path = str(tmp_path / "occ")
     coord = tmp_path / "coord"

@@ -327,7 +327,10 @@ CASES += [("MERGE_ON_READ", m, "same", "compact") for m in ("single", "occ")]
 CASES += [(t, "single", "same", "killed") for t in ("COPY_ON_WRITE", "MERGE_ON_READ")]
 
 
-@pytest.mark.parametrize("table_type,mode,placement,race", CASES,
+# Writers in different file groups ("apart") run under -m extended: the in-process interleaving matrix
+# (test_interleavings.py) pairs every write kind at every pause point on disjoint and shared groups.
+@pytest.mark.parametrize("table_type,mode,placement,race",
+                         [pytest.param(*c, marks=pytest.mark.extended) if c[2] == "apart" else c for c in CASES],
                          ids=[f"{t[:3]}-{m}-{p}-{r}" for t, m, p, r in CASES])
 def test_every_acknowledged_write_survives(spark, pool, tmp_path, table_type, mode, placement, race):
     s = Scenario(pool, tmp_path, table_type, mode, placement)
