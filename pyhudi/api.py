@@ -100,7 +100,7 @@ def compact(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
                 if not compaction.being_executed(storage, i, beat)]  # never run one twice
     for inst in todo:
         compaction.execute(engine_for(spark, config.local_parallelism), storage, table, inst, parquet_settings(config),
-                           config.event_time_field, config.marker_type, config.lock,
+                           config.marker_type, config.lock,
                            (config.heartbeat_interval_ms, config.heartbeat_tolerable_misses))
     return todo
 
@@ -130,7 +130,7 @@ def cluster(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
     done = []
     for inst in todo:
         if clustering.execute(engine_for(spark, config.local_parallelism), storage, table, inst, config.clustering,
-                              parquet_settings(config), config.event_time_field, config.lock,
+                              parquet_settings(config), config.lock,
                               config.heartbeat_interval_ms, config.marker_type) is not None:
             done.append(inst)
     return done

@@ -322,7 +322,7 @@ def _write_preserving_meta(ctx: ClusterContext, storage: Storage, partition: str
 
 # --------------------------------------------------------------------------- execution (driver)
 def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str, cfg: ClusteringConfig,
-            parquet: ParquetSettings, event_time_field: str | None, lock: LockSettings | None = None,
+            parquet: ParquetSettings, lock: LockSettings | None = None,
             heartbeat_ms: int = DEFAULT_HEARTBEAT_MS, marker_type: str = DEFAULT_MARKER_TYPE) -> CommitMetadata | None:
     """Execute a pending clustering, beating its heartbeat meanwhile, so other processes can tell this
     live execution from one whose process died (which the next writer resumes, see `owner_gone`). None:
@@ -333,7 +333,7 @@ def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str, 
         raise TimelineError(f"{instant} is not a pending clustering on {storage.base_uri}")
     beat = Heartbeat(storage, instant, heartbeat_ms).start()
     try:
-        return _execute(engine, storage, table, timeline, current, cfg, parquet, event_time_field, lock, marker_type)
+        return _execute(engine, storage, table, timeline, current, cfg, parquet, lock, marker_type)
     finally:
         beat.stop()
 
@@ -346,7 +346,7 @@ def replaced_inputs(view: FileSystemView, plan: dict[str, Any]) -> list[tuple[st
 
 
 def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: ActiveTimeline, current: Instant,
-             cfg: ClusteringConfig, parquet: ParquetSettings, event_time_field: str | None,
+             cfg: ClusteringConfig, parquet: ParquetSettings,
              lock: LockSettings | None, marker_type: str) -> CommitMetadata | None:
     instant = current.timestamp
     plan = read_plan(timeline, instant)

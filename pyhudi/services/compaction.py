@@ -389,7 +389,7 @@ def files_deleted_by_rollbacks(storage: Storage) -> frozenset[str]:
 
 
 def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str,
-            parquet: ParquetSettings, event_time_field: str | None, marker_type: str = DEFAULT_MARKER_TYPE,
+            parquet: ParquetSettings, marker_type: str = DEFAULT_MARKER_TYPE,
             lock: LockSettings | None = None, heartbeat: tuple[int, int] = (60000, 2)) -> CommitMetadata:
     """Run a pending compaction: every file slice of the plan is merged by one task of `engine`. The
     execution beats the compaction instant's heartbeat, taken under the table lock, so a second executor
@@ -457,7 +457,7 @@ def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: Act
     with table_lock(storage, lock) as held:
         ensure_held(held)  # as every commit: a lease lost to a pause must not complete
         try:
-            timeline.reload().complete(Instant(instant, Action.COMPACTION, State.INFLIGHT), meta.to_bytes(instant))
+            timeline.complete(Instant(instant, Action.COMPACTION, State.INFLIGHT), meta.to_bytes(instant))
         except InstantAlreadyCompletedError:
             for s in stats:  # another executor completed the plan: our files would duplicate its slices
                 if s.path:

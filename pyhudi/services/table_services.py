@@ -64,7 +64,7 @@ def _clustering_execute(engine: Engine, storage: Storage, cfg: WriteConfig, inst
     from pyhudi.writer.config import parquet_settings
 
     return clustering.execute(engine, storage, cfg.table, instant, cfg.clustering, parquet_settings(cfg),
-                              cfg.event_time_field, cfg.lock, cfg.heartbeat_interval_ms, cfg.marker_type)
+                              cfg.lock, cfg.heartbeat_interval_ms, cfg.marker_type)
 
 
 def resume_orphaned_clusterings(engine: Engine, storage: Storage, cfg: WriteConfig) -> list[str]:
@@ -132,8 +132,8 @@ def _compaction_execute(engine: Engine, storage: Storage, cfg: WriteConfig, inst
     from pyhudi.services import compaction
     from pyhudi.writer.config import parquet_settings
 
-    return compaction.execute(engine, storage, cfg.table, instant, parquet_settings(cfg), cfg.event_time_field,
-                              cfg.marker_type, cfg.lock, (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses))
+    return compaction.execute(engine, storage, cfg.table, instant, parquet_settings(cfg), cfg.marker_type, cfg.lock,
+                              (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses))
 
 
 COMPACTION = _Service("compaction", _compaction_pending, _compaction_schedule, _compaction_execute)

@@ -498,7 +498,7 @@ class WriteClient:
                        for p, prof in profile.partitions.items() for fid in prof.updates}
             mor = MergeOnRead(cfg.index.can_index_log_files, targets)
         if cfg.index.type == "BUCKET":  # an overwrite writes fresh bucket file groups (no updates tagged)
-            fields = cfg.index.bucket_hash_fields or cfg.table.record_key_fields
+            fields = cfg.bucket_hash_fields
             return plan_bucket_index(profile, base_files, tuple(fields), cfg.index.bucket_num, mor, avg)
         small = self._small_files(profile, view, timeline)
         if mor is not None:

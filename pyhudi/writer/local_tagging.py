@@ -407,7 +407,7 @@ def _global_moves(records: pa.Table, homes: pa.Array, update_partition_path: boo
 
 # --------------------------------------------------------------------------- BUCKET
 def _tag_bucket(cfg: WriteConfig, records: pa.Table, view: FileSystemView | None) -> tuple[pa.Table, WorkloadProfile]:
-    fields = cfg.index.bucket_hash_fields or cfg.table.record_key_fields
+    fields = cfg.bucket_hash_fields
     bids = bucket_index.bucket_ids(records.column(RECORD_KEY_COL).combine_chunks(), fields, cfg.index.bucket_num)
     parts = records.column(PARTITION_COL).combine_chunks()
     touched = pc.unique(parts).to_pylist()

@@ -135,7 +135,7 @@ class LocalWriteClient(StreamedInsert):
         cfg = self.config
         bucket = None
         if cfg.index.type == "BUCKET":
-            fields = tuple(cfg.index.bucket_hash_fields or cfg.table.record_key_fields)
+            fields = cfg.bucket_hash_fields
             bucket = (fields, cfg.index.bucket_num)
         existing: dict[tuple[str, int], str] = {}
         partitions: list[str] | None = None  # a stream's partitions are known only as it is read

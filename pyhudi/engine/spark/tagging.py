@@ -74,7 +74,7 @@ def _check_bucket_table(cfg: WriteConfig, keyed: DataFrame, view: FileSystemView
 
     bucket_index.check_layout(view, cfg.index.bucket_num, list(counts), hash_fields=cfg.bucket_hash_fields)
     if cfg.operation is WriteOperation.BULK_INSERT:
-        fields = tuple(cfg.index.bucket_hash_fields or cfg.table.record_key_fields)
+        fields = cfg.bucket_hash_fields
         check_new_buckets(keyed, view, (fields, cfg.index.bucket_num), list(counts))
 
 
@@ -135,7 +135,7 @@ def _tag_bucket(spark: SparkSession, cfg: WriteConfig, keyed: DataFrame, counts:
                 view: FileSystemView | None, level: StorageLevel | None) -> tuple[DataFrame, WorkloadProfile]:
     from pyhudi.engine.spark.udf import arrow_udf
 
-    fields = cfg.index.bucket_hash_fields or cfg.table.record_key_fields
+    fields = cfg.bucket_hash_fields
     n = cfg.index.bucket_num
     bid_udf = arrow_udf(lambda keys: bucket_index.bucket_ids(keys, fields, n), "int")
     with_bid = keyed.withColumn(BUCKET_COL, bid_udf(F.col(RECORD_KEY_COL)))

@@ -237,7 +237,7 @@ class SparkWriteClient(WriteClient):
     def _run_bulk(self, keyed: DataFrame, avro_schema: dict[str, Any], instant: str) -> list[WriteStat]:
         cfg = self.config
         ctx = self._handle_context(avro_schema, instant, None, [])
-        bucket = (tuple(cfg.index.bucket_hash_fields or cfg.table.record_key_fields), cfg.index.bucket_num) \
+        bucket = (cfg.bucket_hash_fields, cfg.index.bucket_num) \
             if cfg.index.type == "BUCKET" else None
         laid_out = layout(keyed.drop(BAD_KEY, LOC_FILE_ID, LOC_INSTANT), cfg.bulk_insert_sort_mode, cfg.parallelism, cfg.precombine_field,
                           cfg.combine_before_write, bucket)
