@@ -17,6 +17,28 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLES = pathlib.Path(os.environ.get("PYHUDI_SAMPLES") or REPO / "tests" / "fixtures" / "samples")
 
 
+# Hudi 1.x tables (versions 8 and 9) with their rows as hudi-rs 0.5 reads them (tests/fixtures/samples-1x).
+SAMPLES_1X = pathlib.Path(os.environ.get("PYHUDI_SAMPLES_1X") or REPO / "tests" / "fixtures" / "samples-1x")
+
+
+def samples_1x() -> dict[str, dict[str, Any]]:
+    """name -> manifest entry of each Hudi 1.x sample table; a missing folder fails, never skips."""
+    if not (SAMPLES_1X / "manifest.json").exists():
+        import pytest
+
+        pytest.fail(f"Hudi 1.x sample tables not found at {SAMPLES_1X}", pytrace=False)
+    return dict(json.loads((SAMPLES_1X / "manifest.json").read_text())["tables"])
+
+
+def extract_sample_1x(name: str, dest: pathlib.Path) -> pathlib.Path:
+    """Unzip one 1.x sample into `dest`; returns the table's base path."""
+    with zipfile.ZipFile(SAMPLES_1X / "tables" / f"{name}.zip") as z:
+        keep = [m for m in z.namelist() if not m.startswith("__MACOSX/")]
+        z.extractall(dest, keep)
+        (root,) = {m.split("/")[0] for m in keep}
+    return dest / root
+
+
 def samples_root() -> pathlib.Path:
     """The Spark-written sample tables (tests/fixtures/samples, or $PYHUDI_SAMPLES). A missing folder is a
     failure, never a skip: the compatibility tests must not silently stop running."""

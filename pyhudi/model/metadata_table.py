@@ -50,6 +50,13 @@ def remember_properties(storage: Storage, props: dict[str, str]) -> None:
     _loaded[storage] = dict(props)
 
 
+def loaded_properties(storage: Storage) -> dict[str, str] | None:
+    """The properties this operation loaded through `storage`, if it loaded them (timeline/layout.py
+    finds the timeline's folder from them without another GET)."""
+    found = _loaded.get(storage)
+    return dict(found) if found is not None else None
+
+
 def drop_metadata_table(storage: Storage) -> list[str]:
     """Remove the metadata table if the table has one; returns what was removed (empty: nothing).
 

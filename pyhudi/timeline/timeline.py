@@ -18,7 +18,12 @@ import bisect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from pyhudi.errors import InstantAlreadyCompletedError, InstantNotFoundError, TimelineError
+from pyhudi.errors import (
+    InstantAlreadyCompletedError,
+    InstantNotFoundError,
+    TimelineError,
+    UnsupportedTableError,
+)
 from pyhudi.faults import fault_point
 from pyhudi.model.commit_metadata import (
     CommitMetadata,
@@ -26,7 +31,7 @@ from pyhudi.model.commit_metadata import (
     stamped_totals,
     top_level_value,
 )
-from pyhudi.model.instant_time import new_instant_time
+from pyhudi.model.instant_time import ms_to_instant, new_instant_time, zone
 from pyhudi.model.metadata_table import drop_metadata_table
 from pyhudi.model.replaced_ids import ReplacedIds
 from pyhudi.storage import FileInfo, Storage
@@ -39,8 +44,9 @@ from pyhudi.timeline.instant import (
     instant_file_names,
     parse_instant_file,
 )
+from pyhudi.timeline.layout import LAYOUT_1, META_DIR, TimelineLayout, layout_of
 
-META_DIR = ".hoodie"
+__all__ = ["META_DIR", "ActiveTimeline", "Timeline", "instant_files"]
 
 
 # A completed instant's file is kept by the timeline that read it if at most this big (a commit that names
@@ -49,6 +55,7 @@ _CACHED_DETAILS_MAX_BYTES = 1 << 20
 _CACHED_DETAILS_MAX_FILES = 256
 # A completed commit larger than this is first read from its tail for top-level values (`top_level`).
 _TAIL_READ_ABOVE = 256 << 10
+_AVRO_MAGIC = b"Obj\x01"
 
 
 class Timeline:
@@ -135,9 +142,13 @@ class ActiveTimeline(Timeline):
 
     def __init__(self, storage: Storage, instants: Iterable[Instant],
                  compaction_commits: frozenset[str], files: dict[str, set[str]],
-                 sizes: dict[str, int] | None = None) -> None:
+                 sizes: dict[str, int] | None = None, layout: TimelineLayout = LAYOUT_1,
+                 completion_times: dict[str, str] | None = None) -> None:
         super().__init__(instants, compaction_commits)
         self.storage = storage
+        self.layout = layout
+        # Layout 2: each completed instant's completion time (from its name, or a legacy name's mtime).
+        self._completion = dict(completion_times or {})
         self._files = files
         self._sizes = dict(sizes or {})  # file name -> size, from the listing that found it
         self._completed_details: dict[str, bytes] = {}  # see `details`
@@ -146,23 +157,52 @@ class ActiveTimeline(Timeline):
 
     @classmethod
     def load(cls, storage: Storage) -> ActiveTimeline:
+        layout, listing = _layout_and_listing(storage)
         by_ts: dict[str, list[Instant]] = {}
         files: dict[str, set[str]] = {}
         sizes: dict[str, int] = {}
-        for inst, info in instant_files(storage):
+        completion: dict[str, str] = {}
+        tz = zone(layout.local_timezone)
+        for info in listing:
+            inst = None if info.is_dir else parse_instant_file(info.name)
+            if inst is None:
+                continue
             by_ts.setdefault(inst.timestamp, []).append(inst)
             files.setdefault(inst.timestamp, set()).add(info.name)
             sizes[info.name] = info.size
+            if layout.is_v2 and inst.is_completed and inst.action is not Action.SAVEPOINT:
+                # A legacy completed name (no `_`) completes at its file's modification time, as Hudi
+                # 1.x's InstantGeneratorV2 takes it.
+                completion[inst.timestamp] = inst.completion or ms_to_instant(info.mtime_ns // 1_000_000, tz)
         latest: list[Instant] = []
         compactions: set[str] = set()
         for ts, found in by_ts.items():
             latest.append(_latest_state(found))
             if any(i.action is Action.COMPACTION for i in found):
                 compactions.add(ts)
-        return cls(storage, latest, frozenset(compactions), files, sizes)
+        return cls(storage, latest, frozenset(compactions), files, sizes, layout, completion)
 
     def reload(self) -> ActiveTimeline:
         return ActiveTimeline.load(self.storage)
+
+    # -- layout 2 ---------------------------------------------------------------------------
+    def completion_time(self, ts: str) -> str | None:
+        """When the completed instant `ts` completed (layout 2); None for a pending or unknown one, and
+        on layout 1, where only file modification times tell (reader/incremental.completion_times)."""
+        return self._completion.get(ts)
+
+    def completion_times(self) -> dict[str, str]:
+        return dict(self._completion)
+
+    def _path(self, instant: Instant) -> str:
+        """The instant's file: a completed layout-2 instant is found by the name it was listed under
+        (its completion time is in the name, which an `Instant(ts, action)` a caller builds lacks)."""
+        name = instant.file_name
+        if self.layout.is_v2 and instant.is_completed and instant.completion is None:
+            listed = self._files.get(instant.timestamp, set())
+            prefix, suffix = f"{instant.timestamp}_", f".{instant.action.value}"
+            name = next((n for n in listed if n.startswith(prefix) and n.endswith(suffix)), name)
+        return f"{self.layout.timeline_dir}/{name}"
 
     def as_timeline(self) -> Timeline:
         return Timeline(self.instants, self.compaction_commits)
@@ -172,19 +212,25 @@ class ActiveTimeline(Timeline):
         """The instant file's bytes. A completed instant's file never changes, and one operation asks for
         the same commits several times (record-size walk, schema, clean window, conflict check), so small
         ones are kept for this timeline's life: one read each (a GET on an object store)."""
-        cached = self._completed_details.get(instant.file_name)
+        path = self._path(instant)
+        cached = self._completed_details.get(path)
         if cached is not None:
             return cached
         try:
-            data = self.storage.read_bytes(f"{META_DIR}/{instant.file_name}")
+            data = self.storage.read_bytes(path)
         except FileNotFoundError as exc:
             raise InstantNotFoundError(
-                f"instant {instant} has no file {instant.file_name} in {self.storage.base_uri}/.hoodie; "
+                f"instant {instant} has no file {path} in {self.storage.base_uri}; "
                 "it was archived, rolled back or never existed"
             ) from exc
+        if data.startswith(_AVRO_MAGIC) and instant.action in WRITE_ACTIONS and instant.state is not State.REQUESTED:
+            # Hudi 1.x writes commit metadata as Avro; everything downstream reads Hudi's JSON form.
+            from pyhudi.model.commit_avro import commit_json_bytes
+
+            data = commit_json_bytes(data, path)
         if instant.is_completed and len(data) <= _CACHED_DETAILS_MAX_BYTES \
                 and len(self._completed_details) < _CACHED_DETAILS_MAX_FILES:
-            self._completed_details[instant.file_name] = data
+            self._completed_details[path] = data
         return data
 
     def replaced_ids(self, instant: Instant) -> ReplacedIds:
@@ -221,8 +267,8 @@ class ActiveTimeline(Timeline):
         partitions costs its record-size reader 256 KB, not the file."""
         name = instant.file_name
         size = self._sizes.get(name, 0)
-        if name in self._completed_details or size <= _TAIL_READ_ABOVE:
-            return None
+        if self.layout.is_v2 or self._path(instant) in self._completed_details or size <= _TAIL_READ_ABOVE:
+            return None  # layout 2's Avro commits cannot be searched from their tail
         wanted = max(_TAIL_READ_ABOVE, size // share if share else 0)
         if len(self._tails.get(name, b"")) < wanted:
             self._tails[name] = self.storage.read_range(f"{META_DIR}/{name}", size - wanted, size)
@@ -258,11 +304,20 @@ class ActiveTimeline(Timeline):
         """Completed savepoints, oldest first. A savepoint shares its timestamp with the commit it
         protects, so it never shows as that timestamp's instant and is looked up by file name."""
         return sorted(Instant(ts, Action.SAVEPOINT) for ts, names in self._files.items()
-                      if f"{ts}.{Action.SAVEPOINT.value}" in names)
+                      if any(_is_completed_savepoint(ts, n) for n in names))
 
     # -- transitions ----------------------------------------------------------------------
+    def _check_writable(self) -> None:
+        """The transitions below write layout-1 names into `.hoodie`; on a layout-2 timeline they would
+        write files Hudi 1.x never reads, so they refuse (writes check the table version earlier)."""
+        if self.layout.is_v2:
+            raise UnsupportedTableError(
+                f"{self.storage.base_uri}: timeline layout {self.layout.version} (Hudi 1.x, table version 8 or "
+                "9) is read by pyhudi but not written yet; write this table with Apache Hudi 1.x")
+
     def create_requested(self, instant: Instant, content: bytes = b"") -> Instant:
         """Start an instant; fails if any file of this timestamp already exists."""
+        self._check_writable()
         if instant.state is not State.REQUESTED:
             raise TimelineError(f"can only create a requested instant, got {instant}")
         # The names this timeline listed when it was loaded: a time taken since is caught by the listing
@@ -295,6 +350,7 @@ class ActiveTimeline(Timeline):
                             "storage misbehaving?")
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        self._check_writable()
         requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
         if not self.storage.exists(f"{META_DIR}/{requested.file_name}"):
             raise TimelineError(f"cannot move {instant} to inflight: {requested.file_name} is missing")
@@ -308,6 +364,7 @@ class ActiveTimeline(Timeline):
         return inflight
 
     def complete(self, instant: Instant, content: bytes) -> Instant:
+        self._check_writable()
         inflight = Instant(instant.timestamp, instant.action, State.INFLIGHT)
         if not self.storage.exists(f"{META_DIR}/{inflight.file_name}"):
             raise TimelineError(f"cannot complete {instant}: {inflight.file_name} is missing")
@@ -335,6 +392,7 @@ class ActiveTimeline(Timeline):
     def delete_pending(self, instant: Instant) -> None:
         """Remove every file of a pending instant, inflight first so it never looks requested-only
         with a half-finished write behind it; the requested file goes last."""
+        self._check_writable()
         names = instant_file_names(instant.timestamp, instant.action)
         completed = Instant(instant.timestamp, instant.action, State.REQUESTED).with_state(State.COMPLETED)
         for name in reversed(names):
@@ -344,6 +402,7 @@ class ActiveTimeline(Timeline):
 
     def delete_completed(self, instant: Instant) -> None:
         """Remove a completed instant's files, completed file first (used by rollback/restore)."""
+        self._check_writable()
         self.storage.delete(f"{META_DIR}/{instant.file_name}")
         pending_action = Action.COMPACTION if self.is_compaction_commit(instant) else instant.action
         for name in reversed(instant_file_names(instant.timestamp, pending_action)):
@@ -352,6 +411,7 @@ class ActiveTimeline(Timeline):
     def revert_to_inflight(self, instant: Instant) -> None:
         """Hide a completed instant from readers in one step (delete its completed file) before a
         rollback touches its files; its requested/inflight files keep it on the timeline as pending."""
+        self._check_writable()
         pending_action = Action.COMPACTION if self.is_compaction_commit(instant) else instant.action
         inflight = Instant(instant.timestamp, pending_action, State.INFLIGHT)
         drop_metadata_table(self.storage)  # the rollback deletes files a metadata table would still list
@@ -362,14 +422,35 @@ class ActiveTimeline(Timeline):
         return [i.name for i in self.storage.list_dir(META_DIR) if not i.is_dir]
 
 
+def _layout_and_listing(storage: Storage) -> tuple[TimelineLayout, list[FileInfo]]:
+    """The table's layout and the listing of its timeline folder: one LIST when the operation has
+    loaded the table's properties (layout_of); otherwise `.hoodie` is listed first to tell."""
+    from pyhudi.model.metadata_table import loaded_properties
+
+    if loaded_properties(storage) is None:
+        meta = storage.list_dir(META_DIR)
+        layout = layout_of(storage, meta)
+        if not layout.is_v2:
+            return layout, meta
+    else:
+        layout = layout_of(storage)
+    return layout, storage.list_dir(layout.timeline_dir)
+
+
 def instant_files(storage: Storage) -> Iterator[tuple[Instant, FileInfo]]:
     """Every instant file of the active timeline, with its listing entry (name, size, mtime)."""
-    for info in storage.list_dir(META_DIR):
+    _, listing = _layout_and_listing(storage)
+    for info in listing:
         if info.is_dir:
             continue
         inst = parse_instant_file(info.name)
         if inst is not None:
             yield inst, info
+
+
+def _is_completed_savepoint(ts: str, name: str) -> bool:
+    inst = parse_instant_file(name)
+    return inst is not None and inst.timestamp == ts and inst.action is Action.SAVEPOINT and inst.is_completed
 
 
 def _latest_state(found: list[Instant]) -> Instant:

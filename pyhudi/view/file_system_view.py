@@ -232,41 +232,95 @@ class FileSystemView:
 
     def _build_groups(self, partition: str) -> list[FileGroup]:
         slices: dict[tuple[str, str], FileSlice] = {}
+        logs: list[LogFile] = []
         for info in self._list(partition):
             base = parse_base_file(info.name)
             if base is not None:
-                if not self._base_instant_visible(base.instant):
-                    continue
-                key = (base.file_id, base.instant)
-                sl = slices.setdefault(key, FileSlice(partition, base.file_id, base.instant))
-                if sl.base_file is not None:
-                    log.warning("two base files for file group %s at %s in %r: %s and %s; keeping the "
-                                "first (a leftover of a failed task attempt)", base.file_id, base.instant,
-                                partition, sl.base_file.name, info.name)
-                    continue
-                sl.base_file = BaseFile(partition, info.name, base.file_id, base.write_token, base.instant,
-                                        info.size)
+                if self._base_instant_visible(base.instant):
+                    self._add_base(slices, partition, base.file_id, base.instant, base.write_token, info)
                 continue
             lf = parse_log_file(info.name)
-            if lf is not None and self._log_base_visible(lf.base_instant):
-                sl = slices.setdefault((lf.file_id, lf.base_instant),
-                                       FileSlice(partition, lf.file_id, lf.base_instant))
-                sl.log_files.append(LogFile(partition, info.name, lf.file_id, lf.base_instant, lf.version,
-                                            lf.write_token or "", info.size))
+            if lf is not None and self._log_visible(lf.base_instant):
+                logs.append(LogFile(partition, info.name, lf.file_id, lf.base_instant, lf.version,
+                                    lf.write_token or "", info.size))
+        if self.timeline.layout.is_v2:
+            self._slice_by_completion(slices, partition, logs)
+        else:
+            for lf in logs:
+                slices.setdefault((lf.file_id, lf.base_instant),
+                                  FileSlice(partition, lf.file_id, lf.base_instant)).log_files.append(lf)
         groups: dict[str, FileGroup] = {}
         for (fid, _), sl in sorted(slices.items(), key=lambda kv: kv[0]):
-            sl.log_files.sort(key=lambda lf: (lf.version, lf.write_token))
+            sl.log_files.sort(key=self._log_order)
             groups.setdefault(fid, FileGroup(partition, fid)).slices.append(sl)
         return list(groups.values())
+
+    @staticmethod
+    def _add_base(slices: dict[tuple[str, str], FileSlice], partition: str, file_id: str, instant: str,
+                  token: str, info: FileInfo) -> None:
+        sl = slices.setdefault((file_id, instant), FileSlice(partition, file_id, instant))
+        if sl.base_file is not None:
+            log.warning("two base files for file group %s at %s in %r: %s and %s; keeping the first (a "
+                        "leftover of a failed task attempt)", file_id, instant, partition, sl.base_file.name,
+                        info.name)
+            return
+        sl.base_file = BaseFile(partition, info.name, file_id, token, instant, info.size)
+
+    def _slice_by_completion(self, slices: dict[tuple[str, str], FileSlice], partition: str,
+                             logs: list[LogFile]) -> None:
+        """Timeline layout 2 (Hudi 1.x's HoodieFileGroup#getBaseInstantTime): a log names the delta commit
+        that wrote it, and belongs to the slice of the latest base instant (a base file's, or a pending
+        compaction's) at or before that commit's completion time; with none, it starts a log-only slice
+        keyed by its own instant, which later-completing logs join. Logs written before the table's
+        upgrade name their slice's base instant, whose completion is after it: the same rule holds."""
+        pending = self.pending_compaction_file_ids()
+        starts: dict[str, list[str]] = {}
+        for fid, instant in slices:
+            starts.setdefault(fid, []).append(instant)
+        for (part, fid), instant in pending.items():
+            if part == partition:
+                starts.setdefault(fid, []).append(instant)
+        for lf in sorted(logs, key=self._log_order):
+            done = self.completion_of(lf.base_instant)
+            candidates = [b for b in starts.get(lf.file_id, []) if b <= done]
+            key = max(candidates) if candidates else lf.base_instant
+            if not candidates:
+                starts.setdefault(lf.file_id, []).append(key)
+            slices.setdefault((lf.file_id, key), FileSlice(partition, lf.file_id, key)).log_files.append(lf)
+
+    def completion_of(self, instant: str) -> str:
+        """The completion time of a committed instant (layout 2). An instant older than the active
+        timeline (archived) takes its time from the LSM history, as Hudi's CompletionTimeQueryViewV2 does."""
+        found = self.timeline.completion_time(instant)
+        if found is not None:
+            return found
+        return self._archived_completion.get(instant, instant)
+
+    @cached_property
+    def _archived_completion(self) -> dict[str, str]:
+        from pyhudi.timeline.history import history_completion_times
+
+        first = self._first_active
+        return history_completion_times(self.storage, self.timeline.layout.history_dir, end=first)
+
+    def _log_order(self, lf: LogFile) -> tuple[str, int, str]:
+        """Hudi's order of a slice's logs: layout 1 by (base instant, version, write token); layout 2 by
+        the completion time of the commit that wrote each (then version and token)."""
+        if self.timeline.layout.is_v2:
+            return self.completion_of(lf.base_instant), lf.version, lf.write_token
+        return lf.base_instant, lf.version, lf.write_token
 
     def _base_instant_visible(self, instant: str) -> bool:
         return self.is_committed(instant)
 
-    def _log_base_visible(self, base_instant: str) -> bool:
-        """A log attaches to a slice whose base instant is committed (including a log-only slice
-        started by a completed deltacommit) or is a pending compaction; uncommitted blocks inside
-        visible logs are dropped later, block by block."""
-        return self.is_committed(base_instant) or base_instant in self.pending_compaction_instants
+    def _log_visible(self, instant: str) -> bool:
+        """Layout 1: a log attaches to a slice whose base instant is committed (including a log-only
+        slice started by a completed deltacommit) or is a pending compaction; uncommitted blocks inside
+        visible logs are dropped later, block by block. Layout 2: a log names the delta commit that
+        wrote it, which must be complete."""
+        if self.timeline.layout.is_v2:
+            return self.is_committed(instant)
+        return self.is_committed(instant) or instant in self.pending_compaction_instants
 
     # -- queries ---------------------------------------------------------------------------
     def live_groups(self, partition: str, as_of: str | None = None) -> list[FileGroup]:
