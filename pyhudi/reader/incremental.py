@@ -53,7 +53,7 @@ def resolve(opts: Options, storage: Storage, timeline: ActiveTimeline, config: T
     """The incremental range for (begin, end_opt] under the configured hollow-commit handling."""
     mode = str(opts.get(K.INCR_HOLLOW_COMMIT)).upper()
     completed = timeline.commits().completed()
-    if mode == USE_TRANSITION_TIME:
+    if mode == USE_TRANSITION_TIME or timeline.layout.is_v2:
         return _by_completion_time(storage, timeline, completed, config, begin, end_opt)
     visible = _handle_hollow(timeline, completed, mode)
     last = visible.last()
@@ -93,7 +93,8 @@ def _handle_hollow(timeline: ActiveTimeline, completed: Timeline, mode: str) -> 
 
 def completion_times(storage: Storage, completed: Timeline, config: TableConfig) -> dict[str, str]:
     """Completion ("state transition") time of each completed instant: its completed file's modification
-    time, as an instant in the table's timeline zone (Hudi 0.14, table version 6)."""
+    time, as an instant in the table's timeline zone (Hudi 0.14, table version 6). On timeline layout 2
+    (Hudi 1.x) the instant's name records it, and 1.x's incremental queries always select by it."""
     tz = zone(config.local_timezone)
     out: dict[str, str] = {}
     for inst in completed:
@@ -105,7 +106,10 @@ def completion_times(storage: Storage, completed: Timeline, config: TableConfig)
 
 def _by_completion_time(storage: Storage, timeline: ActiveTimeline, completed: Timeline, config: TableConfig,
                         begin: str, end_opt: str | None) -> IncrementalRange:
-    done = completion_times(storage, completed, config)
+    if timeline.layout.is_v2:
+        done = {i.timestamp: at for i in completed if (at := timeline.completion_time(i.timestamp)) is not None}
+    else:
+        done = completion_times(storage, completed, config)
     end = end_opt or (max(done.values()) if done else begin)
     chosen = tuple(sorted(ts for ts, at in done.items() if begin < at <= end))
     return IncrementalRange(begin, end, chosen[-1] if chosen else None, chosen)

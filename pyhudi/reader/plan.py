@@ -222,6 +222,8 @@ def _check_incremental(opts: Options, config: TableConfig) -> str:
         raise InvalidConfigError(
             f"as.of.instant={opts.get(K.AS_OF_INSTANT)!r} cannot be combined with an incremental query; bound the "
             f"range with {K.END_INSTANT.key} instead, or drop {K.QUERY_TYPE.key}=incremental for a time travel")
+    if begin.strip().lower() == "earliest":  # Hudi 1.x's IncrementalQueryAnalyzer.START_COMMIT_EARLIEST
+        return "00000000000000000"
     return normalize_instant(begin) if begin.strip("0") else "00000000000000000"
 
 

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyhudi.errors import CorruptFileError, HudiError
+from pyhudi.errors import CorruptFileError, HudiError, StorageError
 from pyhudi.model import jackson
 from pyhudi.storage import Storage
 
@@ -303,9 +303,14 @@ def read_history_file(storage: Storage, history_dir: str, entry: ManifestEntry,
 
 
 def _read_columns(storage: Storage, path: str, size: int, columns: Sequence[str]) -> pa.Table:
-    whole = size <= TAIL_BYTES or METADATA in columns or PLAN in columns
-    source: pa.BufferReader | _RangedFile
-    source = pa.BufferReader(storage.read_bytes(path)) if whole else _RangedFile(storage, path, size)
+    source: pa.BufferReader | _RangedFile | None = None
+    if size > TAIL_BYTES and METADATA not in columns and PLAN not in columns:
+        try:
+            source = _RangedFile(storage, path, size)
+        except StorageError:  # an object store refusing the tail's range (file shorter than listed):
+            source = None  # one whole read tells a truncated file from a failing store
+    if source is None:
+        source = pa.BufferReader(storage.read_bytes(path))
     pf = pq.ParquetFile(source)
     present = [c for c in columns if c in pf.schema_arrow.names]
     if isinstance(source, _RangedFile):

@@ -13,7 +13,7 @@ Then (J:LSMTimelineWriter.compactAndClean, run by the archiver after it deleted 
 instant files; `append_history(compact=False)` + `compact_and_clean` keeps that order):
 
 * **Compaction**, level after level: when a level holds `batch_size` (10, `hoodie.timeline.compaction
-  .batch.size`) listed files, the oldest (by file name) up to 10, together no larger than 1 GB, are
+  .batch.size`) listed files, the oldest (by file name) up to 10, stopping once they exceed 1,000 MiB, are
   merged (rows concatenated in that order) into `<min>_<max>_<level+1>.parquet`, and a new manifest
   lists it instead of them. Fewer than two candidates (huge files) stop compaction.
 * **Cleaning**: with more than 3 + (compactions just done) manifests, only that many newest are kept;
@@ -63,8 +63,9 @@ log = logging.getLogger(__name__)
 COMPACTION_BATCH_SIZE = 10
 #: Manifest versions the cleaner keeps besides those of this round's compactions (J:LSMTimelineWriter.clean).
 RETAINED_VERSIONS = 3
-#: Bytes of input one compaction takes at most ("restricted by the gross file size by 1GB").
-COMPACTION_MAX_BYTES = 1024 * 1024 * 1024
+#: Once the inputs chosen so far exceed this, no further file joins a compaction
+#: (J:LSMTimelineWriter.MAX_FILE_SIZE_IN_BYTES up to 1.1.x; configurable after 1.1).
+COMPACTION_MAX_BYTES = 1024 * 1024 * 1000
 DEFAULT_CODEC = "gzip"  # HoodieStorageConfig.PARQUET_COMPRESSION_CODEC_NAME's default
 _INSTANT_TIME = re.compile(r"[0-9]+")
 

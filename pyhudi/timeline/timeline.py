@@ -98,9 +98,10 @@ class Timeline:
         return self._filter(lambda i: i.action in WRITE_ACTIONS)
 
     def write_timeline(self) -> Timeline:
-        """Commits plus pending compaction/log compaction: everything that writes data files."""
+        """Commits plus pending compaction/log compaction (and layout 2's pending clustering): everything
+        that writes data files."""
         return self._filter(lambda i: i.action in WRITE_ACTIONS
-                            or i.action in (Action.COMPACTION, Action.LOG_COMPACTION))
+                            or i.action in (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING))
 
     def before_or_on(self, ts: str) -> Timeline:
         return self._filter(lambda i: i.timestamp <= ts)
@@ -162,7 +163,7 @@ class ActiveTimeline(Timeline):
         files: dict[str, set[str]] = {}
         sizes: dict[str, int] = {}
         completion: dict[str, str] = {}
-        tz = zone(layout.local_timezone)
+        tz = zone(True)  # Java formats a legacy file's mtime in the JVM's zone, whatever the table's
         for info in listing:
             inst = None if info.is_dir else parse_instant_file(info.name)
             if inst is None:

@@ -55,7 +55,7 @@ def pending_compactions(timeline: ActiveTimeline) -> list[PendingCompaction]:
 def pending_clustering(timeline: ActiveTimeline) -> dict[tuple[str, str], str]:
     """(partition, fileId) -> instant of every file group in a pending clustering plan."""
     out: dict[tuple[str, str], str] = {}
-    for inst in timeline.actions(Action.REPLACE_COMMIT).pending():
+    for inst in timeline.actions(Action.REPLACE_COMMIT, Action.CLUSTERING).pending():
         try:
             meta = am.read_instant_avro(timeline.requested_details(inst))
         except HudiError:
@@ -72,7 +72,7 @@ def pending_clustering(timeline: ActiveTimeline) -> dict[tuple[str, str], str]:
 def pending_clustering_files(timeline: ActiveTimeline) -> set[str]:
     """File names (base and log) that pending clustering plans will read."""
     out: set[str] = set()
-    for inst in timeline.actions(Action.REPLACE_COMMIT).pending():
+    for inst in timeline.actions(Action.REPLACE_COMMIT, Action.CLUSTERING).pending():
         try:
             meta = am.read_instant_avro(timeline.requested_details(inst))
         except HudiError:

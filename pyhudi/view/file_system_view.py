@@ -112,6 +112,22 @@ class PendingCompaction:
     file_id: str
 
 
+def _add_base(slices: dict[tuple[str, str], FileSlice], bf: BaseFile, info: FileInfo) -> None:
+    sl = slices.setdefault((bf.file_id, bf.instant), FileSlice(bf.partition, bf.file_id, bf.instant))
+    if sl.base_file is not None:
+        log.warning("two base files for file group %s at %s in %r: %s and %s; keeping the first (a leftover "
+                    "of a failed task attempt)", bf.file_id, bf.instant, bf.partition, sl.base_file.name, info.name)
+        return
+    sl.base_file = bf
+
+
+def _log_order(lf: LogFile) -> tuple[str, int, str]:
+    """Hudi's log-file order (HoodieLogFile's comparator), in both layouts: the instant in the name, the
+    version, the write token. On layout 2 the instant is the writing commit's requested time, so two
+    overlapping commits' logs apply in the order they started, not completed (hudi-rs differs)."""
+    return lf.base_instant, lf.version, lf.write_token
+
+
 class FileSystemView:
     """File groups of a table, filtered by the timeline's committed instants."""
 
@@ -231,96 +247,106 @@ class FileSystemView:
         return self._groups[partition]
 
     def _build_groups(self, partition: str) -> list[FileGroup]:
-        slices: dict[tuple[str, str], FileSlice] = {}
+        if self.timeline.layout.is_v2:
+            slices = self._slices_by_completion(partition)
+        else:
+            slices = self._slices_by_base_instant(partition)
+        groups: dict[str, FileGroup] = {}
+        for (fid, _), sl in sorted(slices.items(), key=lambda kv: kv[0]):
+            sl.log_files.sort(key=_log_order)
+            groups.setdefault(fid, FileGroup(partition, fid)).slices.append(sl)
+        return list(groups.values())
+
+    def _parsed(self, partition: str) -> tuple[list[tuple[FileInfo, BaseFile]], list[LogFile]]:
+        bases: list[tuple[FileInfo, BaseFile]] = []
         logs: list[LogFile] = []
         for info in self._list(partition):
             base = parse_base_file(info.name)
             if base is not None:
-                if self._base_instant_visible(base.instant):
-                    self._add_base(slices, partition, base.file_id, base.instant, base.write_token, info)
+                bases.append((info, BaseFile(partition, info.name, base.file_id, base.write_token, base.instant,
+                                             info.size)))
                 continue
             lf = parse_log_file(info.name)
-            if lf is not None and self._log_visible(lf.base_instant):
+            if lf is not None:
                 logs.append(LogFile(partition, info.name, lf.file_id, lf.base_instant, lf.version,
                                     lf.write_token or "", info.size))
-        if self.timeline.layout.is_v2:
-            self._slice_by_completion(slices, partition, logs)
-        else:
-            for lf in logs:
+        return bases, logs
+
+    def _slices_by_base_instant(self, partition: str) -> dict[tuple[str, str], FileSlice]:
+        """Layout 1: a file's slice is the base instant in its name. A log attaches to a slice whose base
+        instant is committed (including a log-only slice started by a completed deltacommit) or is a
+        pending compaction; uncommitted blocks inside visible logs are dropped later, block by block."""
+        bases, logs = self._parsed(partition)
+        slices: dict[tuple[str, str], FileSlice] = {}
+        for info, bf in bases:
+            if self.is_committed(bf.instant):
+                _add_base(slices, bf, info)
+        for lf in logs:
+            if self.is_committed(lf.base_instant) or lf.base_instant in self.pending_compaction_instants:
                 slices.setdefault((lf.file_id, lf.base_instant),
                                   FileSlice(partition, lf.file_id, lf.base_instant)).log_files.append(lf)
-        groups: dict[str, FileGroup] = {}
-        for (fid, _), sl in sorted(slices.items(), key=lambda kv: kv[0]):
-            sl.log_files.sort(key=self._log_order)
-            groups.setdefault(fid, FileGroup(partition, fid)).slices.append(sl)
-        return list(groups.values())
+        return slices
 
-    @staticmethod
-    def _add_base(slices: dict[tuple[str, str], FileSlice], partition: str, file_id: str, instant: str,
-                  token: str, info: FileInfo) -> None:
-        sl = slices.setdefault((file_id, instant), FileSlice(partition, file_id, instant))
-        if sl.base_file is not None:
-            log.warning("two base files for file group %s at %s in %r: %s and %s; keeping the first (a "
-                        "leftover of a failed task attempt)", file_id, instant, partition, sl.base_file.name,
-                        info.name)
-            return
-        sl.base_file = BaseFile(partition, info.name, file_id, token, instant, info.size)
-
-    def _slice_by_completion(self, slices: dict[tuple[str, str], FileSlice], partition: str,
-                             logs: list[LogFile]) -> None:
-        """Timeline layout 2 (Hudi 1.x's HoodieFileGroup#getBaseInstantTime): a log names the delta commit
-        that wrote it, and belongs to the slice of the latest base instant (a base file's, or a pending
-        compaction's) at or before that commit's completion time; with none, it starts a log-only slice
-        keyed by its own instant, which later-completing logs join. Logs written before the table's
-        upgrade name their slice's base instant, whose completion is after it: the same rule holds."""
-        pending = self.pending_compaction_file_ids()
-        starts: dict[str, list[str]] = {}
-        for fid, instant in slices:
-            starts.setdefault(fid, []).append(instant)
-        for (part, fid), instant in pending.items():
+    def _slices_by_completion(self, partition: str) -> dict[tuple[str, str], FileSlice]:
+        """Timeline layout 2, as Hudi 1.x's AbstractTableFileSystemView#buildFileGroups and
+        HoodieFileGroup#getBaseInstantTime build slices. Every base file (committed or not) and every
+        pending compaction opens a slice; logs are then added in log-file order, each naming the delta
+        commit that wrote it: it joins the slice of the latest start at or before that commit's
+        completion time, or opens a log-only slice at its own instant when there is none; a log whose
+        commit has not completed joins the group's latest slice. Files of uncommitted instants, and
+        slices opened by uncommitted base files, are then dropped (filterUncommittedFiles,
+        isFileSliceCommitted). Logs written before the table's upgrade name their slice's base instant,
+        which completed after it: the same rule keeps them in their slice."""
+        bases, logs = self._parsed(partition)
+        starts: dict[str, set[str]] = {}
+        for _, bf in bases:
+            starts.setdefault(bf.file_id, set()).add(bf.instant)
+        for (part, fid), instant in self.pending_compaction_file_ids().items():
             if part == partition:
-                starts.setdefault(fid, []).append(instant)
-        for lf in sorted(logs, key=self._log_order):
-            done = self.completion_of(lf.base_instant)
-            candidates = [b for b in starts.get(lf.file_id, []) if b <= done]
-            key = max(candidates) if candidates else lf.base_instant
-            if not candidates:
-                starts.setdefault(lf.file_id, []).append(key)
-            slices.setdefault((lf.file_id, key), FileSlice(partition, lf.file_id, key)).log_files.append(lf)
+                starts.setdefault(fid, set()).add(instant)
+        placed: list[tuple[str, LogFile]] = []
+        for lf in sorted(logs, key=_log_order):
+            keys = starts.setdefault(lf.file_id, set())
+            key = self._log_slice(lf.base_instant, keys)
+            keys.add(key)
+            placed.append((key, lf))
+        slices: dict[tuple[str, str], FileSlice] = {}
+        for info, bf in bases:
+            if self.is_committed(bf.instant):
+                _add_base(slices, bf, info)
+        for key, lf in placed:
+            opened = self.is_committed(key) or key in self.pending_compaction_instants
+            if opened and self.is_committed(lf.base_instant):
+                slices.setdefault((lf.file_id, key), FileSlice(partition, lf.file_id, key)).log_files.append(lf)
+        return slices
 
-    def completion_of(self, instant: str) -> str:
-        """The completion time of a committed instant (layout 2). An instant older than the active
-        timeline (archived) takes its time from the LSM history, as Hudi's CompletionTimeQueryViewV2 does."""
+    def _log_slice(self, instant: str, keys: set[str]) -> str:
+        """The start of the slice a log written by `instant` joins, among a group's slice starts."""
+        if not keys:
+            return instant
+        latest = max(keys)
+        done = self.completion_of(instant)
+        if done is None:
+            return latest  # a pending log "always belongs to the latest file slice"
+        if len(done) != len(latest):
+            done = instant  # Hudi's legacy fix: completion and instant times of different precision
+        earlier = [k for k in keys if k <= done]
+        return max(earlier) if earlier else instant
+
+    def completion_of(self, instant: str) -> str | None:
+        """When a completed instant completed (layout 2); None if it has not, or is unknown. An instant
+        older than the active timeline takes its time from the LSM history, as Hudi's
+        CompletionTimeQueryViewV2 loads it."""
         found = self.timeline.completion_time(instant)
-        if found is not None:
+        if found is not None or self._first_active is None or instant >= self._first_active:
             return found
-        return self._archived_completion.get(instant, instant)
+        return self._archived_completion.get(instant)
 
     @cached_property
     def _archived_completion(self) -> dict[str, str]:
         from pyhudi.timeline.history import history_completion_times
 
-        first = self._first_active
-        return history_completion_times(self.storage, self.timeline.layout.history_dir, end=first)
-
-    def _log_order(self, lf: LogFile) -> tuple[str, int, str]:
-        """Hudi's order of a slice's logs: layout 1 by (base instant, version, write token); layout 2 by
-        the completion time of the commit that wrote each (then version and token)."""
-        if self.timeline.layout.is_v2:
-            return self.completion_of(lf.base_instant), lf.version, lf.write_token
-        return lf.base_instant, lf.version, lf.write_token
-
-    def _base_instant_visible(self, instant: str) -> bool:
-        return self.is_committed(instant)
-
-    def _log_visible(self, instant: str) -> bool:
-        """Layout 1: a log attaches to a slice whose base instant is committed (including a log-only
-        slice started by a completed deltacommit) or is a pending compaction; uncommitted blocks inside
-        visible logs are dropped later, block by block. Layout 2: a log names the delta commit that
-        wrote it, which must be complete."""
-        if self.timeline.layout.is_v2:
-            return self.is_committed(instant)
-        return self.is_committed(instant) or instant in self.pending_compaction_instants
+        return history_completion_times(self.storage, self.timeline.layout.history_dir)
 
     # -- queries ---------------------------------------------------------------------------
     def live_groups(self, partition: str, as_of: str | None = None) -> list[FileGroup]:
