@@ -10,7 +10,9 @@ apache/hudi; `LSMTimeline`, `LSMTimelineWriter`, `HoodieLSMTimelineManifest`,
 * **Data files** `<minInstant>_<maxInstant>_<level>.parquet` (J:LSMTimeline's pattern
   `^(\\d+)_(\\d+)_(\\d)\\.parquet`, matched whole). An archival batch writes one level-0 file named
   after its first and last instant; ten files of a level are merged into one file of the next level.
-  Rows are `HoodieLSMTimelineInstant` records written by parquet-avro, see `HISTORY_AVRO_SCHEMA`.
+  Rows are `HoodieLSMTimelineInstant` records written by parquet-avro, see `HISTORY_AVRO_SCHEMA`;
+  pyarrow writes the same columns, types and footer entries, but names the schema root `schema`
+  (parquet-avro: the record's full name) and `created_by` parquet-cpp: readers use neither.
 * **Manifests** `manifest_<N>`: Jackson pretty-printed JSON `{"files" : [ {"fileName" : ...,
   "fileLen" : ...} ]}`, the complete list of valid data files of snapshot N. Only listed files count:
   a data file left by a crashed write or awaiting cleaning is invisible to readers.
@@ -22,7 +24,8 @@ listed, or no history when there is none; a `_version_` naming a manifest that d
 error in Hudi too (it reads the manifest unconditionally), here a `CorruptFileError`. Files whose
 name range misses the query range are skipped unread (J:LSMTimeline.isFileInRange), and only the
 columns asked for are decoded; without details a file larger than one tail read is fetched as its
-footer plus the byte range of the needed column chunks.
+footer plus the byte range of the needed column chunks. A listed name that does not parse is always
+read (Hudi fails on it when filtering by range).
 
 Row contents (J:MetadataConversionUtils.createLSMTimelineInstant, J:ActiveAction):
 
@@ -52,7 +55,7 @@ import io
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -406,8 +409,6 @@ class _RangedFile(io.RawIOBase):
 
 
 # -- reading the history ------------------------------------------------------------------------------
-RowFilter = Callable[[str], bool]
-
 
 def read_history(storage: Storage, history_dir: str, *, start: str | None = None, end: str | None = None,
                  with_details: bool = True) -> list[HistoryInstant]:

@@ -14,6 +14,7 @@ import json
 import pathlib
 import random
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import fastavro
 import pyarrow as pa
@@ -34,6 +35,10 @@ from pyhudi.timeline.history import (
 from pyhudi.timeline.history_writer import InvalidHistoryInstantError, append_history, compact_and_clean
 from tests.helpers import extract_sample_1x
 
+if TYPE_CHECKING:
+    from tests.support.s3_fixtures import S3Bucket
+
+pytest_plugins = ["tests.support.s3_fixtures"]
 H = ".hoodie/timeline/history"
 
 
@@ -392,6 +397,19 @@ def test_merges_cascade_to_the_next_level(storage: CountingStorage) -> None:
     assert f"{ts(0, 0)}_{ts(3, 2)}_2.parquet" in files
 
 
+def test_compaction_inputs_stop_past_1000_mib() -> None:
+    """J:LSMTimelineWriter.getCandidateFiles (1.0.x/1.1.x): no file joins once the chosen ones exceed
+    1,000 MiB, and fewer than two inputs merge nothing (a huge oldest file blocks its level)."""
+    from pyhudi.timeline.history import ManifestEntry
+    from pyhudi.timeline.history_writer import COMPACTION_MAX_BYTES, _candidates
+
+    mib = 1024 * 1024
+    files = [ManifestEntry(f"f{i}", s) for i, s in enumerate([600 * mib, 600 * mib] + [1] * 10)]
+    assert [f.name for f in _candidates(files, 10)] == ["f0", "f1"]
+    assert [f.name for f in _candidates([ManifestEntry("big", COMPACTION_MAX_BYTES + 1)] + files, 10)] == ["big"]
+    assert len(_candidates([ManifestEntry(f"s{i}", 10) for i in range(12)], 10)) == 10
+
+
 def test_compaction_without_append(storage: CountingStorage) -> None:
     for b in range(10):
         append_history(storage, H, batch(b), compact=False)
@@ -444,3 +462,18 @@ def test_invalid_batches_are_refused(storage: CountingStorage, bad: list[History
     with pytest.raises(InvalidHistoryInstantError, match=message):
         append_history(storage, H, bad)
     assert listing(storage) == []
+
+
+# -- on an object store ----------------------------------------------------------------------------------------
+def test_on_s3_round_trip_ranged_read_and_truncation(s3: S3Bucket) -> None:
+    storage = Storage(s3.uri)
+    for b in range(3):
+        append_history(storage, H, batch(b, 4, meta_size=100_000), batch_size=2)
+    assert read_history(storage, H) == [i for b in range(3) for i in batch(b, 4, meta_size=100_000)]
+    assert len(history_completion_times(storage, H)) == 12  # ranged reads: footer + time columns
+    victim = manifest_names(storage)[0]
+    data = storage.read_bytes(f"{H}/{victim}")
+    storage.write_bytes(f"{H}/{victim}", data[: len(data) // 3])
+    for read in (lambda: read_history(storage, H), lambda: history_completion_times(storage, H)):
+        with pytest.raises(CorruptFileError, match=victim):
+            read()
