@@ -32,6 +32,7 @@ from pyhudi.index.bloom_filter import (
     footer_filter_text,
 )
 from pyhudi.index.key_order import java_min_max
+from pyhudi.io.lance_file import is_lance_file, read_lance_base_file
 from pyhudi.storage import Storage
 
 RECORD_KEY = "_hoodie_record_key"
@@ -355,7 +356,10 @@ def read_parquet(storage: Storage, rel_path: str, columns: list[str] | None = No
 
     All columns (a merge's old base file) of a file up to WHOLE_READ_MAX_BYTES on an object store come
     in one GET of the whole object instead of one ranged GET per column chunk; a read of some columns
-    (the index's key column) keeps the ranged reads, which fetch only those chunks."""
+    (the index's key column) keeps the ranged reads, which fetch only those chunks. A Lance base file
+    (Hudi 1.2's LANCE tables) is read by `lance_file.read_lance_base_file`."""
+    if is_lance_file(rel_path):
+        return read_lance_base_file(storage, rel_path, columns)
     whole_below = WHOLE_READ_MAX_BYTES if columns is None else 0
     with storage.open_input_file(rel_path, whole_below=whole_below) as f:
         threads = parallel_read(storage, f)

@@ -2,7 +2,9 @@
 
 Every reader (Hudi's, hudi-rs, ours) identifies versions purely by name, so
 these functions are the contract: `<fileId>_<writeToken>_<instant>.parquet`
-and `.<fileId>_<baseInstant>.log.<version>_<writeToken>`.
+and `.<fileId>_<baseInstant>.log.<version>_<writeToken>`. Hudi 1.2 tables with
+`hoodie.table.base.file.format=LANCE` name their base files the same way with `.lance`
+(`HoodieFileFormat.LANCE`; hudi-rs `BaseFileFormatValue::Lance`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import uuid
 from dataclasses import dataclass
 
 BASE_FILE_EXTENSION = ".parquet"
+LANCE_FILE_EXTENSION = ".lance"
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 # The instant part must be digits, so `._<name>.parquet` (macOS AppleDouble) or Spark's `part-0000-...`
 # files never pass for base files.
-_BASE_RE = re.compile(r"^([^_.][^_]*)_([^_]+)_(\d{14,17})(?:_[^.]*)?\.parquet$")
+_BASE_RE = re.compile(r"^([^_.][^_]*)_([^_]+)_(\d{14,17})(?:_[^.]*)?(\.parquet|\.lance)$")
 _LOG_RE = re.compile(
     r"^\.(?P<file_id>[^_]+)_(?P<instant>[^.]*)\.(?P<ext>log|archive)\.(?P<version>\d+)"
     r"(?:_(?P<token>[^_.]+)(?P<cdc>\.cdc)?)?$"
@@ -27,10 +30,11 @@ class BaseFileName:
     file_id: str
     write_token: str
     instant: str
+    extension: str = BASE_FILE_EXTENSION  # ".parquet", or ".lance" in a Hudi 1.2 LANCE table
 
     @property
     def name(self) -> str:
-        return f"{self.file_id}_{self.write_token}_{self.instant}{BASE_FILE_EXTENSION}"
+        return f"{self.file_id}_{self.write_token}_{self.instant}{self.extension}"
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ def parse_base_file(name: str) -> BaseFileName | None:
     m = _BASE_RE.match(name)
     if not m:
         return None
-    return BaseFileName(m.group(1), m.group(2), m.group(3))
+    return BaseFileName(m.group(1), m.group(2), m.group(3), m.group(4))
 
 
 def parse_log_file(name: str) -> LogFileName | None:

@@ -27,6 +27,7 @@ from pyhudi.config import keys as K
 from pyhudi.engine.base import TaskInfo
 from pyhudi.engine.local import LocalEngine
 from pyhudi.errors import InvalidConfigError
+from pyhudi.io.lance_file import is_lance_file, read_lance_base_file
 from pyhudi.io.schema import conform_table
 from pyhudi.model.file_names import parse_base_file
 from pyhudi.reader import arrow_filter
@@ -223,7 +224,9 @@ def _read_base(storage: Storage, path: str, schema: pa.Schema,
                pushed: Callable[[pa.Schema], list[arrow_filter.Pushed]]) -> pa.Table:
     """A base file's needed columns, row groups pruned by the filters `pushed` gives for its physical
     schema, conformed to `schema`; with no column needed, only its row count, from the footer (a filter
-    always needs its column)."""
+    always needs its column). A Lance base file (Hudi 1.2) has no row groups to prune: all its rows."""
+    if is_lance_file(path):
+        return read_lance_base_file(storage, path, schema.names, schema=schema)
     with storage.open_input_file(path) as f:
         pf = pq.ParquetFile(f)
         if not schema.names:

@@ -86,6 +86,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import InvalidConfigError, UnsupportedTableError
+from pyhudi.io.lance_file import is_lance_file, read_lance_base_file
 from pyhudi.io.log_blocks import (
     avro_block_to_arrow,
     delete_records,
@@ -289,7 +290,9 @@ def merge_file_slice(
 
 def _read_base(storage: Storage, base_path: str, target: pa.Schema) -> pa.Table:
     """The base file's columns the target schema knows (plus the stored record key): a projected read
-    (`spec.target_schema` narrowed to what a query needs) decodes only those."""
+    (`spec.target_schema` narrowed to what a query needs) decodes only those. Lance base files: Hudi 1.2."""
+    if is_lance_file(base_path):
+        return read_lance_base_file(storage, base_path, list(dict.fromkeys([*target.names, RECORD_KEY])))
     with storage.open_input_file(base_path) as f:
         pf = pq.ParquetFile(f)
         present = set(pf.schema_arrow.names)
