@@ -19,7 +19,7 @@ import io
 import json
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -224,6 +224,40 @@ def table_to_avro_records(table: pa.Table, avro_schema_json: str) -> list[dict[s
     return [_to_avro(schema, row, "", names) for row in table.to_pylist()]
 
 
+# ---- Partial updates (IS_PARTIAL, Hudi 1.x) -----------------------------------------------------
+
+
+def check_full_records(block: LogBlock) -> None:
+    """Refuse a data block of partial updates (header ``IS_PARTIAL=true``, table version 8+).
+
+    Such a block's SCHEMA lists only the columns an update set (Hudi 1.x Spark SQL MERGE INTO on a MOR
+    table writes one under default options whenever the matched update assigns a strict subset of the
+    columns: ``MergeIntoHoodieTableCommand``, ``hoodie.spark.sql.merge.into.partial.updates`` default
+    true). Hudi merges it field by field: the columns the block lacks come from the older record
+    (``SparkRecordMergingUtils.mergePartialRecords``, the file group reader's partial merger). pyhudi's
+    merge picks one whole record per key, so it would read the missing columns as null: refused instead,
+    naming the file and how to get full records.
+    """
+    if not block.is_partial:
+        return
+    listed = [n for n in _schema_field_names(block.header.get(HeaderKey.SCHEMA)) if not n.startswith("_hoodie_")]
+    raise UnsupportedTableError(
+        f"{block.source or 'log file'}: the {block.block_type.name} at offset {block.offset} (instant "
+        f"{block.instant_time}) has header IS_PARTIAL=true: its records are partial updates holding only the "
+        f"columns {listed}, whose other columns come from older versions of each record. pyhudi does not "
+        "merge partial updates and refuses the file rather than read those columns as null. Compact the "
+        "file group with Apache Hudi (compaction writes whole records) or read the table with Apache Hudi; "
+        "writers avoid such blocks with hoodie.spark.sql.merge.into.partial.updates=false")
+
+
+def _schema_field_names(schema_json: str | None) -> list[str]:
+    """The top-level field names of a SCHEMA header, for messages (empty when it does not parse)."""
+    try:
+        return [str(f["name"]) for f in json.loads(schema_json or "").get("fields", [])]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return []
+
+
 # ---- Avro data block (type 3) ------------------------------------------------------------------
 
 
@@ -242,15 +276,17 @@ def encode_avro_records(records: Sequence[dict[str, Any]], avro_schema_json: str
     return b"".join(parts)
 
 
-def encode_avro_data_block(records_table: pa.Table, avro_schema_json: str, instant: str) -> bytes:
+def encode_avro_data_block(records_table: pa.Table, avro_schema_json: str, instant: str,
+                           extra_header: Mapping[HeaderKey, str] | None = None) -> bytes:
     """Complete AVRO_DATA block holding every row of ``records_table``.
 
     The header carries ``INSTANT_TIME`` and the writer ``SCHEMA`` (the table
-    schema with meta fields), as Hudi's append handle writes it.
+    schema with meta fields), as Hudi's append handle writes it; ``extra_header``
+    adds entries (the other keys Hudi 1.x writes, for tests of how readers take them).
     """
     records = table_to_avro_records(records_table, avro_schema_json)
     content = encode_avro_records(records, avro_schema_json)
-    header = {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: avro_schema_json}
+    header = {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: avro_schema_json, **(extra_header or {})}
     return encode_block(BlockType.AVRO_DATA_BLOCK, header, content)
 
 
@@ -300,6 +336,7 @@ def decode_avro_data_block(block: LogBlock, reader_schema_json: str | None = Non
     """
     if block.block_type != BlockType.AVRO_DATA_BLOCK:
         raise ValueError(f"expected an AVRO_DATA_BLOCK, got {block.block_type.name}")
+    check_full_records(block)
     content = block.content
     if block.format_version == 0:
         writer_json, offset = _legacy_schema_and_offset(content)
@@ -358,8 +395,9 @@ def encode_parquet_data_block(
     avro_schema_json: str,
     instant: str,
     compression: str = "gzip",
+    extra_header: Mapping[HeaderKey, str] | None = None,
 ) -> bytes:
-    """Complete PARQUET_DATA block: a whole parquet file as content.
+    """Complete PARQUET_DATA block: a whole parquet file as content (``extra_header``: as for Avro).
 
     GZIP is Hudi's default ``hoodie.parquet.compression.codec``. The Avro
     schema also goes into the parquet footer as ``parquet.avro.schema``, as
@@ -370,7 +408,7 @@ def encode_parquet_data_block(
     with pq.ParquetWriter(sink, table.schema, compression=compression, store_schema=False) as writer:
         writer.write_table(table)
         writer.add_key_value_metadata({"parquet.avro.schema": avro_schema_json, "writer.model.name": "avro"})
-    header = {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: avro_schema_json}
+    header = {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: avro_schema_json, **(extra_header or {})}
     return encode_block(BlockType.PARQUET_DATA_BLOCK, header, sink.getvalue())
 
 
@@ -378,6 +416,7 @@ def parquet_block_to_arrow(block: LogBlock) -> pa.Table:
     """Rows of a parquet data block."""
     if block.block_type != BlockType.PARQUET_DATA_BLOCK:
         raise ValueError(f"expected a PARQUET_DATA_BLOCK, got {block.block_type.name}")
+    check_full_records(block)
     try:
         return pq.read_table(pa.BufferReader(block.content))
     except (pa.ArrowInvalid, OSError) as exc:
@@ -473,6 +512,7 @@ def encode_delete_block(
     keys: Sequence[tuple[str | None, str | None, Any]],
     instant: str,
     avro_schema_json: str | None = None,
+    extra_header: Mapping[HeaderKey, str] | None = None,
 ) -> bytes:
     """Complete DELETE block for ``(record_key, partition_path, ordering_value)`` tuples.
 
@@ -491,6 +531,7 @@ def encode_delete_block(
     header: dict[HeaderKey, str] = {HeaderKey.INSTANT_TIME: instant}
     if avro_schema_json is not None:
         header[HeaderKey.SCHEMA] = avro_schema_json
+    header.update(extra_header or {})
     return encode_block(BlockType.DELETE_BLOCK, header, content)
 
 

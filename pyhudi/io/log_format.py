@@ -1,4 +1,4 @@
-"""Hudi log file framing (table version 6, log format version 1).
+"""Hudi log file framing (log format version 1: table version 6, and 8/9 of Hudi 1.x alike).
 
 A log file is a plain concatenation of blocks. Each block is::
 
@@ -40,7 +40,10 @@ and trailer agree) but whose format version or block type pyhudi does not know
 (a newer writer's block). Skipping it as corrupt would silently drop records,
 so ``UnsupportedTableError`` names the file (``where``), offset and value. Hudi
 0.14 also fails on an unknown type (``tryReadBlockType``'s check); it reads an
-unknown higher version as version 1, where pyhudi refuses (deliberately).
+unknown higher version as version 1, where pyhudi refuses (deliberately). A
+header or footer key ordinal beyond the nine Hudi 1.x defines is refused the
+same way (Hudi 1.x fails on it too); what each known key means to pyhudi is in
+:class:`HeaderKey`.
 """
 
 from __future__ import annotations
@@ -87,8 +90,27 @@ class BlockType(IntEnum):
 class HeaderKey(IntEnum):
     """``HeaderMetadataType``: key ordinals of the header and footer maps.
 
-    7 and 8 only appear in table version 8+, but knowing them lets pyhudi list
-    such blocks instead of declaring them corrupt.
+    Hudi 1.0-1.2 know exactly these nine (J:HoodieLogBlock.HeaderMetadataType, each tagged with the
+    earliest table version that writes it; hudi-rs ``BlockMetadataKey``). What pyhudi does with each:
+
+    * 0-3 ``INSTANT_TIME``, ``TARGET_INSTANT_TIME``, ``SCHEMA``, ``COMMAND_BLOCK_TYPE``: read by the merge.
+    * 4 ``COMPACTED_BLOCK_TIMES`` (log compaction's block: the instants it merged): exposed as
+      ``LogBlock.compacted_instants``; Hudi's default scan (``scanInternalV1``, used unless
+      ``hoodie.optimized.log.blocks.scan.enable``) does not read it either, only ``scanInternalV2`` does.
+    * 5 ``RECORD_POSITIONS`` (base64 portable Roaring64 bitmap of base-file row positions) and
+      8 ``BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS`` (the base file they index): a hint for
+      position-based merging, which Hudi uses only when the base instant matches and falls back to
+      merging by record key otherwise (J:LogReaderUtils.decodeRecordPositionsHeader, the file group
+      reader's position-based record buffer). Merging by key gives the same rows, so they are ignored.
+    * 6 ``BLOCK_IDENTIFIER`` (``<task attempt>,<block seq>``): lets the unmerged reader drop blocks a
+      retried task appended twice; the merged readers ignore it, and a duplicate block merges to the
+      same rows by key.
+    * 7 ``IS_PARTIAL``: ``"true"`` means ``SCHEMA`` lists only the updated columns (Spark SQL MERGE INTO
+      on a MOR table of version 8+); the missing columns must be taken from the older record, which
+      pyhudi's merge does not do, so decoding such a block raises (``log_blocks.check_full_records``).
+
+    Any other ordinal in a well-framed block is a newer writer's key: refused (UnsupportedTableError
+    naming the file), as Hudi 1.x fails on it too (``HeaderMetadataType.values()[ordinal]``).
     """
 
     INSTANT_TIME = 0
@@ -142,6 +164,18 @@ class LogBlock:
     def schema(self) -> str | None:
         """Writer Avro schema JSON of a data or delete block."""
         return self.header.get(HeaderKey.SCHEMA)
+
+    @property
+    def is_partial(self) -> bool:
+        """``IS_PARTIAL``: the block's records hold only the columns its SCHEMA lists (an update of some
+        columns); Hudi parses the value with ``Boolean.parseBoolean``, so only "true" (any case) counts."""
+        return (self.header.get(HeaderKey.IS_PARTIAL) or "").strip().lower() == "true"
+
+    @property
+    def compacted_instants(self) -> tuple[str, ...]:
+        """``COMPACTED_BLOCK_TIMES``: the instants whose blocks a log compaction merged into this one."""
+        raw = self.header.get(HeaderKey.COMPACTED_BLOCK_TIMES) or ""
+        return tuple(t.strip() for t in raw.split(",") if t.strip())
 
     @property
     def is_rollback(self) -> bool:
@@ -271,6 +305,14 @@ class _BadBlock(Exception):
     """Internal: the block at hand is not well formed; carries the reason."""
 
 
+class _UnknownKey(Exception):
+    """Internal: a header or footer entry has a key ordinal ``HeaderKey`` does not know."""
+
+    def __init__(self, ordinal: int) -> None:
+        super().__init__(ordinal)
+        self.ordinal = ordinal
+
+
 def _as_source(data: bytes | bytearray | memoryview | BinaryIO | Any) -> _Source:
     if isinstance(data, (bytes, bytearray, memoryview)):
         return _BytesSource(data)
@@ -315,6 +357,8 @@ def iter_blocks(
             yield CorruptBlock(pos, nxt - pos, str(exc))
             pos = nxt
             continue
+        if where:
+            block.source = where  # so the content decoders can name the file in their errors
         yield block
         pos = block.offset + block.size
 
@@ -398,11 +442,15 @@ def _parse_v1_body(src: _Source, start: int, body_start: int, end: int, load_con
     except ValueError:
         known = ", ".join(f"{t.value} {t.name}" for t in BlockType)
         raise _unsupported(where, start, f"block type {type_ordinal}", f"types {known}") from None
-    header = cursor.metadata()
-    content_length = cursor.i64()
-    content_offset = cursor.pos
-    content = cursor.take(content_length) if load_content else cursor.skip(content_length)
-    footer = cursor.metadata()
+    try:
+        header = cursor.metadata()
+        content_length = cursor.i64()
+        content_offset = cursor.pos
+        content = cursor.take(content_length) if load_content else cursor.skip(content_length)
+        footer = cursor.metadata()
+    except _UnknownKey as exc:  # framing verified: a newer writer's key, not damage
+        known = ", ".join(f"{k.value} {k.name}" for k in HeaderKey)
+        raise _unsupported(where, start, f"header key {exc.ordinal}", f"keys {known}") from None
     if cursor.pos != end - 8:
         raise _BadBlock(f"block fields end at {cursor.pos}, expected {end - 8}")
     return LogBlock(
@@ -480,8 +528,8 @@ class _Cursor:
             ordinal = self.i32()
             try:
                 key = HeaderKey(ordinal)
-            except ValueError:
-                raise _BadBlock(f"unknown header key {ordinal}") from None
+            except ValueError:  # a negative ordinal is damage; a new one, a newer writer's key
+                raise (_BadBlock(f"header key {ordinal}") if ordinal < 0 else _UnknownKey(ordinal)) from None
             raw = self.take(self.i32())
             try:
                 entries[key] = raw.decode("utf-8")
