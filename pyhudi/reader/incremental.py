@@ -27,7 +27,7 @@ from pyhudi.errors import HollowCommitError
 from pyhudi.model.instant_time import ms_to_instant, zone
 from pyhudi.model.table_config import TableConfig
 from pyhudi.storage import Storage
-from pyhudi.timeline.instant import Instant
+from pyhudi.timeline.instant import Action, Instant
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline, Timeline
 
 log = logging.getLogger(__name__)
@@ -104,10 +104,23 @@ def completion_times(storage: Storage, completed: Timeline, config: TableConfig)
     return out
 
 
+def _history_completions(storage: Storage, timeline: ActiveTimeline) -> dict[str, str]:
+    """Completion times of the writes archived into a layout-2 table's LSM history: Hudi 1.x's
+    IncrementalQueryAnalyzer selects those too when the range starts before the active timeline."""
+    from pyhudi.timeline.history import read_history
+
+    writes = {a.value for a in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)}
+    return {h.instant_time: h.completion_time for h in read_history(storage, timeline.layout.history_dir,
+                                                                      with_details=False)
+            if h.action in writes and h.completion_time}
+
+
 def _by_completion_time(storage: Storage, timeline: ActiveTimeline, completed: Timeline, config: TableConfig,
                         begin: str, end_opt: str | None) -> IncrementalRange:
     if timeline.layout.is_v2:
         done = {i.timestamp: at for i in completed if (at := timeline.completion_time(i.timestamp)) is not None}
+        if not done or begin < min(done.values()):  # the range may reach into the LSM history
+            done = {**_history_completions(storage, timeline), **done}
     else:
         done = completion_times(storage, completed, config)
     end = end_opt or (max(done.values()) if done else begin)

@@ -198,10 +198,12 @@ def _range_partitions(view: FileSystemView, config: TableConfig, timeline: Activ
     ranges name active commits only)."""
     if not config.is_partitioned or rng.instants == ():
         return None
-    chosen = set(rng.instants) if rng.instants is not None else None  # completion-time mode: active commits
+    chosen = set(rng.instants) if rng.instants is not None else None  # completion-time mode
     first = timeline.commits().first()
     if chosen is None and (first is None or rng.begin < first.timestamp):
         return None
+    if chosen is not None and not all(timeline.contains(ts) for ts in chosen):
+        return None  # a layout-2 range reaching into the LSM history: list every selected partition
     written: set[str] = set()
     for inst in timeline.commits().completed():
         if (inst.timestamp in chosen) if chosen is not None else rng.begin < inst.timestamp <= rng.end:

@@ -24,6 +24,7 @@ from pyhudi.errors import InstantNotFoundError, InvalidConfigError
 from pyhudi.model.commit_metadata import CommitMetadata
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant
+from pyhudi.timeline.layout import layout_of
 from pyhudi.timeline.timeline import ActiveTimeline
 
 #: (instant, metadata) of completed writes that are only in the archived timeline.
@@ -163,6 +164,10 @@ def archived_writes(storage: Storage) -> list[tuple[Instant, CommitMetadata]]:
     """Completed writes of the archived timeline that carry their metadata, oldest first."""
     from pyhudi.timeline.archived import ArchivedTimeline
 
+    layout = layout_of(storage)
+    if layout.is_v2:
+        return history_writes(storage, layout.history_dir)
+
     arch = ArchivedTimeline.load(storage)
     out = []
     for inst in arch.completed_writes():
@@ -172,8 +177,35 @@ def archived_writes(storage: Storage) -> list[tuple[Instant, CommitMetadata]]:
     return out
 
 
+def history_writes(storage: Storage, history_dir: str, start: str | None = None,
+                   end: str | None = None) -> list[tuple[Instant, CommitMetadata]]:
+    """Completed writes of a layout-2 table's LSM history, with their metadata (Avro in 1.x, JSON for
+    instants carried over by the upgrade from version 6), oldest first; `start`/`end` bound the
+    requested times (inclusive)."""
+    from pyhudi.model.commit_avro import commit_json_bytes
+    from pyhudi.timeline.history import read_history
+
+    out = []
+    for h in read_history(storage, history_dir, start=start, end=end):
+        try:
+            action = Action(h.action)
+        except ValueError:
+            continue
+        if action in WRITE_ACTIONS and h.metadata:
+            where = f"{history_dir} ({h.instant_time}.{h.action})"
+            meta = CommitMetadata.from_bytes(commit_json_bytes(h.metadata, where), where)
+            out.append((Instant(h.instant_time, action, completion=h.completion_time), meta))
+    return out
+
+
 def _archived(storage: Storage) -> bool:
     from pyhudi.timeline.archived import archive_folder, list_archive_files
+
+    layout = layout_of(storage)
+    if layout.is_v2:
+        from pyhudi.timeline.history import latest_snapshot
+
+        return bool(latest_snapshot(storage, layout.history_dir).files)
 
     return bool(list_archive_files(storage, archive_folder(storage)))
 
