@@ -22,7 +22,6 @@ from pyhudi.errors import (
     InstantAlreadyCompletedError,
     InstantNotFoundError,
     TimelineError,
-    UnsupportedTableError,
 )
 from pyhudi.faults import fault_point
 from pyhudi.model.commit_metadata import (
@@ -296,7 +295,10 @@ class ActiveTimeline(Timeline):
             return json_totals(data, base_files_only, instant.file_name)
 
     def requested_details(self, instant: Instant) -> bytes:
-        return self.details(Instant(instant.timestamp, instant.action, State.REQUESTED))
+        action = instant.action
+        if action is Action.REPLACE_COMMIT and self.layout.is_v2:
+            action = self._pending_action(instant)  # a clustering's plan is in `<ts>.clustering.requested`
+        return self.details(Instant(instant.timestamp, action, State.REQUESTED))
 
     def instant_files(self, ts: str) -> set[str]:
         return set(self._files.get(ts, set()))
@@ -308,17 +310,17 @@ class ActiveTimeline(Timeline):
                       if any(_is_completed_savepoint(ts, n) for n in names))
 
     # -- transitions ----------------------------------------------------------------------
-    def _check_writable(self) -> None:
-        """The transitions below write layout-1 names into `.hoodie`; on a layout-2 timeline they would
-        write files Hudi 1.x never reads, so they refuse (writes check the table version earlier)."""
-        if self.layout.is_v2:
-            raise UnsupportedTableError(
-                f"{self.storage.base_uri}: timeline layout {self.layout.version} (Hudi 1.x, table version 8 or "
-                "9) is read by pyhudi but not written yet; write this table with Apache Hudi 1.x")
+    def _rel(self, name: str) -> str:
+        return f"{self.layout.timeline_dir}/{name}"
+
+    @property
+    def clustering_action(self) -> Action:
+        """The action a pending clustering is written under: `replacecommit` on layout 1, Hudi 1.x's
+        `clustering` on layout 2 (both complete as a replacecommit)."""
+        return Action.CLUSTERING if self.layout.is_v2 else Action.REPLACE_COMMIT
 
     def create_requested(self, instant: Instant, content: bytes = b"") -> Instant:
         """Start an instant; fails if any file of this timestamp already exists."""
-        self._check_writable()
         if instant.state is not State.REQUESTED:
             raise TimelineError(f"can only create a requested instant, got {instant}")
         # The names this timeline listed when it was loaded: a time taken since is caught by the listing
@@ -326,13 +328,13 @@ class ActiveTimeline(Timeline):
         # instant started, which on an object store is a request).
         if instant.timestamp in self._files:
             raise TimelineError(f"instant time {instant.timestamp} is already used on the timeline")
-        if not self.storage.create_exclusive(f"{META_DIR}/{instant.file_name}", content):
+        if not self.storage.create_exclusive(self._rel(instant.file_name), content):
             raise TimelineError(f"instant {instant} already exists (another writer took this instant time)")
         # Exclusive creation only guards this action's file name: another process may have taken the same
         # time for another action between the check above and the create. Whoever sees the other after
         # its own create gives the time up, so at least one side always does (both may; both retry).
-        if any(n.startswith(instant.timestamp + ".") and n != instant.file_name for n in self._existing_names()):
-            self.storage.delete(f"{META_DIR}/{instant.file_name}")
+        if any(_same_time(n, instant.timestamp) and n != instant.file_name for n in self._existing_names()):
+            self.storage.delete(self._rel(instant.file_name))
             raise TimelineError(f"instant time {instant.timestamp} was taken at the same moment by another writer")
         return instant
 
@@ -340,7 +342,9 @@ class ActiveTimeline(Timeline):
         """Start an instant of `action` at a fresh time after the timeline's last, taking the next time
         when another writer took it first."""
         last = self.last()
-        after = last.timestamp if last else None
+        after = max([last.timestamp] if last else [], default=None)
+        if self._completion:  # layout 2: after every completion too, as Hudi's time generator is monotonic
+            after = max(after or "", max(self._completion.values()))
         for _ in range(20):
             ts = new_instant_time(after=after, local=local)
             try:
@@ -351,76 +355,134 @@ class ActiveTimeline(Timeline):
                             "storage misbehaving?")
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
-        self._check_writable()
         requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
-        if not self.storage.exists(f"{META_DIR}/{requested.file_name}"):
+        if not self.storage.exists(self._rel(requested.file_name)):
             raise TimelineError(f"cannot move {instant} to inflight: {requested.file_name} is missing")
         inflight = requested.with_state(State.INFLIGHT)
         fault_point("timeline.before_inflight")
-        if not self._create_once(inflight, content):
+        if not self._create_once(inflight, self._encoded(inflight, content)):
             raise TimelineError(
                 f"cannot move {instant} to inflight: {inflight.file_name} already exists with other content "
-                f"in {self.storage.base_uri}/.hoodie (another process started this instant); let that process "
-                "finish, or roll the instant back")
+                f"in {self.storage.base_uri}/{self.layout.timeline_dir} (another process started this "
+                "instant); let that process finish, or roll the instant back")
         return inflight
 
     def complete(self, instant: Instant, content: bytes) -> Instant:
-        self._check_writable()
         inflight = Instant(instant.timestamp, instant.action, State.INFLIGHT)
-        if not self.storage.exists(f"{META_DIR}/{inflight.file_name}"):
+        if not self.storage.exists(self._rel(inflight.file_name)):
             raise TimelineError(f"cannot complete {instant}: {inflight.file_name} is missing")
         done = inflight.with_state(State.COMPLETED)
         drop_metadata_table(self.storage)  # Hudi's writers must never trust a metadata table without it
-        if not self._create_once(done, content):
+        body = self._encoded(done, content)
+        created = self._complete_v2(done, body) if self.layout.is_v2 else \
+            (done if self._create_once(done, body) else None)
+        if created is None:
+            name = done.file_name if not self.layout.is_v2 else f"{done.timestamp}_*.{done.action.value}"
             raise InstantAlreadyCompletedError(
-                f"cannot complete {instant}: {done.file_name} already exists with other content in "
-                f"{self.storage.base_uri}/.hoodie (another process completed this instant first); this "
-                "attempt's files are not part of the table and the instant must not be rolled back")
-        return done
+                f"cannot complete {instant}: {name} already exists with other content in "
+                f"{self.storage.base_uri}/{self.layout.timeline_dir} (another process completed this instant "
+                "first); this attempt's files are not part of the table and the instant must not be rolled back")
+        return created
+
+    def _encoded(self, instant: Instant, content: bytes) -> bytes:
+        """What the instant's file holds: the content as given on layout 1; on layout 2 a write's commit
+        metadata (completed, or an inflight's workload profile) in Hudi 1.x's Avro form. The Avro sync
+        marker is derived from the instant, so a retried completion writes the same bytes."""
+        if not (self.layout.is_v2 and content.strip() and instant.action in WRITE_ACTIONS
+                and instant.state is not State.REQUESTED) or content.startswith(_AVRO_MAGIC):
+            return content
+        import hashlib
+        import json
+
+        from pyhudi.model.commit_avro import commit_avro_bytes
+
+        marker = hashlib.md5(f"{instant.timestamp}.{instant.action.value}".encode()).digest()
+        replace = instant.is_completed and instant.action is Action.REPLACE_COMMIT
+        return commit_avro_bytes(json.loads(content), replace, sync_marker=marker)
+
+    def _complete_v2(self, done: Instant, body: bytes) -> Instant | None:
+        """Layout 2 names a completed instant by its completion time, so exclusive creation cannot stop
+        a second completion under another name: completion runs under the writer's lock, and a check
+        before and after the create settles a race without one (the earliest name stays, the other side
+        removes its own file and fails). A retry finding its own bytes already there counts as done."""
+        existing = self._completed_names(done)
+        if existing:
+            name = existing[0]
+            same = self._read_or_none(self._rel(name)) == body
+            return parse_instant_file(name) if same else None
+        after = max([done.timestamp, *self._completion.values()])
+        mine = Instant(done.timestamp, done.action, State.COMPLETED, new_instant_time(after=after))
+        if not self.storage.create_exclusive(self._rel(mine.file_name), body):
+            return None
+        others = self._completed_names(done)
+        if others and others[0] != mine.file_name:
+            self.storage.delete(self._rel(mine.file_name))
+            return None
+        self._completion[done.timestamp] = mine.completion or ""
+        self._files.setdefault(done.timestamp, set()).add(mine.file_name)
+        return mine
+
+    def _completed_names(self, done: Instant) -> list[str]:
+        return sorted(n for n in self._existing_names()
+                      if (i := parse_instant_file(n)) is not None and i.timestamp == done.timestamp
+                      and i.is_completed and i.action is done.action)
+
+    def _read_or_none(self, rel: str) -> bytes | None:
+        try:
+            return self.storage.read_bytes(rel)
+        except FileNotFoundError:
+            return None
 
     def _create_once(self, instant: Instant, content: bytes) -> bool:
         """Create the instant's file exclusively; True when created, or when it already holds exactly
         `content` (this caller's own earlier attempt, e.g. a PUT that took effect but whose answer was
         lost, retried by a caller), False when it holds anything else (someone else's)."""
-        rel = f"{META_DIR}/{instant.file_name}"
+        rel = self._rel(instant.file_name)
         if self.storage.create_exclusive(rel, content):
             return True
-        try:
-            return self.storage.read_bytes(rel) == content
-        except FileNotFoundError:  # deleted again since (a rollback): not ours to claim
-            return False
+        return self._read_or_none(rel) == content  # None: deleted again since (a rollback), not ours
 
     def delete_pending(self, instant: Instant) -> None:
         """Remove every file of a pending instant, inflight first so it never looks requested-only
         with a half-finished write behind it; the requested file goes last."""
-        self._check_writable()
         names = instant_file_names(instant.timestamp, instant.action)
         completed = Instant(instant.timestamp, instant.action, State.REQUESTED).with_state(State.COMPLETED)
         for name in reversed(names):
             if name == completed.file_name:
                 continue
-            self.storage.delete(f"{META_DIR}/{name}")
+            self.storage.delete(self._rel(name))
 
     def delete_completed(self, instant: Instant) -> None:
         """Remove a completed instant's files, completed file first (used by rollback/restore)."""
-        self._check_writable()
-        self.storage.delete(f"{META_DIR}/{instant.file_name}")
-        pending_action = Action.COMPACTION if self.is_compaction_commit(instant) else instant.action
-        for name in reversed(instant_file_names(instant.timestamp, pending_action)):
-            self.storage.delete(f"{META_DIR}/{name}")
+        self.storage.delete(self._path(instant))
+        for name in reversed(instant_file_names(instant.timestamp, self._pending_action(instant))):
+            self.storage.delete(self._rel(name))
 
     def revert_to_inflight(self, instant: Instant) -> None:
         """Hide a completed instant from readers in one step (delete its completed file) before a
         rollback touches its files; its requested/inflight files keep it on the timeline as pending."""
-        self._check_writable()
-        pending_action = Action.COMPACTION if self.is_compaction_commit(instant) else instant.action
-        inflight = Instant(instant.timestamp, pending_action, State.INFLIGHT)
+        inflight = Instant(instant.timestamp, self._pending_action(instant), State.INFLIGHT)
         drop_metadata_table(self.storage)  # the rollback deletes files a metadata table would still list
-        self.storage.create_exclusive(f"{META_DIR}/{inflight.file_name}", b"")  # kept when already there
-        self.storage.delete(f"{META_DIR}/{instant.file_name}")
+        self.storage.create_exclusive(self._rel(inflight.file_name), b"")  # kept when already there
+        self.storage.delete(self._path(instant))
+
+    def _pending_action(self, instant: Instant) -> Action:
+        """The action a completed instant was pending under: compaction for a compaction's commit, and on
+        layout 2 clustering for a clustering's replacecommit."""
+        if self.is_compaction_commit(instant):
+            return Action.COMPACTION
+        if instant.action is Action.REPLACE_COMMIT and self.layout.is_v2 and \
+                f"{instant.timestamp}.{Action.CLUSTERING.value}.requested" in self._files.get(instant.timestamp, ()):
+            return Action.CLUSTERING
+        return instant.action
 
     def _existing_names(self) -> list[str]:
-        return [i.name for i in self.storage.list_dir(META_DIR) if not i.is_dir]
+        return [i.name for i in self.storage.list_dir(self.layout.timeline_dir) if not i.is_dir]
+
+
+def _same_time(name: str, ts: str) -> bool:
+    """Whether a timeline file belongs to instant time `ts` (`<ts>.…`, or layout 2's `<ts>_<completion>.…`)."""
+    return name.startswith((ts + ".", ts + "_"))
 
 
 def _layout_and_listing(storage: Storage) -> tuple[TimelineLayout, list[FileInfo]]:

@@ -20,9 +20,9 @@ else:  # pragma: no cover - the project's venv is 3.11
 ROOT = Path(__file__).resolve().parents[2]
 #: import name -> distribution name, where they differ or matter
 DISTRIBUTION = {"pyarrow": "pyarrow", "fastavro": "fastavro", "numpy": "numpy", "pandas": "pandas",
-                "pyspark": "pyspark", "py4j": "pyspark", "matplotlib": "matplotlib"}
+                "pyspark": "pyspark", "py4j": "pyspark", "matplotlib": "matplotlib", "lance": "pylance"}
 #: optional modules: imported only on a path that asks for them (and says which extra to install)
-OPTIONAL = {"pyspark": "spark", "py4j": "spark", "matplotlib": "plot"}
+OPTIONAL = {"pyspark": "spark", "py4j": "spark", "matplotlib": "plot", "lance": "lance"}
 
 
 def project() -> dict:  # type: ignore[type-arg]
