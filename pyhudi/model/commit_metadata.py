@@ -13,6 +13,7 @@ from typing import Any
 
 from pyhudi.errors import CorruptFileError
 from pyhudi.model import jackson
+from pyhudi.model.file_names import BASE_FILE_EXTENSIONS
 from pyhudi.model.replaced_ids import ReplacedIds
 from pyhudi.model.write_stat import WriteStat
 
@@ -86,7 +87,7 @@ class CommitMetadata:
         of summing the write stats of every partition the commit wrote."""
         out = self.to_json()
         if instant is not None:  # into the copy: the metadata object itself stays as its caller built it
-            base = [s for s in self.all_stats() if (s.path or "").endswith(".parquet")]
+            base = [s for s in self.all_stats() if (s.path or "").endswith(BASE_FILE_EXTENSIONS)]
             out["extraMetadata"][TOTALS_KEY] = f"{instant}:{self.total_bytes_written()},{self.total_records_written()}," \
                 f"{sum(s.total_write_bytes for s in base)},{sum(s.num_writes for s in base)}"
         return jackson.dumps(out).encode("utf-8")

@@ -14,6 +14,8 @@ import uuid
 from dataclasses import dataclass
 
 BASE_FILE_EXTENSION = ".parquet"
+#: Every base-file extension a data table may hold: parquet, and Lance in Hudi 1.2 LANCE tables.
+BASE_FILE_EXTENSIONS = (".parquet", ".lance")
 LANCE_FILE_EXTENSION = ".lance"
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 # The instant part must be digits, so `._<name>.parquet` (macOS AppleDouble) or Spark's `part-0000-...`

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 
 from pyhudi.errors import InstantNotFoundError, InvalidConfigError
 from pyhudi.model.commit_metadata import CommitMetadata
+from pyhudi.model.file_names import BASE_FILE_EXTENSIONS
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant
 from pyhudi.timeline.layout import layout_of
@@ -116,7 +117,7 @@ def needed_files(timeline: ActiveTimeline, as_of: str, archived: ArchivedWrites 
                 continue
             if s.is_delta:
                 logs_of.setdefault(key, []).append((s.prev_commit, s.path))
-            elif s.path.endswith(".parquet"):
+            elif s.path.endswith(BASE_FILE_EXTENSIONS):
                 base_of[key] = (inst.timestamp, s.path)
     needed: set[str] = set()
     for key in set(base_of) | set(logs_of):

@@ -25,6 +25,7 @@ import json
 import re
 
 from pyhudi.errors import CorruptFileError
+from pyhudi.model.file_names import BASE_FILE_EXTENSIONS
 
 # One pattern per key, each starting with its literal (the regex engine then skips to candidates with a
 # fast substring search: about 10x faster than json.loads on a wide commit).
@@ -114,7 +115,7 @@ def _is_parquet(token: bytes) -> bool:
         return False
     if not token.startswith(b'"'):
         raise NotScannable(f"path is not a string: {token[:40]!r}")
-    return str(json.loads(token)).endswith(".parquet")
+    return str(json.loads(token)).endswith(BASE_FILE_EXTENSIONS)
 
 
 def json_totals(data: bytes, base_files_only: bool, name: str) -> tuple[int, int]:
@@ -129,7 +130,7 @@ def json_totals(data: bytes, base_files_only: bool, name: str) -> tuple[int, int
     total_bytes = total_records = 0
     for stats in (parsed.get("partitionToWriteStats") or {}).values():
         for st in stats or ():
-            if base_files_only and not str(st.get("path") or "").endswith(".parquet"):
+            if base_files_only and not str(st.get("path") or "").endswith(BASE_FILE_EXTENSIONS):
                 continue
             total_bytes += int(st.get("totalWriteBytes") or 0)
             total_records += int(st.get("numWrites") or 0)

@@ -13,9 +13,8 @@ from tests.helpers import SAMPLES_1X, extract_sample_1x, hudi_rs, same_rows, sam
 TABLES = samples_1x()
 META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
         "_hoodie_file_name"]
-# Lance base files need the optional `lance` extra (pylance).
-LANCE = sorted(n for n, t in TABLES.items() if "lance" in n)
-PARQUET = sorted(n for n in TABLES if n not in LANCE)
+# Every table, the one with Lance base files (Hudi 1.2) too: the test extra installs the `lance` extra.
+ALL = sorted(TABLES)
 
 
 def _gold(name: str) -> pa.Table:
@@ -35,18 +34,18 @@ def _check(actual: pa.Table, name: str) -> None:
     assert same_rows(actual, gold), f"{name}: pyhudi's rows differ from the gold"
 
 
-@pytest.mark.parametrize("name", PARQUET)
+@pytest.mark.parametrize("name", ALL)
 def test_snapshot_in_process_equals_gold(tmp_path, name):
     _check(pyhudi.read(_root(name, tmp_path)), name)
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name", PARQUET)
+@pytest.mark.parametrize("name", ALL)
 def test_snapshot_on_spark_equals_gold(spark, tmp_path, name):
     _check(pyhudi.read(spark, _root(name, tmp_path)).toArrow(), name)
 
 
-@pytest.mark.parametrize("name", PARQUET)
+@pytest.mark.parametrize("name", ALL)
 def test_projection_and_filter(tmp_path, name):
     """A projected, filtered read returns the gold's matching rows (filters reach the planner and the
     merged rows alike)."""
@@ -60,7 +59,7 @@ def test_projection_and_filter(tmp_path, name):
     assert sorted(got.column(key).to_pylist()) == [k for k in keys if k in some]
 
 
-@pytest.mark.parametrize("name", PARQUET)
+@pytest.mark.parametrize("name", ALL)
 def test_agrees_with_hudi_rs(tmp_path, name):
     root = _root(name, tmp_path)
     ours, theirs = pyhudi.read(root), hudi_rs(root)
@@ -88,7 +87,7 @@ def _with_commit_times(table: pa.Table, times: set[str]) -> pa.Table:
     return table.filter(pc.is_in(table.column("_hoodie_commit_time"), pa.array(sorted(times), pa.string())))
 
 
-@pytest.mark.parametrize("name", PARQUET)
+@pytest.mark.parametrize("name", ALL)
 def test_time_travel_to_every_instant_agrees_with_hudi_rs(tmp_path, name):
     """Hudi 1.x and hudi-rs both compare as.of.instant with requested times."""
     root = _root(name, tmp_path)
@@ -102,7 +101,7 @@ def test_time_travel_to_every_instant_agrees_with_hudi_rs(tmp_path, name):
         assert same_rows(ours, theirs, cols), f"{name} as of {requested}"
 
 
-@pytest.mark.parametrize("name", PARQUET)
+@pytest.mark.parametrize("name", ALL)
 def test_incremental_selects_by_completion_time(tmp_path, name):
     """1.x's incremental range (begin, end] holds completion times; the rows are those whose commit time
     is the requested time of a commit completed in the range, read as of the range's last commit."""

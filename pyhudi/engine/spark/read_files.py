@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 from pyhudi.engine.spark.schema import avro_to_spark
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import read_parquet
+from pyhudi.io.lance_file import is_lance_file
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import WRITE_ACTIONS
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -55,12 +56,13 @@ def read_base_files(spark: SparkSession, storage: Storage, paths: Sequence[str],
 
     Where the cluster has no Hadoop file system for the table's scheme (s3:// without hadoop-aws, gs://
     without the GCS connector), every file is read on the executors with pyarrow through `Storage`, so
-    the rows still never pass through the driver."""
+    the rows still never pass through the driver. So are Lance base files (Hudi 1.2 LANCE tables)."""
     native = spark_reads_scheme(spark, storage.base_uri)
     if target is None:
         arrow: set[str] = set()
     else:
         arrow = set(paths) if not native else set(arrow_read_paths(paths, schema, timeline))
+        arrow.update(p for p in paths if is_lance_file(p))  # Spark has no Lance reader: pyarrow on executors
     parts = []
     spark_paths = [p for p in paths if p not in arrow]
     if spark_paths or not arrow:
