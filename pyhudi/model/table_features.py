@@ -5,28 +5,37 @@ that shows it:
 
 * `check_readable` runs whenever `hoodie.properties` is loaded (`table_config.load_table_config`), so
   every read, write, table service and CLI command passes it. It refuses what would make pyhudi's
-  reader return wrong rows: bootstrap tables, ORC/HFile base files, another log file format, partition
-  metadata files in base-file format, partition columns left out of the data files, payload classes and
-  merge strategies pyhudi's merge of MOR logs does not implement, key generators it does not know, and
-  any `hoodie.table.*` property that is not on the allow-list below.
+  reader return wrong rows: bootstrap tables, ORC/HFile base files (LANCE ones without the `lance`
+  package), another log file format or table format, partition metadata files in base-file format,
+  partition columns left out of the data files, merge semantics pyhudi's merge of MOR logs does not
+  implement (payload classes, merge strategies, CUSTOM merge modes, partial updates, merge
+  properties), key generators it does not know, and any `hoodie.table.*` or `hoodie.timeline.*`
+  property that is not on the allow-lists below.
 * `check_writable` runs where every write and table service builds its configuration
   (`writer/config.build_write_config`). On top of the above it refuses what a pyhudi write would break
-  for other readers and writers: CDC-enabled tables (a write without CDC logs breaks CDC queries), a
-  consistent-hashing bucket index (table folder or option), RECORD_INDEX/HBASE as the write index, a
-  secondary index, payload classes / merge modes pyhudi does not implement (COW tables too), and on
-  tables with virtual keys (`hoodie.populate.meta.fields=false`) every operation that has to find the
-  stored records by key, whatever the index.
+  for other readers and writers: tables of version 8 and 9 (read, not written yet: `WRITTEN_VERSIONS`),
+  CDC-enabled tables (a write without CDC logs breaks CDC queries), a consistent-hashing bucket index
+  (table folder or option), RECORD_INDEX/HBASE as the write index, a secondary index, non-blocking
+  concurrency control, a `hoodie.write.table.version` other than 6, payload classes / merge modes
+  pyhudi does not implement (COW tables too), and on tables with virtual keys
+  (`hoodie.populate.meta.fields=false`) every operation that has to find the stored records by key.
 
-Unknown `hoodie.table.*` properties: a property of Hudi 0.14/0.15's HoodieTableConfig that pyhudi
-handles, or that does not change how files are read, is on `KNOWN_TABLE_PROPERTIES`; any other
-`hoodie.table.*` key may (it is how Hudi adds table-level switches), so it is refused on read and on
-write. Keys outside `hoodie.table.*` that matter are checked one by one (`_READ_CHECKS`); other keys
-are left alone, because Hudi writers put write options into hoodie.properties that change nothing.
+Merge semantics (`resolve_merge`) follow Hudi 1.x's `HoodieTableConfig.inferMergingConfigsForPreV9Table`
+for table versions 8 and 9, and Hudi 0.14/0.15's payload classes for versions 4-6 (see the function).
+
+Unknown properties: a property of HoodieTableConfig (0.14/0.15, 1.0.2, 1.1.x) that pyhudi handles, or
+that does not change how files are read, is on `KNOWN_TABLE_PROPERTIES` / `KNOWN_TIMELINE_PROPERTIES`;
+any other `hoodie.table.*` / `hoodie.timeline.*` key may (it is how Hudi adds table-level switches), so
+it is refused on read and on write. Keys outside these prefixes that matter are checked one by one
+(`_READ_CHECKS`); other keys are left alone, because Hudi writers put write options into
+hoodie.properties that change nothing.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.errors import UnsupportedTableError
@@ -35,30 +44,82 @@ if TYPE_CHECKING:
     from pyhudi.model.table_config import TableConfig
     from pyhudi.storage import Storage
 
-OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
-DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+_MODEL = "org.apache.hudi.common.model."
+OVERWRITE_PAYLOAD = _MODEL + "OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = _MODEL + "DefaultHoodieRecordPayload"
+EVENT_TIME_PAYLOAD = _MODEL + "EventTimeAvroPayload"
+AWS_DMS_PAYLOAD = _MODEL + "AWSDmsAvroPayload"
+# Hudi 0.14/0.15 semantics pyhudi implements for tables of version 4-6 (reader/log_merge.py).
 SUPPORTED_PAYLOADS = frozenset({OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD})
-# HoodieRecordMerger.DEFAULT_MERGER_STRATEGY_UUID (0.14/0.15): merge through the payload class.
-SUPPORTED_MERGER_STRATEGIES = frozenset({"eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"})
+PAYLOAD_KEY = "hoodie.compaction.payload.class"
+LEGACY_PAYLOAD_KEY = "hoodie.table.legacy.payload.class"
+
+# HoodieRecordMerger's built-in strategy ids (Hudi 1.x). EVENT_TIME's id is also the one Hudi 0.14/0.15
+# wrote for its payload-based HoodieAvroRecordMerger (its DEFAULT_MERGER_STRATEGY_UUID).
+EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+CUSTOM_STRATEGY = "1897ef5f-18bc-4557-939c-9d6a8afd1519"
+PAYLOAD_STRATEGY = "00000000-0000-0000-0000-000000000000"
+STRATEGY_KEY = "hoodie.record.merge.strategy.id"  # Hudi 1.x's name
+OLD_STRATEGY_KEY = "hoodie.compaction.record.merger.strategy"  # Hudi 0.13-0.15's name (1.x's alternative)
+SUPPORTED_MERGER_STRATEGIES = frozenset({EVENT_TIME_STRATEGY})  # what a 0.x writer's strategy may be
+
+MERGE_MODE_KEY = "hoodie.record.merge.mode"
+COMMIT_TIME, EVENT_TIME, CUSTOM = "COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM"
 # hoodie.record.merge.mode (Hudi 1.x) and the payload class each mode stands for in pyhudi.
-MERGE_MODE_PAYLOADS = {"COMMIT_TIME_ORDERING": OVERWRITE_PAYLOAD, "EVENT_TIME_ORDERING": DEFAULT_PAYLOAD}
+MERGE_MODE_PAYLOADS = {COMMIT_TIME: OVERWRITE_PAYLOAD, EVENT_TIME: DEFAULT_PAYLOAD}
+# The payload-mode names of reader/log_merge.MergeMode (Hudi 0.14/0.15 rules, table versions 4-6).
+OVERWRITE_MODE, DEFAULT_MODE = "OverwriteWithLatestAvroPayload", "DefaultHoodieRecordPayload"
+
+PARTIAL_UPDATE_KEY = "hoodie.table.partial.update.mode"
+# PartialUpdateMode (1.1.x) values and what each does to a MOR read: the merged record's columns are not all
+# the winning record's. NONE is the no-op default of 1.1 development builds (absent in released tables).
+PARTIAL_UPDATE_MODES = {
+    "KEEP_VALUES": "columns missing from a partial log record keep the older record's values",
+    "IGNORE_DEFAULTS": "columns holding their schema default keep the older record's values",
+    "FILL_UNAVAILABLE": "columns holding the 'unavailable' marker keep the older record's values",
+    "IGNORE_MARKERS": "columns holding a custom marker keep the older record's values",
+}
+MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
+# DefaultHoodieRecordPayload.DELETE_KEY / DELETE_MARKER as 1.1 stores them: a record whose field's value
+# (as text) equals the marker is a delete (DeleteContext); AWSDmsAvroPayload tables get Op / D.
+DELETE_KEY = MERGE_PROPERTY_PREFIX + "hoodie.payload.delete.field"
+DELETE_MARKER = MERGE_PROPERTY_PREFIX + "hoodie.payload.delete.marker"
+# hoodie.table.legacy.payload.class (1.1, RFC-97) whose 1.x semantics pyhudi implements: the merge mode, the
+# ordering fields and (AWS DMS) the delete marker say all of it. Others are refused by class name.
+LEGACY_PAYLOADS = frozenset({OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, AWS_DMS_PAYLOAD})
+
+_KEYGEN = "org.apache.hudi.keygen."
+SIMPLE, COMPLEX, NONPARTITIONED = (_KEYGEN + "SimpleKeyGenerator", _KEYGEN + "ComplexKeyGenerator",
+                                   _KEYGEN + "NonpartitionedKeyGenerator")
 KNOWN_KEYGENS = frozenset({
-    "org.apache.hudi.keygen.SimpleKeyGenerator", "org.apache.hudi.keygen.ComplexKeyGenerator",
-    "org.apache.hudi.keygen.NonpartitionedKeyGenerator", "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
-    "org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator", "org.apache.hudi.keygen.CustomKeyGenerator",
-    "org.apache.hudi.keygen.CustomAvroKeyGenerator",
+    SIMPLE, COMPLEX, NONPARTITIONED, _KEYGEN + "TimestampBasedKeyGenerator",
+    _KEYGEN + "TimestampBasedAvroKeyGenerator", _KEYGEN + "CustomKeyGenerator", _KEYGEN + "CustomAvroKeyGenerator",
+    _KEYGEN + "SimpleAvroKeyGenerator", _KEYGEN + "ComplexAvroKeyGenerator", _KEYGEN + "NonpartitionedAvroKeyGenerator",
 })
-# hoodie.table.keygenerator.type (Hudi 1.x KeyGeneratorType; a table may carry it beside the class) -> class
+# The Avro twins of Hudi's Spark key generators make the same keys and paths (the Spark classes extend
+# them); pyhudi names them by the Spark class (keygen/spec.py compares class names).
+AVRO_TWINS = {_KEYGEN + "SimpleAvroKeyGenerator": SIMPLE, _KEYGEN + "ComplexAvroKeyGenerator": COMPLEX,
+              _KEYGEN + "NonpartitionedAvroKeyGenerator": NONPARTITIONED}
+# hoodie.table.keygenerator.type (Hudi 1.x KeyGeneratorType) -> the class pyhudi renders keys with
 KEYGEN_TYPES = {
-    "SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator", "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
-    "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
-    "TIMESTAMP": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
-    "TIMESTAMP_AVRO": "org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator",
-    "CUSTOM": "org.apache.hudi.keygen.CustomKeyGenerator", "CUSTOM_AVRO": "org.apache.hudi.keygen.CustomAvroKeyGenerator",
+    "SIMPLE": SIMPLE, "SIMPLE_AVRO": SIMPLE, "COMPLEX": COMPLEX, "COMPLEX_AVRO": COMPLEX,
+    "NON_PARTITION": NONPARTITIONED, "NON_PARTITION_AVRO": NONPARTITIONED,
+    "TIMESTAMP": _KEYGEN + "TimestampBasedKeyGenerator", "TIMESTAMP_AVRO": _KEYGEN + "TimestampBasedAvroKeyGenerator",
+    "CUSTOM": _KEYGEN + "CustomKeyGenerator", "CUSTOM_AVRO": _KEYGEN + "CustomAvroKeyGenerator",
+}
+# KeyGeneratorType values pyhudi does not implement (1.x has them; most were never table key generators).
+UNKNOWN_KEYGEN_TYPES = {
+    "GLOBAL_DELETE": "the global-delete key generator", "GLOBAL_DELETE_AVRO": "the global-delete key generator",
+    "AUTO_RECORD": "auto-generated record keys", "AUTO_RECORD_AVRO": "auto-generated record keys",
+    "HOODIE_TABLE_METADATA": "the metadata table's key generator", "SPARK_SQL": "Spark SQL's key generator",
+    "SPARK_SQL_UUID": "Spark SQL's UUID key generator", "SPARK_SQL_MERGE_INTO": "Spark SQL's MERGE INTO key generator",
+    "STREAMER_TEST": "a test key generator", "USER_PROVIDED": "a key generator class of the user's",
 }
 CONSISTENT_HASHING_DIR = ".hoodie/.bucket_index/consistent_hashing_metadata"
 UNSUPPORTED_WRITE_INDEXES = {"RECORD_INDEX": "the record-level index (kept in the metadata table)",
                              "HBASE": "the HBase index", "FLINK_STATE": "Flink's state index"}
+LANCE_EXTRA = "pip install 'pyhudi[lance]'"
 
 KNOWN_TABLE_PROPERTIES = frozenset({
     # identity and layout pyhudi reads (model/table_config.py)
@@ -66,13 +127,26 @@ KNOWN_TABLE_PROPERTIES = frozenset({
     "hoodie.table.partition.fields", "hoodie.table.recordkey.fields", "hoodie.table.keygenerator.class",
     "hoodie.table.create.schema", "hoodie.table.timeline.timezone", "hoodie.table.checksum",
     "hoodie.table.keygenerator.type",
+    # 1.1's name of the ordering (precombine) fields, a comma list: read first (table_config.ordering_fields)
+    "hoodie.table.ordering.fields",
+    # the table version at creation (1.x): upgrade bookkeeping, nothing is read differently
+    "hoodie.table.initial.version",
     # checked by value below
     "hoodie.table.base.file.format", "hoodie.table.ro.file.format", "hoodie.table.log.file.format",
     "hoodie.table.rt.file.format", "hoodie.table.cdc.enabled", "hoodie.table.cdc.supplemental.logging.mode",
-    "hoodie.table.secondary.indexes.metadata",
+    "hoodie.table.secondary.indexes.metadata", "hoodie.table.format", "hoodie.table.multiple.base.file.formats.enable",
+    PARTIAL_UPDATE_KEY, LEGACY_PAYLOAD_KEY,
     # the metadata table: pyhudi never reads it and removes it on write (model/metadata_table.py)
     "hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight",
+    # where the metadata table's index definitions (secondary / expression indexes) live: metadata-table only
+    "hoodie.table.index.defs.path",
 })
+# hoodie.timeline.*: the layout (checked against the table version by table_config) and, for layout 2, the
+# timeline and history folders under .hoodie (table_config.timeline_dir / history_dir; checked below)
+KNOWN_TIMELINE_PROPERTIES = frozenset({
+    "hoodie.timeline.layout.version", "hoodie.timeline.path", "hoodie.timeline.history.path",
+})
+TIMELINE_PATH_KEYS = ("hoodie.timeline.path", "hoodie.timeline.history.path")
 
 
 def _fail(feature: str, prop: str, fix: str, where: str) -> UnsupportedTableError:
@@ -83,6 +157,24 @@ def _flag(props: Mapping[str, str], key: str) -> bool:
     return props.get(key, "false").strip().lower() == "true"
 
 
+def table_version_of(props: Mapping[str, str]) -> int:
+    """hoodie.table.version; 6 when absent or malformed (table_config refuses those before any read)."""
+    try:
+        return int(props.get("hoodie.table.version", "6").strip())
+    except ValueError:
+        return 6
+
+
+def ordering_fields_of(props: Mapping[str, str]) -> tuple[str, ...]:
+    """The fields an event-time merge compares, in order: `hoodie.table.ordering.fields` (1.1) when the key
+    is there, even empty (Java reads it with the precombine key as its alternative), else the older
+    `hoodie.table.precombine.field` (a comma list since 1.1 as well)."""
+    key = "hoodie.table.ordering.fields" if "hoodie.table.ordering.fields" in props else "hoodie.table.precombine.field"
+    return tuple(f.strip() for f in props.get(key, "").split(",") if f.strip())
+
+
+# ----------------------------------------------------------------------------- files and layout
+
 def _bootstrap(props: Mapping[str, str], where: str) -> None:
     base = props.get("hoodie.bootstrap.base.path", "").strip()
     if base:
@@ -91,12 +183,34 @@ def _bootstrap(props: Mapping[str, str], where: str) -> None:
                     "read and write it with Apache Hudi, or rewrite it into a regular table first", where)
 
 
-def _file_formats(props: Mapping[str, str], where: str) -> None:
+def lance_available() -> bool:
+    """Whether the `lance` package (pylance, the `lance` extra) imports: io/lance_file.py reads with it."""
+    try:
+        importlib.import_module("lance")
+    except ImportError:
+        return False
+    return True
+
+
+def _base_file_formats(props: Mapping[str, str], where: str, write: bool) -> None:
+    """PARQUET is read and written; LANCE (Hudi 1.2) is read when the `lance` package is installed."""
     for key in ("hoodie.table.base.file.format", "hoodie.table.ro.file.format"):
         value = props.get(key, "PARQUET").strip().upper()
-        if value != "PARQUET":
-            raise _fail(f"{value} base files", f"{key}={props[key]}",
-                        "pyhudi reads and writes parquet base files only; use Apache Hudi", where)
+        if value == "PARQUET":
+            continue
+        if value == "LANCE" and not write:
+            if not lance_available():
+                raise UnsupportedTableError(
+                    f"{where}: LANCE base files ({key}={props[key]}) are read with the lance package, which is "
+                    f"not installed; install it with {LANCE_EXTRA}")
+            continue
+        fix = ("pyhudi writes parquet base files only; write this table with Apache Hudi" if value == "LANCE"
+               else "pyhudi reads parquet and lance base files and writes parquet ones; use Apache Hudi")
+        raise _fail(f"{value} base files", f"{key}={props[key]}", fix, where)
+
+
+def _file_formats(props: Mapping[str, str], where: str, write: bool = False) -> None:
+    _base_file_formats(props, where, write)
     for key in ("hoodie.table.log.file.format", "hoodie.table.rt.file.format"):
         value = props.get(key, "HOODIE_LOG").strip().upper()
         if value != "HOODIE_LOG":
@@ -106,6 +220,18 @@ def _file_formats(props: Mapping[str, str], where: str) -> None:
         raise _fail("partition metadata files in base-file format (pyhudi finds partitions by "
                     ".hoodie_partition_metadata)", "hoodie.partition.metafile.use.base.format=true",
                     "use Apache Hudi", where)
+    if _flag(props, "hoodie.table.multiple.base.file.formats.enable"):
+        raise _fail("base files of several formats in one table", "hoodie.table.multiple.base.file.formats.enable=true",
+                    "pyhudi reads one base file format per table; use Apache Hudi", where)
+
+
+def _table_format(props: Mapping[str, str], where: str) -> None:
+    """hoodie.table.format (1.1): `native` is Hudi's own timeline; another format plugs in a timeline
+    pyhudi cannot read (HoodieTableConfig.getTableFormat loads it by name)."""
+    value = props.get("hoodie.table.format", "native").strip()
+    if value.lower() != "native":
+        raise _fail(f"the table format {value}", f"hoodie.table.format={value}",
+                    "pyhudi reads Hudi's native table format only; use Apache Hudi", where)
 
 
 def _dropped_partition_columns(props: Mapping[str, str], where: str) -> None:
@@ -115,49 +241,208 @@ def _dropped_partition_columns(props: Mapping[str, str], where: str) -> None:
                     "read and write it with Apache Hudi", where)
 
 
-def _merge_semantics(props: Mapping[str, str], where: str) -> None:
-    """The payload class, merger strategy and merge mode decide how log records merge with base records:
-    pyhudi implements OverwriteWithLatestAvroPayload and DefaultHoodieRecordPayload only."""
-    payload = props.get("hoodie.compaction.payload.class", "").strip()
+def _timeline_paths(props: Mapping[str, str], where: str) -> None:
+    """The layout-2 timeline and history folders are relative paths under .hoodie; anything else would
+    send pyhudi to list (or write) outside the table's metadata folder."""
+    for key in TIMELINE_PATH_KEYS:
+        value = props.get(key)
+        if value is None:
+            continue
+        parts = value.strip().strip("/").split("/")
+        if value.strip().startswith("/") or "\\" in value or any(p in ("", ".", "..") for p in parts):
+            raise _fail(f"a timeline folder outside .hoodie ({value!r})", f"{key}={value}",
+                        "pyhudi reads a timeline kept in a folder under .hoodie only; use Apache Hudi", where)
+
+
+# ----------------------------------------------------------------------------- merge semantics
+
+@dataclass(frozen=True)
+class MergeConfig:
+    """How a table's records combine (reader/log_merge.py carries it out).
+
+    `mode` is a `log_merge.MergeMode` value: one of Hudi 1.x's orderings, or (table versions 4-6 without
+    a 1.x merge configuration) the Hudi 0.14/0.15 payload class whose rules apply. `ordering_fields` are
+    the table's, whatever the mode; `delete_marker` is (field, value): a record whose field equals the
+    value is a delete.
+    """
+
+    mode: str
+    ordering_fields: tuple[str, ...] = ()
+    delete_marker: tuple[str, str] | None = None
+
+
+def resolve_merge(props: Mapping[str, str], where: str, version: int | None = None,
+                  ordering: tuple[str, ...] | None = None) -> MergeConfig:
+    """The merge a read of this table applies, refusing what pyhudi does not implement by property name.
+
+    `version` / `ordering` default to the ones `props` records. Table versions 8 and 9 follow Hudi 1.x
+    (`_inferred_mode`), versions 4-6 Hudi 0.14/0.15 unless the table records 1.x merge settings
+    (`_legacy_mode`). Partial updates, merge properties other than the delete marker, and legacy
+    payload classes whose semantics are more than a mode are refused (`_merge_extras`).
+    """
+    version = table_version_of(props) if version is None else version
+    ordering = ordering_fields_of(props) if ordering is None else ordering
+    recorded = _recorded_mode(props, where)
+    payload = props.get(PAYLOAD_KEY, "").strip() or None
+    key, strategy = _strategy(props)
+    if version < 8:
+        mode = _legacy_mode(recorded, payload, key, strategy, where)
+        if mode in (OVERWRITE_MODE, DEFAULT_MODE) and len(ordering) > 1:
+            prop = "hoodie.table.ordering.fields" if "hoodie.table.ordering.fields" in props \
+                else "hoodie.table.precombine.field"
+            raise _fail(f"{mode}'s merge over several precombine fields", f"{prop}={','.join(ordering)}",
+                        "Hudi 0.14/0.15's payload classes compare one field; use Apache Hudi", where)
+    else:
+        mode = _inferred_mode(recorded, payload, key, strategy, ordering, version, where)
+    return MergeConfig(mode, ordering, _merge_extras(props, where))
+
+
+def _recorded_mode(props: Mapping[str, str], where: str) -> str | None:
+    mode = props.get(MERGE_MODE_KEY, "").strip().upper() or None
+    if mode is not None and mode not in (COMMIT_TIME, EVENT_TIME, CUSTOM):
+        raise _fail(f"the merge mode {mode}", f"{MERGE_MODE_KEY}={props[MERGE_MODE_KEY]}",
+                    "Hudi 1.x knows COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING and CUSTOM; use Apache Hudi", where)
+    return mode
+
+
+def _strategy(props: Mapping[str, str]) -> tuple[str, str | None]:
+    """(key, id) of the record merger strategy: 1.x's key first, then 0.13-0.15's (its alternative)."""
+    for key in (STRATEGY_KEY, OLD_STRATEGY_KEY):
+        value = props.get(key, "").strip()
+        if value:
+            return key, value
+    return STRATEGY_KEY, None
+
+
+def _mode_of_payload(payload: str | None) -> str | None:
+    """HoodieTableConfig.inferRecordMergeModeFromPayloadClass (1.0.2 / 1.1.x)."""
+    if not payload:
+        return None
+    if payload in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD):
+        return EVENT_TIME
+    return COMMIT_TIME if payload == OVERWRITE_PAYLOAD else CUSTOM
+
+
+def _mode_of_strategy(strategy: str | None) -> str | None:
+    """HoodieTableConfig.inferRecordMergeModeFromMergeStrategyId (1.0.2 / 1.1.x)."""
+    if not strategy:
+        return None
+    return {EVENT_TIME_STRATEGY: EVENT_TIME, COMMIT_TIME_STRATEGY: COMMIT_TIME}.get(strategy, CUSTOM)
+
+
+def _inferred_mode(recorded: str | None, payload: str | None, key: str, strategy: str | None,
+                   ordering: tuple[str, ...], version: int, where: str) -> str:
+    """Hudi 1.x's mode for table versions 8 and 9.
+
+    Version 9: the recorded `hoodie.record.merge.mode` as it is (1.1's FileGroupReaderSchemaHandler infers
+    below version 9 only). Version 8, and a version-9 table recording no mode:
+    `HoodieTableConfig.inferMergingConfigsForPreV9Table` - with neither payload class nor strategy id, the
+    recorded mode, else EVENT_TIME_ORDERING when ordering fields are set, else COMMIT_TIME_ORDERING;
+    otherwise the strategy's mode (`inferRecordMergeModeFromMergeStrategyId`), else the payload's
+    (`inferRecordMergeModeFromPayloadClass`), after checking that a built-in strategy and the payload
+    agree; a recorded mode must equal what is inferred (Java fails the same checks).
+    """
+    if version >= 9 and recorded is not None:
+        mode = recorded
+    elif not payload and not strategy:
+        mode = recorded or (EVENT_TIME if ordering else COMMIT_TIME)
+    else:
+        by_payload, by_strategy = _mode_of_payload(payload), _mode_of_strategy(strategy)
+        if by_payload and by_strategy and by_strategy != CUSTOM and by_payload != by_strategy:
+            raise _fail(f"a payload class and merge strategy that conflict ({by_payload} and {by_strategy})",
+                        f"{PAYLOAD_KEY}={payload}, {key}={strategy}",
+                        "Hudi 1.x refuses the combination too; fix hoodie.properties with Apache Hudi", where)
+        mode = by_strategy or by_payload or COMMIT_TIME
+        if recorded is not None and recorded != mode:
+            raise _fail(f"the merge mode {recorded}, which contradicts the payload class / merge strategy "
+                        f"({mode})", f"{MERGE_MODE_KEY}={recorded}",
+                        "Hudi 1.x refuses the combination too; fix hoodie.properties with Apache Hudi", where)
+    if mode == CUSTOM:
+        raise _custom(payload, key, strategy, where)
+    return mode
+
+
+def _custom(payload: str | None, key: str, strategy: str | None, where: str) -> UnsupportedTableError:
+    if payload:
+        what, prop = f"the CUSTOM merge mode through the payload class {payload}", f"{PAYLOAD_KEY}={payload}"
+    elif strategy:
+        what, prop = f"the CUSTOM merge mode through the record merger {strategy}", f"{key}={strategy}"
+    else:
+        what, prop = "the CUSTOM merge mode", f"{MERGE_MODE_KEY}={CUSTOM}"
+    return _fail(what, prop, "pyhudi merges by COMMIT_TIME_ORDERING or EVENT_TIME_ORDERING only; read the table "
+                 "with Apache Hudi", where)
+
+
+def _legacy_mode(recorded: str | None, payload: str | None, key: str, strategy: str | None, where: str) -> str:
+    """Table versions 4-6: Hudi 0.14/0.15's payload semantics, unless the table carries a 1.x merge setting.
+
+    A 0.x writer records the payload class and (0.13+) its payload merger's strategy id under the old key;
+    pyhudi implements OverwriteWithLatestAvroPayload and DefaultHoodieRecordPayload. A 1.x writer keeping
+    the table at version 6 records the strategy under 1.x's key: EVENT_TIME's id (also 0.x's payload
+    merger) and PAYLOAD_BASED leave the payload deciding, COMMIT_TIME's id is 1.x commit-time ordering.
+    A recorded `hoodie.record.merge.mode` is followed as 1.x's ordering; its payload class must match.
+    """
+    allowed = {EVENT_TIME_STRATEGY} if key == OLD_STRATEGY_KEY else {EVENT_TIME_STRATEGY, COMMIT_TIME_STRATEGY,
+                                                                      PAYLOAD_STRATEGY}
+    if strategy and strategy not in allowed:
+        raise _fail(f"the record merger strategy {strategy}", f"{key}={strategy}",
+                    f"pyhudi merges through the payload class (strategy {EVENT_TIME_STRATEGY}) or, on tables "
+                    "written by Hudi 1.x, by commit or event time; use Apache Hudi", where)
     if payload and payload not in SUPPORTED_PAYLOADS:
-        raise _fail(f"the payload class {payload}", f"hoodie.compaction.payload.class={payload}",
+        raise _fail(f"the payload class {payload}", f"{PAYLOAD_KEY}={payload}",
                     "pyhudi merges records as OverwriteWithLatestAvroPayload or DefaultHoodieRecordPayload only; "
                     "use Apache Hudi", where)
-    for key in ("hoodie.compaction.record.merger.strategy", "hoodie.record.merge.strategy.id"):
-        strategy = props.get(key, "").strip()
-        if strategy and strategy not in SUPPORTED_MERGER_STRATEGIES:
-            raise _fail(f"the record merger strategy {strategy}", f"{key}={strategy}",
-                        "pyhudi merges through the payload class only (strategy "
-                        f"{min(SUPPORTED_MERGER_STRATEGIES)}); use Apache Hudi", where)
-    mode = props.get("hoodie.record.merge.mode", "").strip().upper()
-    if mode:
-        wanted = MERGE_MODE_PAYLOADS.get(mode)
-        if wanted is None or (payload and payload != wanted):
-            raise _fail(f"the merge mode {mode}", f"hoodie.record.merge.mode={mode}",
-                        "pyhudi implements COMMIT_TIME_ORDERING (OverwriteWithLatestAvroPayload) and "
-                        "EVENT_TIME_ORDERING (DefaultHoodieRecordPayload) only; use Apache Hudi", where)
+    implied = COMMIT_TIME if strategy == COMMIT_TIME_STRATEGY else None
+    mode = recorded or implied
+    if mode is None:
+        return DEFAULT_MODE if payload == DEFAULT_PAYLOAD else OVERWRITE_MODE
+    wanted = MERGE_MODE_PAYLOADS.get(mode)
+    prop = f"{MERGE_MODE_KEY}={mode}" if recorded else f"{key}={strategy}"
+    if wanted is None or (payload and payload != wanted) or (recorded and implied and recorded != implied):
+        raise _fail(f"the merge mode {mode}", prop, "pyhudi implements COMMIT_TIME_ORDERING "
+                    "(OverwriteWithLatestAvroPayload) and EVENT_TIME_ORDERING (DefaultHoodieRecordPayload) only; "
+                    "use Apache Hudi", where)
+    return mode
 
 
-def _keygen(props: Mapping[str, str], where: str) -> None:
-    keygen = props.get("hoodie.table.keygenerator.class", "").strip()
-    kind = props.get("hoodie.table.keygenerator.type", "").strip()
-    if kind and (kind.upper() not in KEYGEN_TYPES or (keygen and KEYGEN_TYPES[kind.upper()] != keygen)):
-        raise _fail(f"the key generator type {kind}", f"hoodie.table.keygenerator.type={kind}",
-                    "pyhudi knows the types " + ", ".join(KEYGEN_TYPES) + " (matching "
-                    "hoodie.table.keygenerator.class when both are set); use Apache Hudi", where)
-    if keygen and keygen not in KNOWN_KEYGENS:
-        raise _fail(f"the key generator {keygen}", f"hoodie.table.keygenerator.class={keygen}",
-                    "pyhudi knows Hudi's Simple, Complex, Nonpartitioned, TimestampBased and Custom key "
-                    "generators only; use Apache Hudi", where)
+def _merge_extras(props: Mapping[str, str], where: str) -> tuple[str, str] | None:
+    """Partial updates, merge properties and legacy payload classes (Hudi 1.1, RFC-97): the delete marker
+    is returned for the merge; anything else that changes how records combine is refused by name."""
+    partial = props.get(PARTIAL_UPDATE_KEY, "").strip()
+    if partial and partial.upper() != "NONE":
+        what = PARTIAL_UPDATE_MODES.get(partial.upper(), "an unknown partial-update rule")
+        raise _fail(f"partial updates ({what})", f"{PARTIAL_UPDATE_KEY}={partial}",
+                    "pyhudi merges whole records only; read the table with Apache Hudi", where)
+    extra = sorted(k for k in props if k.startswith(MERGE_PROPERTY_PREFIX) and k not in (DELETE_KEY, DELETE_MARKER))
+    if extra:
+        raise _fail("a merge property pyhudi does not implement", f"{extra[0]}={props[extra[0]]}",
+                    "pyhudi implements the delete marker (hoodie.payload.delete.field / .marker) only; "
+                    "use Apache Hudi", where)
+    field, marker = props.get(DELETE_KEY, "").strip(), props.get(DELETE_MARKER, "")
+    if bool(field) != bool(marker):
+        key, other = (DELETE_KEY, DELETE_MARKER) if field else (DELETE_MARKER, DELETE_KEY)
+        raise _fail("a delete marker without its field or value", f"{key}={props.get(key, '')} without {other}",
+                    "Hudi needs both hoodie.payload.delete.field and hoodie.payload.delete.marker; fix the "
+                    "table with Apache Hudi", where)
+    _legacy_payload(props, bool(field), where)
+    return (field, marker) if field else None
 
 
-def _unknown_table_properties(props: Mapping[str, str], where: str) -> None:
-    unknown = sorted(k for k in props if k.startswith("hoodie.table.") and k not in KNOWN_TABLE_PROPERTIES)
-    if unknown:
-        key = unknown[0]
-        raise _fail(f"an unknown table property that may change how files are read ({', '.join(unknown)})",
-                    f"{key}={props[key]}", "pyhudi refuses table properties it does not know rather than "
-                    "misread the table; use Apache Hudi", where)
+def _legacy_payload(props: Mapping[str, str], has_marker: bool, where: str) -> None:
+    """hoodie.table.legacy.payload.class names the payload a version-9 table was written with before 1.1;
+    its merge mode and properties now say how records combine, which is all of it for the classes in
+    LEGACY_PAYLOADS (AWS DMS: commit time plus the Op=D delete marker)."""
+    legacy = props.get(LEGACY_PAYLOAD_KEY, "").strip()
+    if not legacy or (legacy in LEGACY_PAYLOADS and (legacy != AWS_DMS_PAYLOAD or has_marker)):
+        return
+    raise _fail(f"the payload class {legacy} (migrated to merge settings by Hudi 1.1)",
+                f"{LEGACY_PAYLOAD_KEY}={legacy}", "pyhudi implements OverwriteWithLatestAvroPayload, "
+                "DefaultHoodieRecordPayload, EventTimeAvroPayload and AWSDmsAvroPayload tables only; use "
+                "Apache Hudi", where)
+
+
+def _merge_semantics(props: Mapping[str, str], where: str) -> None:
+    resolve_merge(props, where)
 
 
 def _merge_semantics_if_mor(props: Mapping[str, str], where: str) -> None:
@@ -167,9 +452,58 @@ def _merge_semantics_if_mor(props: Mapping[str, str], where: str) -> None:
         _merge_semantics(props, where)
 
 
+# ----------------------------------------------------------------------------- key generators
+
+def keygen_class_of(props: Mapping[str, str]) -> str | None:
+    """The class pyhudi renders keys with: hoodie.table.keygenerator.class when set (Java's
+    KeyGeneratorType.getKeyGeneratorClassName reads it first), else the class of
+    hoodie.table.keygenerator.type; Avro twins of the simple / complex / nonpartitioned key generators by
+    their Spark class. None when neither names one (or `_keygen` refuses what is named)."""
+    named = props.get("hoodie.table.keygenerator.class", "").strip()
+    if named:
+        return AVRO_TWINS.get(named, named)
+    return KEYGEN_TYPES.get(props.get("hoodie.table.keygenerator.type", "").strip().upper())
+
+
+def _family(keygen: str) -> str:
+    """A key generator and its Avro twin are one family (TimestampBased / Custom ones too)."""
+    keygen = AVRO_TWINS.get(keygen, keygen)
+    return keygen.replace("AvroKeyGenerator", "KeyGenerator")
+
+
+def _keygen(props: Mapping[str, str], where: str) -> None:
+    keygen = props.get("hoodie.table.keygenerator.class", "").strip()
+    kind = props.get("hoodie.table.keygenerator.type", "").strip()
+    if kind and kind.upper() in UNKNOWN_KEYGEN_TYPES and not (kind.upper() == "USER_PROVIDED" and keygen):
+        raise _fail(f"{UNKNOWN_KEYGEN_TYPES[kind.upper()]} (key generator type {kind})",
+                    f"hoodie.table.keygenerator.type={kind}", "pyhudi knows the types " + ", ".join(KEYGEN_TYPES)
+                    + "; use Apache Hudi", where)
+    mapped = KEYGEN_TYPES.get(kind.upper()) if kind else None
+    if kind and kind.upper() != "USER_PROVIDED" and (mapped is None or (keygen and _family(mapped) != _family(keygen))):
+        raise _fail(f"the key generator type {kind}", f"hoodie.table.keygenerator.type={kind}",
+                    "pyhudi knows the types " + ", ".join(KEYGEN_TYPES) + " (matching "
+                    "hoodie.table.keygenerator.class when both are set); use Apache Hudi", where)
+    if keygen and keygen not in KNOWN_KEYGENS:
+        raise _fail(f"the key generator {keygen}", f"hoodie.table.keygenerator.class={keygen}",
+                    "pyhudi knows Hudi's Simple, Complex, Nonpartitioned, TimestampBased and Custom key "
+                    "generators (and their Avro variants) only; use Apache Hudi", where)
+
+
+# ----------------------------------------------------------------------------- unknown properties
+
+def _unknown_properties(props: Mapping[str, str], where: str) -> None:
+    unknown = sorted(k for k in props if (k.startswith("hoodie.table.") and k not in KNOWN_TABLE_PROPERTIES)
+                     or (k.startswith("hoodie.timeline.") and k not in KNOWN_TIMELINE_PROPERTIES))
+    if unknown:
+        key = unknown[0]
+        raise _fail(f"an unknown table property that may change how files are read ({', '.join(unknown)})",
+                    f"{key}={props[key]}", "pyhudi refuses table properties it does not know rather than "
+                    "misread the table; use Apache Hudi", where)
+
+
 _READ_CHECKS: tuple[Callable[[Mapping[str, str], str], None], ...] = (
-    _bootstrap, _file_formats, _dropped_partition_columns, _merge_semantics_if_mor, _keygen,
-    _unknown_table_properties,
+    _bootstrap, _file_formats, _table_format, _dropped_partition_columns, _timeline_paths,
+    _merge_semantics_if_mor, _keygen, _unknown_properties,
 )
 
 
@@ -193,6 +527,15 @@ def on_disk_features(storage: Storage) -> frozenset[str]:
     return frozenset(found)
 
 
+# ----------------------------------------------------------------------------- writes
+
+# Table versions pyhudi writes (4 and 5 are upgraded to 6 by the first write), all with timeline layout 1.
+# The one place to lift when pyhudi writes versions 8 and 9.
+WRITTEN_VERSIONS = (4, 5, 6)
+WRITTEN_LAYOUT = 1
+NBCC = "NON_BLOCKING_CONCURRENCY_CONTROL"
+
+
 def check_writable(config: TableConfig, options: Any, needs_tagging: bool, where: str = "") -> None:
     """Refuse a write or table service that would break the table for Hudi (see the module docstring).
 
@@ -204,6 +547,9 @@ def check_writable(config: TableConfig, options: Any, needs_tagging: bool, where
     where = where or f"table {config.name!r}"
     props = config.raw
     check_properties_readable(props, where)
+    _written_version(config, where)
+    _write_options(options, where)
+    _base_file_formats(props, where, write=True)
     _merge_semantics(props, where)
     _cdc(props, options, where)
     _feature_options(options, where)
@@ -218,6 +564,43 @@ def check_writable(config: TableConfig, options: Any, needs_tagging: bool, where
                     "bulk_insert are supported on such tables", where)
 
 
+def _written_version(config: TableConfig, where: str) -> None:
+    """Versions 8 and 9 (timeline layout 2) are read, not written: every write and table service stops here."""
+    if config.version in WRITTEN_VERSIONS and config.layout_version == WRITTEN_LAYOUT:
+        return
+    raise UnsupportedTableError(
+        f"{where}: table version {config.version} is read by pyhudi but not written yet "
+        f"(hoodie.table.version={config.version}, hoodie.timeline.layout.version={config.layout_version}); "
+        "write it with Apache Hudi 1.x, or downgrade it to version 6 with Hudi 1.x's `hudi-cli` "
+        "(`downgrade table --toVersion SIX`) to write it with pyhudi")
+
+
+def _option(options: Any, key: str, default: Any) -> Any:
+    """A write option by key: the parsed value when pyhudi declares the key, else the raw one passed through."""
+    if options is None:
+        return default
+    from pyhudi.config import keys as K
+
+    prop = {"hoodie.write.concurrency.mode": K.CONCURRENCY_MODE, "hoodie.write.table.version": K.TABLE_VERSION}[key]
+    if options.is_set(prop):
+        return options.get(prop)
+    return getattr(options, "extras", {}).get(key, default)
+
+
+def _write_options(options: Any, where: str) -> None:
+    """Write options asking for what pyhudi does not write: another table version, and non-blocking
+    concurrency control (concurrent writers to one file group, which pyhudi's conflict checks do not
+    allow for; it must never run as single-writer or OCC)."""
+    mode = str(_option(options, "hoodie.write.concurrency.mode", "SINGLE_WRITER") or "").strip().upper()
+    if mode in (NBCC, "NBCC"):
+        raise _fail("non-blocking concurrency control", f"hoodie.write.concurrency.mode={mode}",
+                    "use SINGLE_WRITER or OPTIMISTIC_CONCURRENCY_CONTROL, or write with Apache Hudi 1.x", where)
+    version = _option(options, "hoodie.write.table.version", 6)
+    if str(version).strip() != "6":
+        raise _fail(f"writing table version {version}", f"hoodie.write.table.version={version}",
+                    "pyhudi writes table version 6; drop the option or set it to 6", where)
+
+
 def _feature_options(options: Any, where: str) -> None:
     """Write options asking for a feature a table would be created with (pyhudi does not know these keys,
     so they would be ignored with a warning and the table written without the feature)."""
@@ -225,7 +608,8 @@ def _feature_options(options: Any, where: str) -> None:
     asked = {k: str(v) for k, v in extras.items() if k.startswith(("hoodie.table.", "hoodie.bootstrap."))}
     asked.pop("hoodie.table.cdc.enabled", None)  # _cdc names it
     _bootstrap(asked, f"{where} (write options)")
-    _file_formats(asked, f"{where} (write options)")
+    _file_formats(asked, f"{where} (write options)", write=True)
+    _table_format(asked, f"{where} (write options)")
 
 
 def _cdc(props: Mapping[str, str], options: Any, where: str) -> None:

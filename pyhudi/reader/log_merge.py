@@ -65,6 +65,13 @@ checked case by case against the installed ``hudi`` reader, see
   next data record whatever its value; but the base record is then still
   compared by value with the surviving log record.
 
+Hudi 1.1 tables may compare several ordering fields (``MergeSpec.ordering_fields``):
+field by field, the first difference deciding (``ArrayComparable``), each
+field's null ranking as a single field's does; their deletes carry an
+``ArrayWrapper``. A delete marker (``MergeSpec.delete_marker``) makes a chosen
+record whose field holds the marker a delete, as ``_hoodie_is_deleted`` does.
+``table_merge_rules`` reads all of it from ``hoodie.properties``.
+
 Vectorized form: per key, log records before the last delete that applies are
 irrelevant; the winner among the rest is the maximum by (ordering value,
 position) - one lexsort over (key, tier, ordering rank, position) in numpy.
@@ -101,6 +108,7 @@ from pyhudi.io.log_format import (
     read_block_content,
 )
 from pyhudi.io.schema import conform_table
+from pyhudi.model.table_features import resolve_merge
 from pyhudi.storage import Storage
 
 if TYPE_CHECKING:
@@ -131,27 +139,68 @@ class MergeMode(Enum):
         return self in (MergeMode.OVERWRITE_PAYLOAD, MergeMode.DEFAULT_PAYLOAD)
 
 
-def table_merge_mode(config: TableConfig) -> tuple[MergeMode, str | None]:
-    """The table's merge mode and the ordering field its merges compare (None: none to compare).
+@dataclass(frozen=True)
+class MergeRules:
+    """A table's merge: the mode, the fields an event-time merge compares (in order), and the custom
+    delete marker (field, value) - a record whose field equals the value is a delete (Hudi 1.1's
+    ``hoodie.record.merge.property.hoodie.payload.delete.field`` / ``.marker``).
 
-    A recorded ``hoodie.record.merge.mode`` (Hudi 1.x) is followed as it is;
-    otherwise the payload class decides with Hudi 0.14/0.15's rules, which
-    compare the precombine field among log records for either payload. The
-    table's own payload class counts, not a write option's: Hudi's log
-    scanner and compaction take it from ``hoodie.properties`` too.
+    ``table_merge_rules`` reads them from ``hoodie.properties``; ``spec_options`` are the matching
+    ``MergeSpec`` keyword arguments.
     """
-    mode = config.raw.get("hoodie.record.merge.mode", "").strip().upper()
-    if mode == MergeMode.COMMIT_TIME_ORDERING.value:
-        return MergeMode.COMMIT_TIME_ORDERING, None
-    if mode == MergeMode.EVENT_TIME_ORDERING.value:
-        return MergeMode.EVENT_TIME_ORDERING, config.precombine_field
-    if mode:
+
+    mode: MergeMode
+    ordering_fields: tuple[str, ...] = ()
+    delete_marker: tuple[str, str] | None = None
+
+    @property
+    def compared_fields(self) -> tuple[str, ...]:
+        """The fields merges compare: none by 1.x commit time (Hudi 0.14's payloads compare the
+        precombine field among log records whatever the payload)."""
+        return () if self.mode is MergeMode.COMMIT_TIME_ORDERING else self.ordering_fields
+
+    def spec_options(self) -> dict[str, Any]:
+        """``MergeSpec(committed, as_of, target_schema=..., **rules.spec_options())``."""
+        compared = self.compared_fields
+        return {"mode": self.mode, "event_time_field": compared[0] if compared else None,
+                "ordering_fields": compared, "delete_marker": self.delete_marker}
+
+
+def table_merge_rules(config: TableConfig) -> MergeRules:
+    """How the table's records combine, by Hudi's rules for its version (``table_features.resolve_merge``:
+    Hudi 1.x's inference for versions 8 and 9, 0.14/0.15's payload classes for 4-6 unless the table
+    records 1.x merge settings). CUSTOM modes, partial updates and the like are refused naming the
+    property. The table's own settings count, not a write's: Hudi's log scanner and compaction take them
+    from ``hoodie.properties`` too.
+    """
+    props = dict(config.raw)
+    if config.payload_class and "hoodie.compaction.payload.class" not in props:
+        props["hoodie.compaction.payload.class"] = config.payload_class
+    merge = resolve_merge(props, f"table {config.name!r}", config.version, config.ordering_fields)
+    return MergeRules(MergeMode(merge.mode), merge.ordering_fields, merge.delete_marker)
+
+
+def table_merge_mode(config: TableConfig) -> tuple[MergeMode, str | None]:
+    """The table's merge mode and the one ordering field its merges compare (None: none to compare).
+
+    For callers building a ``MergeSpec`` from ``event_time_field`` alone: a table whose merge needs more
+    (several ordering fields, a delete marker) is refused here rather than merged by half its rules;
+    ``table_merge_rules(config).spec_options()`` carries all of them.
+    """
+    rules = table_merge_rules(config)
+    compared = rules.compared_fields
+    where = f"table {config.name!r}"
+    if len(compared) > 1:
         raise UnsupportedTableError(
-            f"table {config.name!r}: the merge mode {mode} (hoodie.record.merge.mode={mode}) is not supported by "
-            "pyhudi; it merges by COMMIT_TIME_ORDERING or EVENT_TIME_ORDERING only; use Apache Hudi")
-    if (config.payload_class or "").endswith(".DefaultHoodieRecordPayload"):
-        return MergeMode.DEFAULT_PAYLOAD, config.precombine_field
-    return MergeMode.OVERWRITE_PAYLOAD, config.precombine_field
+            f"{where}: event-time ordering over several fields (hoodie.table.ordering.fields="
+            f"{','.join(compared)}) needs a merge given all of them (log_merge.table_merge_rules); this "
+            "operation compares one field; read the table with Apache Hudi")
+    if rules.delete_marker is not None:
+        raise UnsupportedTableError(
+            f"{where}: the delete marker (hoodie.record.merge.property.hoodie.payload.delete.field="
+            f"{rules.delete_marker[0]}) needs a merge given it (log_merge.table_merge_rules); this operation "
+            "does not apply it; read the table with Apache Hudi")
+    return rules.mode, compared[0] if compared else None
 
 
 @dataclass(frozen=True)
@@ -162,7 +211,11 @@ class MergeSpec:
     (virtual keys): keys are then rebuilt from data columns the way Hudi's
     simple/complex key generators render them. ``committed_before`` treats
     block instants older than the active timeline as committed (archived),
-    as Hudi's ``containsOrBeforeTimelineStarts`` does.
+    as Hudi's ``containsOrBeforeTimelineStarts`` does. ``ordering_fields``
+    (1.x event time only) are all the fields compared, lexicographically, the
+    first being ``event_time_field``; ``delete_marker`` makes a record whose
+    field equals the value a delete. ``merge_columns`` are the columns the
+    target schema must hold for them.
     """
 
     committed: frozenset[str]
@@ -173,19 +226,52 @@ class MergeSpec:
     record_key_fields: tuple[str, ...] = ()
     committed_before: str | None = None
     # None: a Hudi 1.x ordering inferred from event_time_field, as hudi-rs infers it for a version-6
-    # table (COMMIT_TIME_ORDERING without one); table_merge_mode gives the table's own.
+    # table (COMMIT_TIME_ORDERING without one); table_merge_rules gives the table's own.
     mode: MergeMode | None = None
+    ordering_fields: tuple[str, ...] = ()
+    delete_marker: tuple[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.ordering_fields:
+            return
+        if self.event_time_field not in (None, self.ordering_fields[0]):
+            raise InvalidConfigError(f"event_time_field={self.event_time_field!r} is not the first of "
+                                     f"ordering_fields={self.ordering_fields!r}")
+        if len(self.ordering_fields) > 1 and self.merge_mode.precombines:
+            raise InvalidConfigError(f"{self.merge_mode.value} compares one ordering field (Hudi 0.14/0.15), "
+                                     f"not {','.join(self.ordering_fields)}")
 
     @property
     def merge_mode(self) -> MergeMode:
         if self.mode is not None:
             return self.mode
-        return MergeMode.COMMIT_TIME_ORDERING if self.event_time_field is None else MergeMode.EVENT_TIME_ORDERING
+        return MergeMode.COMMIT_TIME_ORDERING if self.event_time_field is None and not self.ordering_fields \
+            else MergeMode.EVENT_TIME_ORDERING
+
+    @property
+    def compared_fields(self) -> tuple[str, ...]:
+        """The fields merges compare, in order: none when the mode orders by commit time."""
+        if self.merge_mode is MergeMode.COMMIT_TIME_ORDERING:
+            return ()
+        if self.ordering_fields:
+            return self.ordering_fields
+        return (self.event_time_field,) if self.event_time_field else ()
 
     @property
     def ordering_field(self) -> str | None:
-        """The field merges compare: ``event_time_field``, unless the mode orders by commit time."""
-        return None if self.merge_mode is MergeMode.COMMIT_TIME_ORDERING else self.event_time_field
+        """The first field merges compare: ``event_time_field``, unless the mode orders by commit time."""
+        compared = self.compared_fields
+        return compared[0] if compared else None
+
+    @property
+    def merge_columns(self) -> tuple[str, ...]:
+        """Top-level columns the merge reads besides the record key: the compared fields', the delete
+        marker's and ``_hoodie_is_deleted``. A projected read's target schema must keep those the table has."""
+        names = [f.split(".")[0] for f in self.compared_fields]
+        if self.delete_marker is not None:
+            names.append(self.delete_marker[0].split(".")[0])
+        names.append(IS_DELETED)
+        return tuple(dict.fromkeys(names))
 
     def block_visible(self, instant: str | None) -> bool:
         """A data/delete block counts only for a completed write instant at or before ``as_of``."""
@@ -255,7 +341,7 @@ def merge_file_slice(
     events = _Events()
     n_base = n_rows = base.num_rows
     data_reset = ord_type is None and not mode.precombines  # 1.x commit time: every record resets
-    events.add(_keys(raw_base, base, spec), np.arange(n_base, dtype=np.int64), _ordering(base, spec.ordering_field),
+    events.add(_keys(raw_base, base, spec), np.arange(n_base, dtype=np.int64), _ordering(base, spec),
                np.full(n_base, data_reset))
     for block in blocks:
         if block.block_type == BlockType.DELETE_BLOCK:
@@ -273,15 +359,14 @@ def merge_file_slice(
         stats.total_log_records += table.num_rows
         parts.append(table)
         events.add(_keys(raw, table, spec), np.arange(n_rows, n_rows + table.num_rows, dtype=np.int64),
-                   _ordering(table, spec.ordering_field), np.full(table.num_rows, data_reset))
+                   _ordering(table, spec), np.full(table.num_rows, data_reset))
         n_rows += table.num_rows
 
     data = pa.concat_tables(parts)
     src, has_base, position = _merge(events, n_base, ord_type, mode)
     keep = src >= 0
-    if IS_DELETED in target.names and keep.any():  # a record flagged deleted is a delete (Hudi payloads)
-        flag = pc.fill_null(data.column(IS_DELETED).take(pa.array(np.where(keep, src, 0))), False)
-        keep &= ~np.asarray(flag.to_numpy(zero_copy_only=False), dtype=bool)
+    if keep.any():  # a record flagged deleted is a delete once chosen (Hudi payloads, 1.x's DeleteContext)
+        keep &= ~_flagged_deleted(data, np.where(keep, src, 0), spec)
     stats.updated_records = int(np.count_nonzero(keep & has_base & (src >= n_base)))
     stats.deleted_records = _distinct_base_keys(events, n_base) - int(np.count_nonzero(keep & has_base))
     order = np.argsort(position[keep], kind="stable")
@@ -410,13 +495,40 @@ def _column(table: pa.Table, dotted: str) -> pa.Array:
 
 
 def _ordering_type(spec: MergeSpec) -> pa.DataType | None:
-    if spec.ordering_field is None:
+    """The compared field's type; several fields compare as a struct of theirs (``f0``, ``f1``, ...)."""
+    fields = spec.compared_fields
+    if not fields:
         return None
-    return _column(spec.target_schema.empty_table(), spec.ordering_field).type
+    empty = spec.target_schema.empty_table()
+    types = [_column(empty, f).type for f in fields]
+    return types[0] if len(types) == 1 else pa.struct([pa.field(f"f{i}", t) for i, t in enumerate(types)])
 
 
-def _ordering(table: pa.Table, field: str | None) -> pa.Array | None:
-    return None if field is None else _column(table, field)
+def _ordering(table: pa.Table, spec: MergeSpec) -> pa.Array | None:
+    fields = spec.compared_fields
+    if not fields:
+        return None
+    if len(fields) == 1:
+        return _column(table, fields[0])
+    return pa.StructArray.from_arrays([_column(table, f) for f in fields], names=[f"f{i}" for i in range(len(fields))])
+
+
+def _flagged_deleted(data: pa.Table, rows: np.ndarray, spec: MergeSpec) -> np.ndarray:
+    """Whether each chosen row is a delete: ``_hoodie_is_deleted`` is true (Hudi payloads), or the delete
+    marker's field holds the marker (Hudi 1.1's DeleteContext compares the value's text with it)."""
+    idx = pa.array(rows)
+    flags = np.zeros(len(rows), dtype=bool)
+    if IS_DELETED in spec.target_schema.names:
+        flag = pc.fill_null(data.column(IS_DELETED).take(idx), False)
+        flags |= np.asarray(flag.to_numpy(zero_copy_only=False), dtype=bool)
+    if spec.delete_marker is not None:
+        field, marker = spec.delete_marker
+        if field.split(".")[0] not in data.column_names:
+            raise InvalidConfigError(f"the delete marker's column {field!r} is not in the merge's read schema; a "
+                                     "projected read must keep MergeSpec.merge_columns")
+        text = _column(data, field).take(idx).cast(pa.string())
+        flags |= np.asarray(pc.fill_null(pc.equal(text, marker), False).to_numpy(zero_copy_only=False), dtype=bool)
+    return flags
 
 
 # ----------------------------------------------------------------------------- delete blocks
@@ -447,6 +559,8 @@ def _delete_events(block: LogBlock, ord_type: pa.DataType | None,
     keys = pa.array([r[0] for r in records], pa.string())
     if ord_type is None:
         return keys, None, np.ones(len(records), dtype=bool)
+    if pa.types.is_struct(ord_type):
+        return (keys, *_array_delete_ordering(records, ord_type))
     values: list[Any] = [None] * len(records)
     reset = np.ones(len(records), dtype=bool)
     by_wrapper: dict[str, list[int]] = {}
@@ -465,6 +579,31 @@ def _delete_events(block: LogBlock, ord_type: pa.DataType | None,
         for i, v in zip(idx, converted):
             values[i], reset[i] = v, False
     return keys, pa.array(values, ord_type), reset
+
+
+def _array_delete_ordering(records: list[tuple[str | None, str | None, Any]],
+                           ord_type: pa.StructType) -> tuple[pa.Array, np.ndarray]:
+    """Ordering values and reset flags of deletes when several fields are compared (Hudi 1.1).
+
+    Such a delete's value is an ``ArrayComparable``, stored as an ``ArrayWrapper`` whose raw value is
+    the list of its elements' ``(wrapper, raw value)`` (a null element is ``(None, None)`` and ranks as
+    a null field). Each element is converted to its field's type as a single value is. Any other value
+    - null, ``IntWrapper(0)`` (``OrderingValues.isDefault``), a single wrapper Java could not compare
+    with an ``ArrayComparable`` - or one that cannot be converted is a delete that always applies.
+    """
+    values: list[Any] = [None] * len(records)
+    reset = np.ones(len(records), dtype=bool)
+    for i, (_, wrapper, raw) in enumerate(records):
+        if wrapper != "ArrayWrapper" or not isinstance(raw, (list, tuple)) or len(raw) != ord_type.num_fields:
+            continue
+        try:
+            values[i] = {ord_type.field(j).name: None if w is None else
+                         _convert_ordering(w, [v], ord_type.field(j).type).to_pylist()[0]
+                         for j, (w, v) in enumerate(raw)}
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, ValueError):
+            continue
+        reset[i] = False
+    return pa.array(values, ord_type), reset
 
 
 # Wrappers whose unwrapped value has the Java class of an Avro int/long/float/double/boolean, which is what
@@ -515,15 +654,29 @@ def _distinct_base_keys(events: _Events, n_base: int) -> int:
 def _ranks(events: _Events, ord_type: pa.DataType | None, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Dense ranks of the ordering values (all 0 without an ordering field), and which values are null.
 
+    Several compared fields (a struct) rank lexicographically: by the first
+    field, ties by the second, and so on (Java ``ArrayComparable.compareTo``),
+    each field's nulls ranking as a single field's do (1.x's reader turns a
+    null field into the default ordering value).
+    """
+    if ord_type is None:
+        return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+    ordering = pa.concat_arrays([o.cast(ord_type) for o in events.ordering])
+    if not pa.types.is_struct(ord_type):
+        return _field_ranks(ordering, ord_type)
+    parts = [_field_ranks(child, ord_type.field(i).type) for i, child in enumerate(ordering.flatten())]
+    return _lexicographic([rank for rank, _ in parts]), np.any([nulls for _, nulls in parts], axis=0)
+
+
+def _field_ranks(ordering: pa.Array, ord_type: pa.DataType) -> tuple[np.ndarray, np.ndarray]:
+    """Dense ranks of one field's values, and which are null.
+
     A null ordering value becomes Java's default ``Integer(0)``, which hudi-rs
     compares as 0 against numbers (a log record with a null ``ts`` loses to a
     base record with ``ts`` 5 but beats one with ``ts`` -1); for other types it
     ranks lowest. (Hudi 0.14 fails on a null in a comparison, except a base
     row's null, which any update replaces.)
     """
-    if ord_type is None:
-        return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
-    ordering = pa.concat_arrays([o.cast(ord_type) for o in events.ordering])
     nulls = np.asarray(pc.is_null(ordering).to_numpy(zero_copy_only=False), dtype=bool)
     numeric = pa.types.is_integer(ord_type) or pa.types.is_floating(ord_type) or pa.types.is_decimal(ord_type)
     if numeric:
@@ -532,6 +685,16 @@ def _ranks(events: _Events, ord_type: pa.DataType | None, n: int) -> tuple[np.nd
     rank = np.asarray(pc.rank(ordering, sort_keys="ascending", tiebreaker="dense").to_numpy(), dtype=np.int64)
     rank[np.asarray(pc.is_null(ordering).to_numpy(zero_copy_only=False), dtype=bool)] = 0
     return rank, nulls
+
+
+def _lexicographic(ranks: list[np.ndarray]) -> np.ndarray:
+    """Dense ranks of the tuples of per-field ranks, compared field by field."""
+    order = np.lexsort(ranks[::-1])  # lexsort's last key sorts first
+    stacked = np.stack(ranks, axis=1)[order]
+    step = np.any(stacked[1:] != stacked[:-1], axis=1)
+    dense = np.empty(len(order), dtype=np.int64)
+    dense[order] = np.concatenate(([0], np.cumsum(step))).astype(np.int64)
+    return dense
 
 
 def _last_per_key(codes: np.ndarray, rank: np.ndarray, reset: np.ndarray, is_data: np.ndarray,
