@@ -170,8 +170,10 @@ TAGGED_STORAGE_LEVEL = declare("hoodie.write.tagged.record.storage.level", "str"
                                "recomputes the input instead.", Group.WRITE)
 CONCURRENCY_MODE = declare(
     "hoodie.write.concurrency.mode", "enum", "SINGLE_WRITER", "SINGLE_WRITER or OPTIMISTIC_CONCURRENCY_CONTROL.",
-    Group.WRITE, choices=("SINGLE_WRITER", "OPTIMISTIC_CONCURRENCY_CONTROL"),
-    choice_aliases={"OCC": "OPTIMISTIC_CONCURRENCY_CONTROL"})
+    Group.WRITE, choices=("SINGLE_WRITER", "OPTIMISTIC_CONCURRENCY_CONTROL",
+                          # Hudi 1.x's, parsed only to be refused by name (model/table_features.py)
+                          "NON_BLOCKING_CONCURRENCY_CONTROL"),
+    choice_aliases={"OCC": "OPTIMISTIC_CONCURRENCY_CONTROL", "NBCC": "NON_BLOCKING_CONCURRENCY_CONTROL"})
 FAILED_WRITES_POLICY = declare("hoodie.cleaner.policy.failed.writes", "enum", None,
                                "EAGER (single writer) or LAZY (inferred under OCC).", Group.WRITE,
                                choices=("EAGER", "LAZY", "NEVER"))

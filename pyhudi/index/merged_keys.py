@@ -36,8 +36,8 @@ import pyarrow.compute as pc
 from pyhudi.index import locations as loc
 from pyhudi.io.base_file import read_parquet
 from pyhudi.model.table_config import TableConfig
-from pyhudi.reader.log_merge import IS_DELETED, MergeSpec, merge_file_slice
-from pyhudi.reader.plan import event_time_field, merge_spec
+from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
+from pyhudi.reader.plan import merge_spec
 from pyhudi.storage import Storage
 from pyhudi.timeline.table_schema import table_schema
 from pyhudi.view.file_system_view import FileSlice, FileSystemView
@@ -52,10 +52,9 @@ def liveness_spec(view: FileSystemView, table: TableConfig, columns: Sequence[st
     location when a read returns it; narrowed to the columns that decide it (key, ordering, is-deleted) and
     `columns` (top-level fields of `a.b` paths) the caller reads."""
     avro = table_schema(view.timeline, table) or {"type": "record", "name": "empty", "fields": []}
-    spec = merge_spec(view, table, avro, None, event_time_field(table))
+    spec = merge_spec(view, table, avro, None)
     full = spec.target_schema
-    wanted = [loc.RECORD_KEY, IS_DELETED, *(f.split(".")[0] for f in (spec.event_time_field or "",
-                                                                       *spec.record_key_fields, *columns) if f)]
+    wanted = [loc.RECORD_KEY, *spec.merge_columns, *(f.split(".")[0] for f in (*spec.record_key_fields, *columns) if f)]
     fields = [full.field(n) for n in dict.fromkeys(wanted) if n in full.names]
     if loc.RECORD_KEY not in full.names:
         fields.insert(0, pa.field(loc.RECORD_KEY, pa.string()))

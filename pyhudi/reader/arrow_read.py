@@ -31,7 +31,7 @@ from pyhudi.io.lance_file import is_lance_file, read_lance_base_file
 from pyhudi.io.schema import conform_table
 from pyhudi.model.file_names import parse_base_file
 from pyhudi.reader import arrow_filter
-from pyhudi.reader.log_merge import IS_DELETED, MergeSpec, merge_file_slice
+from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
 from pyhudi.reader.plan import COMMIT_TIME, PlannedRead, meta_names, plan_read, planned_merge_spec
 from pyhudi.storage import Storage
 from pyhudi.view.partitions import Condition
@@ -192,11 +192,9 @@ def _incremental_conditions(planned: PlannedRead) -> list[Condition]:
 
 def _merge_columns(spec: MergeSpec) -> set[str]:
     """What merging a slice reads besides the query's columns: meta fields (keys, file name), the key
-    and ordering fields (virtual keys, event-time ordering), and the delete flag."""
+    and ordering fields (virtual keys, event-time ordering), the delete flag and a delete marker's column."""
     heads = {f.split(".")[0] for f in spec.record_key_fields}
-    if spec.event_time_field:
-        heads.add(spec.event_time_field.split(".")[0])
-    return set(meta_names()) | heads | {IS_DELETED}
+    return set(meta_names()) | heads | set(spec.merge_columns)
 
 
 def _units(planned: PlannedRead) -> list[Unit]:

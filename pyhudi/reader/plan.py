@@ -28,7 +28,7 @@ from pyhudi.io import schema as S
 from pyhudi.model.instant_time import INIT_INSTANT, normalize_instant
 from pyhudi.model.table_config import TableConfig, load_table_config
 from pyhudi.reader import incremental
-from pyhudi.reader.log_merge import MergeSpec, table_merge_mode
+from pyhudi.reader.log_merge import MergeSpec, table_merge_rules
 from pyhudi.reader.time_travel import check_readable, format_query_instant
 from pyhudi.storage import Storage
 from pyhudi.timeline.table_schema import table_schema as schema_as_of
@@ -250,29 +250,23 @@ def _readable_snapshot(opts: Options, view: FileSystemView, timeline: ActiveTime
     return at
 
 
-def event_time_field(config: TableConfig) -> str | None:
-    """The ordering field MOR merges compare (Hudi 0.14 compares the precombine field among log records for
-    either payload), else None (commit time): `log_merge.table_merge_mode`."""
-    return table_merge_mode(config)[1]
-
-
-def merge_spec(view: FileSystemView, config: TableConfig, avro_schema: dict[str, object], as_of: str | None,
-               event_time_field: str | None) -> MergeSpec:
+def merge_spec(view: FileSystemView, config: TableConfig, avro_schema: dict[str, object],
+               as_of: str | None) -> MergeSpec:
     """How a merge-on-read slice is merged for this read (the same for both engines)."""
     first = view.timeline.write_timeline().first()
     return MergeSpec(
-        committed=frozenset(view.committed_instants), as_of=as_of, event_time_field=event_time_field,
+        committed=frozenset(view.committed_instants), as_of=as_of,
         target_schema=S.avro_to_arrow(S.with_meta_fields(avro_schema)), populate_meta=config.populate_meta_fields,
         record_key_fields=config.record_key_fields, committed_before=first.timestamp if first else None,
-        mode=table_merge_mode(config)[0],
+        **table_merge_rules(config).spec_options(),
     )
 
 
 def planned_merge_spec(read: PlannedRead) -> MergeSpec:
     plan = read.plan
     assert plan.avro is not None
-    return merge_spec(read.view, read.config, plan.avro, plan.as_of, event_time_field(read.config))
+    return merge_spec(read.view, read.config, plan.avro, plan.as_of)
 
 
-__all__ = ["COMMIT_TIME", "PlannedRead", "ReadPlan", "as_of_instant", "event_time_field", "merge_spec",
+__all__ = ["COMMIT_TIME", "PlannedRead", "ReadPlan", "as_of_instant", "merge_spec",
            "meta_names", "plan_read", "planned_merge_spec", "read_schema", "schema_as_of"]

@@ -37,7 +37,7 @@ from pyhudi.model.file_names import base_file_name, file_id, join_path, new_file
 from pyhudi.model.instant_time import now_instant
 from pyhudi.model.table_config import TableConfig
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
-from pyhudi.reader.log_merge import MergeSpec, merge_file_slice, table_merge_mode
+from pyhudi.reader.log_merge import MergeSpec, merge_file_slice, table_merge_rules
 from pyhudi.services.clustering_plan import (
     ClusteringPlanDraft,
     clustering_settings,
@@ -374,9 +374,8 @@ def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: Act
         rollback_clustering(storage, instant)  # an unexecutable plan must not block its file groups
         raise
     first = timeline.write_timeline().first()
-    mode, ordering = table_merge_mode(table)  # the table's rules, as reads merge (not the write option's)
     spec = MergeSpec(committed=frozenset(i.timestamp for i in timeline.write_timeline().completed()),
-                     as_of=None, event_time_field=ordering, mode=mode,
+                     as_of=None, **table_merge_rules(table).spec_options(),
                      target_schema=S.avro_to_arrow(S.with_meta_fields(avro)), populate_meta=table.populate_meta_fields,
                      record_key_fields=table.record_key_fields, committed_before=first.timestamp if first else None)
     target = int(params.get("hoodie.clustering.plan.strategy.target.file.max.bytes", cfg.target_file_max_bytes))

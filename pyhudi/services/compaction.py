@@ -36,7 +36,7 @@ from pyhudi.model.file_names import base_file_name, join_path, parse_log_file
 from pyhudi.model.instant_time import instant_to_ms, now_instant, zone
 from pyhudi.model.table_config import TableConfig
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
-from pyhudi.reader.log_merge import MergeSpec, merge_file_slice, table_merge_mode
+from pyhudi.reader.log_merge import MergeSpec, merge_file_slice, table_merge_rules
 from pyhudi.services.plan_scope import (
     PlanScope,
     carried_over,
@@ -435,9 +435,8 @@ def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: Act
     if avro is None:
         raise HudiError(f"cannot compact {storage.base_uri}: the table has no schema yet")
     first = timeline.write_timeline().first()
-    mode, ordering = table_merge_mode(table)  # the table's rules, as reads merge (not the write option's)
     spec = MergeSpec(committed=frozenset(i.timestamp for i in timeline.write_timeline().completed()),
-                     as_of=instant, event_time_field=ordering, mode=mode,
+                     as_of=instant, **table_merge_rules(table).spec_options(),
                      target_schema=S.avro_to_arrow(S.with_meta_fields(avro)),
                      populate_meta=table.populate_meta_fields, record_key_fields=table.record_key_fields,
                      committed_before=first.timestamp if first else None)

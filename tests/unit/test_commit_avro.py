@@ -98,7 +98,7 @@ def _avro(data: bytes) -> tuple[dict[str, Any], str, dict[str, Any]]:
 def _sums(record: dict[str, Any], base_files_only: bool) -> tuple[int, int]:
     stats = [s for lst in (record["partitionToWriteStats"] or {}).values() for s in lst]
     if base_files_only:
-        stats = [s for s in stats if (s["path"] or "").endswith(".parquet")]
+        stats = [s for s in stats if (s["path"] or "").endswith((".parquet", ".lance"))]
     return sum(s["totalWriteBytes"] or 0 for s in stats), sum(s["numWrites"] or 0 for s in stats)
 
 

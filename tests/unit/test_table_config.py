@@ -91,7 +91,7 @@ BASE_PROPS = {"hoodie.table.name": "t", "hoodie.table.type": "COPY_ON_WRITE", "h
               "hoodie.timeline.layout.version": "1", "hoodie.table.recordkey.fields": "id"}
 
 
-@pytest.mark.parametrize("version, layout", [("3", "1"), ("7", "1"), ("5", "2"), ("8", "2"), ("9", "2"), ("8", "1"), ("6", "2"), ("0", None)])
+@pytest.mark.parametrize("version, layout", [("3", "1"), ("7", "1"), ("5", "2"), ("8", "1"), ("6", "2"), ("0", None)])
 def test_other_versions_rejected(tmp_path, version, layout):
     props = dict(BASE_PROPS, **{"hoodie.table.version": version})
     if layout is None:
