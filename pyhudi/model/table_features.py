@@ -531,8 +531,7 @@ def on_disk_features(storage: Storage) -> frozenset[str]:
 
 # Table versions pyhudi writes (4 and 5 are upgraded to 6 by the first write), all with timeline layout 1.
 # The one place to lift when pyhudi writes versions 8 and 9.
-WRITTEN_VERSIONS = (4, 5, 6)
-WRITTEN_LAYOUT = 1
+WRITTEN_VERSIONS = {1: (4, 5, 6), 2: (8, 9)}  # timeline layout -> table versions written on it
 NBCC = "NON_BLOCKING_CONCURRENCY_CONTROL"
 
 
@@ -566,7 +565,7 @@ def check_writable(config: TableConfig, options: Any, needs_tagging: bool, where
 
 def _written_version(config: TableConfig, where: str) -> None:
     """Versions 8 and 9 (timeline layout 2) are read, not written: every write and table service stops here."""
-    if config.version in WRITTEN_VERSIONS and config.layout_version == WRITTEN_LAYOUT:
+    if config.version in WRITTEN_VERSIONS.get(config.layout_version, ()):
         return
     raise UnsupportedTableError(
         f"{where}: table version {config.version} is read by pyhudi but not written yet "

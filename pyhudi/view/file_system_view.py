@@ -412,7 +412,8 @@ class FileSystemView:
 
     def log_target(self, partition: str, file_id: str) -> tuple[str, int]:
         """(base instant, next version) for a new log file of a group: the pending compaction's instant
-        if there is one, else the latest slice's base instant; versions are never reused."""
+        if there is one, else the latest slice's base instant; versions are never reused. On layout 2 the
+        name carries the writing commit instead (writer/append_handle.log_name_instant)."""
         group = next((g for g in self.file_groups(partition) if g.file_id == file_id), None)
         pending = self.pending_compaction_file_ids().get((partition, file_id))
         if group is None:
@@ -422,7 +423,12 @@ class FileSystemView:
         else:
             latest = self._latest_slice(group, None)
             base = latest.base_instant if latest else ""
-        versions = [lf.version for s in group.slices for lf in s.log_files if lf.base_instant == base]
+        if self.timeline.layout.is_v2:
+            # Layout 2 names a log by its own commit (the slice is found by completion time); the version
+            # continues the slice's latest, as Hudi 1.1's HoodieWriteHandle#createLogWriter numbers it.
+            versions = [lf.version for s in group.slices if s.base_instant == base for lf in s.log_files]
+        else:
+            versions = [lf.version for s in group.slices for lf in s.log_files if lf.base_instant == base]
         return base, max(versions, default=0) + 1
 
     def all_latest_merged_file_slices(self, as_of: str | None = None) -> list[FileSlice]:

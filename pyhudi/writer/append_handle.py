@@ -98,7 +98,8 @@ def _files(blocks: list[bytes], max_size: int) -> list[list[bytes]]:
 
 def create_log_file(storage: Storage, instant: str, partition: str, fid: str, base_instant: str, version: int,
                     token: str, payload: bytes, marking: Marking) -> tuple[str, int]:
-    """Write `payload` as a new log file of the slice at `version`, or at the next version no one has
+    """Write `payload` as a new log file named with `base_instant` (see `log_name_instant`) at `version`,
+    or at the next version no one has
     taken; returns its name and version. Never overwrites: the file is created exclusively, after its
     marker. A name taken by another writer keeps its file, and this instant's marker for it goes
     (a rollback or commit of this instant must not think it wrote that file)."""
@@ -119,6 +120,12 @@ def log_start(instant: str, bucket: Bucket) -> tuple[str, str, int]:
     return bucket.file_id, bucket.log_base_instant or instant, bucket.log_version
 
 
+def log_name_instant(ctx: HandleContext, base_instant: str) -> str:
+    """The instant a new log file's name carries: its slice's base instant (layout 1), or the writing
+    delta commit (layout 2, Hudi 1.x's HoodieLogFormat writer for table version 8 and later)."""
+    return ctx.instant if ctx.logs_named_by_commit else base_instant
+
+
 def append_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records: pa.Table, token: str,
                   pid: int) -> list[WriteStat]:
     start = time.monotonic()
@@ -137,8 +144,9 @@ def append_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     remaining_rows, remaining_deletes = data.num_rows, deletes.num_rows
     for i, file_blocks in enumerate(_files(blocks, ctx.sizing.log_max_size)):
         payload = b"".join(file_blocks)
-        name, written_version = create_log_file(storage, ctx.instant, bucket.partition, fid, base_instant, version,
-                                                token, payload, ctx.marking)
+        name, written_version = create_log_file(storage, ctx.instant, bucket.partition, fid,
+                                                log_name_instant(ctx, base_instant), version, token, payload,
+                                                ctx.marking)
         version = written_version + 1
         path = join_path(bucket.partition, name)
         first = i == 0  # counts are attributed to the first file of a rolled-over write

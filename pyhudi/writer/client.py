@@ -545,6 +545,7 @@ class WriteClient:
             # bulk_insert deduplicates in Spark (layout) when asked; handles must not redo it per file.
             combine=(cfg.combine_before_write and plan is not None) if combine is None else combine,
             require_ordering=ordering_required(cfg), marking=begin_markers(self.storage, instant, cfg.marker_type),
+            logs_named_by_commit=cfg.table.layout_version >= 2,
         )
 
     def _reconcile_markers(self, instant: str, stats: list[WriteStat]) -> None:

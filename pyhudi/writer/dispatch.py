@@ -17,7 +17,7 @@ from pyhudi.engine.base import task_count
 from pyhudi.model.file_names import base_file_name, log_file_name
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.storage import Storage
-from pyhudi.writer.append_handle import append_handle, log_start
+from pyhudi.writer.append_handle import append_handle, log_name_instant, log_start
 from pyhudi.writer.binpack import pack_balanced
 from pyhudi.writer.handles import HandleContext, create_handle, created_file_id
 from pyhudi.writer.markers import premark
@@ -48,7 +48,7 @@ def first_output(ctx: HandleContext, bucket: Bucket, token: str) -> tuple[str, s
         return bucket.partition, base_file_name(bucket.file_id, token, ctx.instant), "MERGE"
     if bucket.writes_logs:
         fid, base_instant, version = log_start(ctx.instant, bucket)
-        return bucket.partition, log_file_name(fid, base_instant, version, token), "APPEND"
+        return bucket.partition, log_file_name(fid, log_name_instant(ctx, base_instant), version, token), "APPEND"
     return bucket.partition, base_file_name(created_file_id(bucket, 0), token, ctx.instant), "CREATE"
 
 

@@ -68,6 +68,9 @@ class HandleContext:
     # write checks it in its task, the distributed write in its count job.
     require_ordering: bool = False
     marking: Marking = Marking()  # hoodie.write.markers.type, and the markers a task wrote ahead
+    # Timeline layout 2 (Hudi 1.x): a log file is named by the delta commit that writes it, not by its
+    # slice's base instant (which its write stat still records as prevCommit).
+    logs_named_by_commit: bool = False
 
     @property
     def base_uri(self) -> str:
