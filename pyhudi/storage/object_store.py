@@ -245,7 +245,10 @@ class ObjectBackend:
         def run(_: int) -> bytes:
             metrics.count("GET", "GET range", read=end - start)
             return bytes(obstore.get_range(self.store, rel, start=start, end=end))
-        return self._call("GET range", rel, run)  # type: ignore[no-any-return]
+        try:
+            return self._call("GET range", rel, run)  # type: ignore[no-any-return]
+        except oe.NotFoundError:  # as `read`: callers tell a vanished file from a failing store
+            raise FileNotFoundError(f"{self.describe(rel)} does not exist") from None
 
     def list_dir(self, rel: str) -> tuple[list[dict[str, Any]], list[str]]:
         """(objects, sub-directory paths) directly under `rel`."""

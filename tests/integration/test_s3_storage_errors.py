@@ -68,3 +68,14 @@ def test_cli_prints_one_line_and_exits_2(s3: S3Bucket) -> None:
         assert "Traceback" not in proc.stderr and "panicked" not in proc.stderr, proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("pyhudi timeline: error: ") and expected in lines[0], lines
+
+
+def test_a_ranged_read_of_a_missing_object_is_file_not_found(s3: S3Bucket) -> None:
+    """As a whole read: callers (the LSM history reader, footers) tell a vanished file from a failing store."""
+    from pyhudi.storage import Storage
+
+    storage = Storage(s3.uri, storage_options=s3.storage_options)
+    storage.write_bytes("present.bin", b"0123456789")
+    assert storage.read_range("present.bin", 2, 5) == b"234"
+    with pytest.raises(FileNotFoundError, match="gone.bin"):
+        storage.read_range("gone.bin", 0, 4)
