@@ -69,6 +69,7 @@ class Axes:
     table_type: str
     index: str
     mode: str
+    version: int = 6  # the table version the start table is created at (8 and 9: Hudi 1.x, timeline layout 2)
 
     def options(self, **extra: str) -> dict[str, str]:
         """The table's options as every operation of a cell passes them. Writers clean and archive nothing
@@ -83,6 +84,8 @@ class Axes:
         if self.mode == "OCC":
             o["hoodie.write.concurrency.mode"] = "OPTIMISTIC_CONCURRENCY_CONTROL"
             o["hoodie.cleaner.policy.failed.writes"] = "LAZY"
+        if self.version != 6:
+            o["hoodie.write.table.version"] = str(self.version)
         return {**o, **extra}
 
 
@@ -271,7 +274,8 @@ class Cell:
     @property
     def id(self) -> str:
         ax = self.axes
-        return f"{self.a}@{self.point}|{self.b}|{ax.table_type[:3]}|{ax.index}|{ax.mode}"
+        version = f"|v{ax.version}" if ax.version != 6 else ""
+        return f"{self.a}@{self.point}|{self.b}|{ax.table_type[:3]}|{ax.index}|{ax.mode}{version}"
 
 
 def all_cells() -> list[Cell]:
@@ -299,7 +303,8 @@ class StartTables:
         key = (axes, needs)
         with self._lock:
             if key not in self._built:
-                name = f"{axes.table_type[:3]}-{axes.index}-{axes.mode}-{'-'.join(sorted(needs)) or 'plain'}"
+                name = f"{axes.table_type[:3]}-{axes.index}-{axes.mode}-v{axes.version}-" \
+                    f"{'-'.join(sorted(needs)) or 'plain'}"
                 self._built[key] = build_start(self.root / name, axes, needs)
             return self._built[key]
 

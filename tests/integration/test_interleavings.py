@@ -27,6 +27,7 @@ A failing cell names the pair, point, table type, index and mode, and what happe
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import time
@@ -47,6 +48,7 @@ from tests.integration.interleavings import (
 )
 
 DEFAULT_SAMPLE = 40
+DEFAULT_SAMPLE_1X = 24
 SEED = 20240611
 
 
@@ -83,11 +85,11 @@ REGRESSIONS = (
 
 
 def cell_from_id(cell_id: str) -> Cell:
-    """The cell a `Cell.id` names (table types by their first three letters)."""
-    a_point, b, tt, index, mode = cell_id.split("|")
+    """The cell a `Cell.id` names (table types by their first three letters, `|v8` for a version)."""
+    a_point, b, tt, index, mode, *version = cell_id.split("|")
     a, point = a_point.split("@", 1)
     table_type = next(t for t in TABLE_TYPES if t.startswith(tt))
-    cell = Cell(a, point, b, Axes(table_type, index, mode))
+    cell = Cell(a, point, b, Axes(table_type, index, mode, int(version[0][1:]) if version else 6))
     assert point in OPS[a].points and b in OPS and index in INDEXES and mode in MODES, cell_id
     return cell
 
@@ -145,6 +147,25 @@ def test_interleaving_sample(tmp_path: Path) -> None:
 def test_interleaving_regressions(tmp_path: Path) -> None:
     """The cells that failed before their fixes."""
     _assert_none_failed(_run([cell_from_id(c) for c in REGRESSIONS], tmp_path))
+
+
+def hudi_1x_cells(n: int = DEFAULT_SAMPLE_1X) -> list[Cell]:
+    """A seeded sample of the product on tables created at version 8 (timeline layout 2, Hudi 1.x)."""
+    cells = [dataclasses.replace(c, axes=dataclasses.replace(c.axes, version=8)) for c in all_cells()]
+    return sorted(random.Random(SEED + 8).sample(cells, n), key=lambda c: c.id)
+
+
+def test_interleaving_sample_hudi_1x(tmp_path: Path) -> None:
+    """The same kind of sample on version-8 tables, plus the regression cells there."""
+    regressions = [cell_from_id(c + "|v8") for c in REGRESSIONS]
+    _assert_none_failed(_run(hudi_1x_cells() + regressions, tmp_path))
+
+
+@pytest.mark.extended
+def test_interleaving_cover_hudi_1x(tmp_path: Path) -> None:
+    """The cover run on version-8 tables."""
+    cells = [dataclasses.replace(c, axes=dataclasses.replace(c.axes, version=8)) for c in cover_cells()]
+    _assert_none_failed(_run(_shard(cells), tmp_path, os.environ.get("PYHUDI_MATRIX_REPORT")))
 
 
 @pytest.mark.extended
