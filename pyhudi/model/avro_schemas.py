@@ -1,4 +1,5 @@
-"""Avro schemas of Hudi's timeline plans and service metadata (Hudi 0.14/0.15, table version 6).
+"""Avro schemas of Hudi's timeline plans and service metadata (Hudi 0.14/0.15, table version 6; the fields
+Hudi 1.x added for table versions 8 and 9 in `ADDED_IN_1X`).
 
 These are the interchange format: Hudi's Java readers resolve what we write against the
 classes generated from `hudi-common/src/main/avro/*.avsc`, so every record name, field
@@ -604,6 +605,27 @@ TOP_LEVEL_SCHEMAS: tuple[str, ...] = (
     "HoodieArchivedMetaEntry",
     "HoodieDeleteRecordList",
 )
+
+
+# ---------------------------------------------------------------------------------------
+# Hudi 1.x (table versions 8 and 9, timeline layout 2).  RFC-83 (incremental table services)
+# appended one field to HoodieClusteringPlan.avsc and to HoodieCompactionPlan (defined in
+# HoodieCompactionOperation.avsc): the partitions a plan left out on purpose (filtered, cut by
+# the IO budget or max groups), which the next plan of that service looks at again
+# (BaseTableServicePlanActionExecutor#fetchMissingPartitions).  Every other record is unchanged.
+# Hudi 1.0 and 1.1 embed these in the plans of tables of either version (checked byte for byte
+# against the samples' `.compaction.requested` and `.clustering.requested`), so a plan of a
+# layout-2 table is written with them; a version-6 table keeps the 0.14/0.15 schemas above.
+# ---------------------------------------------------------------------------------------
+
+#: Fields Hudi 1.x appended, by record name (added after the record's 0.x fields, in this order).
+ADDED_IN_1X: dict[str, list[dict[str, Any]]] = {
+    "HoodieClusteringPlan": [_field("missingSchedulePartitions", _opt(_STRING_ARRAY), None)],
+    "HoodieCompactionPlan": [_field("missingSchedulePartitions", _opt(_STRING_ARRAY), None)],
+}
+
+#: The top-level records whose 1.x schema differs from 0.x (they are, or hold, an extended record).
+CHANGED_IN_1X: tuple[str, ...] = ("HoodieRequestedReplaceMetadata", "HoodieCompactionPlan")
 
 
 class AvroModelError(HudiError, ValueError):

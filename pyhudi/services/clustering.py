@@ -1,14 +1,18 @@
 """Clustering: rewrite groups of small file slices into new, well-sized (optionally sorted) file groups.
 
 Schedule (driver): `clustering_plan.draft_plan` -> `<C>.replacecommit.requested` holding Hudi's Avro
-HoodieRequestedReplaceMetadata (operationType CLUSTER, HoodieClusteringPlan).
+HoodieRequestedReplaceMetadata (operationType CLUSTER, HoodieClusteringPlan). On a table of version 8 or 9
+(timeline layout 2) the plan is pending under Hudi 1.x's `clustering` action instead
+(`<C>.clustering.requested`, 1.x's plan schema; ActiveTimelineV2#saveToPendingClusterCommit), its inflight
+is `<C>.clustering.inflight` (empty) and it completes as `<C>_<completion>.replacecommit`.
 Execute (executors): per group, merge each slice (base + logs), order the records (linear, z-order,
 Hilbert), write new file groups rolling over at `target.file.max.bytes` as measured from the encoded
 bytes, keeping each record's commit time and sequence number; then, where a partition's groups left
 more than one file below the small-file limit, those tails are written together once more, so a
 partition ends with at most one small file and the next clustering has nothing to redo.
 Commit (driver, under the table lock): verify no write slipped into
-an input group since scheduling, then complete `<C>.replacecommit` with `partitionToReplaceFileIds`.
+an input group since scheduling, then complete `<C>.replacecommit` with `partitionToReplaceFileIds`
+(layout 2: HoodieReplaceCommitMetadata in Avro, as ActiveTimelineV2#transitionClusterInflightToComplete).
 Readers switch to the new groups atomically with that one file; the old files stay for the cleaner.
 A conflicting or failed execution is rolled back, never committed over a write.
 """
@@ -51,7 +55,7 @@ from pyhudi.storage import Storage
 from pyhudi.storage.metrics import note
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.table_schema import table_schema
-from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
+from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.transaction.conflicts import check_clustering
 from pyhudi.transaction.heartbeat import Heartbeat, is_expired, owner_is_gone
 from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
@@ -96,9 +100,11 @@ def schedule(storage: Storage, table: TableConfig, cfg: ClusteringConfig, max_fi
             return None
         extra = plan_extra(started, timeline, draft.missing, clustering_settings(cfg, max_file_size),
                            ignore=view.pending_clustering_file_ids().values())
-        requested = am.write_instant_avro("HoodieRequestedReplaceMetadata",
-                                          to_avro_plan(draft, storage, cfg, max_file_size, extra))
-        instant = timeline.create_new_requested(Action.REPLACE_COMMIT, requested, table.local_timezone).timestamp
+        hudi_1x = timeline.layout.is_v2
+        plan = to_avro_plan(draft, storage, cfg, max_file_size, extra, hudi_1x=hudi_1x)
+        write = am.write_instant_avro_1x if hudi_1x else am.write_instant_avro
+        requested = write("HoodieRequestedReplaceMetadata", plan)
+        instant = timeline.create_new_requested(timeline.clustering_action, requested, table.local_timezone).timestamp
     fault_point("clustering.after_schedule")
     log.info("scheduled clustering %s: %d groups (%s)", instant, len(draft.groups),
              draft.scope.reason if draft.scope else "")
@@ -128,18 +134,34 @@ def commits_since_last_clustering(timeline: ActiveTimeline) -> int:
                if (last is None or i.timestamp > last) and not timeline.is_compaction_commit(i))
 
 
-def pending_clusterings(storage: Storage) -> list[str]:
+def is_pending_clustering(timeline: ActiveTimeline, instant: Instant) -> bool:
+    """A pending clustering in either layout: Hudi 1.x's `clustering` action (layout 2, ClusteringUtils
+    #isClusteringInstant), or a replacecommit whose requested file carries a clustering plan (layout 1, and
+    a layout-2 table whose clustering was pending when it was upgraded); an insert overwrite is neither."""
     from pyhudi.services.rollback import is_clustering
 
+    return instant.is_pending and (instant.action is Action.CLUSTERING or is_clustering(timeline, instant))
+
+
+def pending_clusterings(storage: Storage) -> list[str]:
     timeline = ActiveTimeline.load(storage)
-    return [i.timestamp for i in timeline.actions(Action.REPLACE_COMMIT).pending() if is_clustering(timeline, i)]
+    return [i.timestamp for i in timeline.actions(Action.REPLACE_COMMIT, Action.CLUSTERING).pending()
+            if is_pending_clustering(timeline, i)]
+
+
+def _pending_files(timeline: ActiveTimeline, instant: str) -> list[str]:
+    """Paths of the pending clustering's requested and inflight files, under the action it is pending as."""
+    found = timeline.find(instant)
+    action = found.action if found is not None and found.is_pending else timeline.clustering_action
+    return [f"{timeline.layout.timeline_dir}/{Instant(instant, action, state).file_name}"
+            for state in (State.REQUESTED, State.INFLIGHT)]
 
 
 def owner_gone(storage: Storage, instant: str, interval_ms: int, tolerable_misses: int) -> bool:
     """Whether nobody executes the pending clustering `instant` any more: its heartbeat expired or names a
     dead process; without a heartbeat, once the plan's newest instant file is older than the expiry window
     (a plan just scheduled gets its heartbeat when its execution starts)."""
-    names = [f"{META_DIR}/{instant}.replacecommit.{state}" for state in ("requested", "inflight")]
+    names = _pending_files(ActiveTimeline.load(storage), instant)
     created = max((m for m in (storage.mtime_ms(n) for n in names) if m is not None), default=None)
     return owner_is_gone(storage, instant, interval_ms, tolerable_misses, created)
 
@@ -151,7 +173,11 @@ def being_executed(storage: Storage, instant: str, interval_ms: int, tolerable_m
 
 
 def read_plan(timeline: ActiveTimeline, instant: str) -> dict[str, Any]:
-    meta = am.read_instant_avro(timeline.requested_details(Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED)))
+    """The clustering plan of `instant`, pending (under either action) or completed (a replacecommit whose
+    plan the timeline finds in `<ts>.clustering.requested` on layout 2)."""
+    found = timeline.find(instant)
+    action = found.action if found is not None and found.action is Action.CLUSTERING else Action.REPLACE_COMMIT
+    meta = am.read_instant_avro(timeline.requested_details(Instant(instant, action, State.REQUESTED)))
     plan = meta.get("clusteringPlan")
     if not plan:
         raise TimelineError(f"{instant} is a replacecommit without a clustering plan (an insert overwrite)")
@@ -329,7 +355,7 @@ def execute(engine: Engine, storage: Storage, table: TableConfig, instant: str, 
     the plan was obsolete (an overwrite replaced its input groups since) and was dropped."""
     timeline = ActiveTimeline.load(storage)
     current = timeline.find(instant)
-    if current is None or current.action is not Action.REPLACE_COMMIT or current.is_completed:
+    if current is None or current.action not in (Action.REPLACE_COMMIT, Action.CLUSTERING) or current.is_completed:
         raise TimelineError(f"{instant} is not a pending clustering on {storage.base_uri}")
     beat = Heartbeat(storage, instant, heartbeat_ms).start()
     try:
@@ -389,7 +415,7 @@ def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: Act
     try:
         stats = _run(engine, ctx, rows, cfg.max_parallelism)
         delete_unreported_files(storage, instant, {s.path for s in stats})
-        return _commit(storage, table, instant, plan, stats, avro, lock)
+        return _commit(storage, table, current, plan, stats, avro, lock)
     except CommitConflictError:
         rollback_clustering(storage, instant)
         raise
@@ -441,8 +467,11 @@ def _stitch_task(ctx: ClusterContext, item: dict[str, Any], task: TaskInfo) -> l
     return _write_preserving_meta(ctx, ctx.storage, item["partition"], records, task.token(), start)
 
 
-def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, Any], stats: list[WriteStat],
+def _commit(storage: Storage, table: TableConfig, current: Instant, plan: dict[str, Any], stats: list[WriteStat],
             avro: dict[str, Any], lock: LockSettings | None) -> CommitMetadata:
+    """Complete the clustering from the inflight of the action it is pending as (a `clustering` inflight
+    completes as a replacecommit, `Instant.with_state`)."""
+    instant = current.timestamp
     replaced: dict[str, list[str]] = {}
     for g in plan.get("inputGroups") or []:
         for sl in g.get("slices") or []:
@@ -459,7 +488,7 @@ def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, 
         timeline = ActiveTimeline.load(storage)
         check_clustering(storage, table, timeline, instant, plan)
         ensure_held(held)  # a lease lost to a pause (or taken over) must not commit, as in the writer's commit
-        timeline.complete(Instant(instant, Action.REPLACE_COMMIT, State.INFLIGHT), meta.to_bytes(instant))
+        timeline.complete(Instant(instant, current.action, State.INFLIGHT), meta.to_bytes(instant))
     delete_markers(storage, instant)
     log.info("completed clustering %s: %d groups -> %d files", instant, len(plan.get("inputGroups") or []),
              len(stats))
@@ -467,10 +496,11 @@ def _commit(storage: Storage, table: TableConfig, instant: str, plan: dict[str, 
 
 
 def rollback_clustering(storage: Storage, instant: str) -> None:
-    """Undo a clustering attempt: its files, markers and instant files (the plan is dropped, not retried)."""
+    """Undo a clustering attempt: its files, markers and instant files, inflight before requested (the plan
+    is dropped, not retried)."""
     undo_marked_files(storage, instant)
-    for name in (f"{instant}.replacecommit.inflight", f"{instant}.replacecommit.requested"):
-        storage.delete(f"{META_DIR}/{name}")
+    for path in reversed(_pending_files(ActiveTimeline.load(storage), instant)):
+        storage.delete(path)
 
 
 

@@ -400,7 +400,11 @@ def recheck_partitions(stats: list[WriteStat], small_file_limit: int) -> list[st
 
 
 def to_avro_plan(draft: ClusteringPlanDraft, storage: Storage, cfg: ClusteringConfig,
-                 max_file_size: int, extra: dict[str, str] | None = None) -> dict[str, object]:
+                 max_file_size: int, extra: dict[str, str] | None = None, hudi_1x: bool = False) -> dict[str, object]:
+    """HoodieRequestedReplaceMetadata of the draft, slices named by full paths as Hudi writes them. A plan of a
+    Hudi 1.x table (`hudi_1x`, written with `avro_models.write_instant_avro_1x`) also lists the partitions it
+    left out on purpose in 1.x's missingSchedulePartitions, where Hudi's next incremental plan reads them
+    (BaseTableServicePlanActionExecutor#fetchMissingPartitions); pyhudi reads its own copy in `extra`."""
     groups = []
     for g in draft.groups:
         slices = [am.slice_info(file_id=s.file_id, partition_path=s.partition,
@@ -418,5 +422,5 @@ def to_avro_plan(draft: ClusteringPlanDraft, storage: Storage, cfg: ClusteringCo
               "hoodie.clustering.plan.strategy.small.file.limit": str(cfg.small_file_limit)}
     strategy = am.clustering_strategy(strategy_params={k: v for k, v in params.items() if v})
     plan = am.clustering_plan(input_groups=groups, strategy=strategy, preserve_hoodie_metadata=True,
-                              extra_metadata=extra)
+                              extra_metadata=extra, missing_schedule_partitions=draft.missing if hudi_1x else None)
     return am.requested_replace_metadata(clustering_plan=plan, operation_type="CLUSTER")

@@ -10,6 +10,15 @@ Execute (executors): merge base + plan's logs (committed blocks only) into
 `"compacted": true`. An interrupted execution is resumed from its plan: files
 it left behind are deleted (via markers) and the merge runs again.
 
+On a table of version 8 or 9 (timeline layout 2) the same steps write what Hudi 1.x writes: the plan in
+1.x's HoodieCompactionPlan schema (missingSchedulePartitions), its slices as the view builds them by
+completion time (a log belongs to the latest slice started at or before its delta commit completed, so a
+log completing after C was scheduled lands in C's slice, which the readers merge onto the slice before
+it until C completes); operations list a slice's logs in Hudi's log-file order (CompactionUtils
+#buildFromFileSlice), by file name, not full path; `.compaction.inflight` is empty and the commit is
+`<C>_<completion>.commit` in Avro (ActiveTimelineV2#transitionCompactionInflightToComplete), its write stats
+naming the base file each one replaced (prevBaseFile, as 1.x's merge handle records it).
+
 Planning lists only the partitions deltacommits wrote since the last completed compaction's watermark,
 plus those that plan left out (cut by the IO budget, or with slices under a pending compaction or
 clustering): `compaction_scope`, `plan_scope` (Hudi 1.x's incremental table services).
@@ -265,6 +274,18 @@ def _operation(c: CompactionCandidate) -> dict[str, object]:
                  "TOTAL_IO_MB": float(c.io_mb)})
 
 
+def _plan_bytes(timeline: ActiveTimeline, chosen: list[CompactionCandidate], extra: dict[str, str],
+                missing: list[str]) -> bytes:
+    """The `.compaction.requested` file: Hudi 0.14's plan, or on a Hudi 1.x table 1.x's, which also lists the
+    partitions the plan left out in missingSchedulePartitions for Hudi's next incremental plan
+    (BaseTableServicePlanActionExecutor#fetchMissingPartitions; pyhudi reads its own copy in `extra`)."""
+    ops = [_operation(c) for c in chosen]
+    if timeline.layout.is_v2:
+        plan = am.compaction_plan(operations=ops, extra_metadata=extra, missing_schedule_partitions=missing)
+        return am.write_instant_avro_1x("HoodieCompactionPlan", plan)
+    return am.write_instant_avro("HoodieCompactionPlan", am.compaction_plan(operations=ops, extra_metadata=extra))
+
+
 def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, force: bool = False,
              max_file_size: int = 125829120, lock: LockSettings | None = None) -> str | None:
     """Write a compaction plan if the trigger fired (or `force`) and something has logs; return its instant.
@@ -293,9 +314,7 @@ def schedule(storage: Storage, table: TableConfig, cfg: CompactionConfig, *, for
         if not chosen:
             return None
         extra = plan_extra(started, timeline, draft.missing, compaction_settings(cfg))
-        plan = am.compaction_plan(operations=[_operation(c) for c in chosen], extra_metadata=extra)
-        instant = timeline.create_new_requested(Action.COMPACTION,
-                                                am.write_instant_avro("HoodieCompactionPlan", plan),
+        instant = timeline.create_new_requested(Action.COMPACTION, _plan_bytes(timeline, chosen, extra, draft.missing),
                                                 table.local_timezone).timestamp
     fault_point("compaction.after_schedule")
     log.info("scheduled compaction %s of %d file slices (%s)", instant, len(chosen), draft.scope.reason)
@@ -311,6 +330,7 @@ class CompactContext:
     avro_with_meta: str
     parquet: ParquetSettings
     marking: Marking = Marking()
+    hudi_1x: bool = False  # a table of version 8/9: stats carry 1.x's prevBaseFile
 
 
 def _compact_task(ctx: CompactContext, op: dict[str, str], task: TaskInfo) -> list[WriteStat]:
@@ -323,6 +343,7 @@ def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], toke
     partition, fid = op["partition"], op["file_id"]
     base = join_path(partition, op["base_file"]) if op["base_file"] else None
     logs = [join_path(partition, n) for n in json.loads(op["log_files"])]
+    scan = time.monotonic()
     try:
         merged, stats = merge_file_slice(storage, fid, base, logs, ctx.spec)
     except FileNotFoundError:
@@ -337,6 +358,8 @@ def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], toke
     create_marker(storage, ctx.instant, partition, name, "MERGE" if base else "CREATE", ctx.marking)
     size = write_parquet(storage, path, merged, ctx.avro_with_meta, ctx.parquet)
     fault_point("compaction.mid_execute")
+    scan_ms = int((time.monotonic() - scan) * 1000)
+    extra = _stats_1x(op, scan_ms) if ctx.hudi_1x else {}
     return WriteStat(
         file_id=fid, path=path, partition_path=partition, prev_commit=op["base_instant"],
         num_writes=merged.num_rows, num_update_writes=stats.updated_records, num_deletes=stats.deleted_records,
@@ -344,8 +367,19 @@ def _compact_one(ctx: CompactContext, storage: Storage, op: dict[str, str], toke
         total_log_files_compacted=len(logs), total_log_size_compacted=stats.log_bytes_read,
         total_updated_records_compacted=stats.updated_records, total_log_blocks=stats.total_log_blocks,
         total_corrupt_log_block=stats.total_corrupt_blocks, total_rollback_blocks=stats.total_rollback_blocks,
-        runtime_stats=RuntimeStats(total_upsert_time=int((time.monotonic() - start) * 1000)),
+        runtime_stats=RuntimeStats(total_scan_time=scan_ms if ctx.hudi_1x else 0,
+                                   total_upsert_time=int((time.monotonic() - start) * 1000)), extra=extra,
     )
+
+
+def _stats_1x(op: dict[str, str], scan_ms: int) -> dict[str, Any]:
+    """The write-stat fields Hudi 1.x's compactor adds: the base file it replaced (HoodieWriteHandle sets
+    prevBaseFile when merging one) and the time spent reading the logs (totalLogReadTimeMs, which Hudi 1.x
+    also reports as the runtime's scan time)."""
+    out: dict[str, Any] = {"totalLogReadTimeMs": scan_ms}
+    if op["base_file"]:
+        out["prevBaseFile"] = op["base_file"]
+    return out
 
 
 def _present_logs(storage: Storage, instant: str, base: str | None, logs: list[str]) -> list[str] | None:
@@ -441,7 +475,7 @@ def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: Act
                      populate_meta=table.populate_meta_fields, record_key_fields=table.record_key_fields,
                      committed_before=first.timestamp if first else None)
     ctx = CompactContext(storage, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet,
-                         begin_markers(storage, instant, marker_type))
+                         begin_markers(storage, instant, marker_type), timeline.layout.is_v2)
     ops = [{"partition": o["partitionPath"] or "", "file_id": o["fileId"], "base_instant": o["baseInstantTime"],
             "base_file": o.get("dataFilePath"), "log_files": json.dumps(list(o.get("deltaFilePaths") or []))}
            for o in plan.get("operations") or []]

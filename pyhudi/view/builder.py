@@ -24,14 +24,14 @@ AUX_DIR = ".hoodie/.aux"
 
 
 def compaction_plan_bytes(timeline: ActiveTimeline, inst: Instant) -> bytes:
-    """The plan in `.hoodie/<ts>.compaction.requested`, where Hudi 0.14 reads it; tables of version 4/5
-    (Hudi 0.11-0.13) also kept a copy in `.hoodie/.aux`, which those versions read first, so an empty
-    timeline copy falls back to it."""
+    """The plan in `<ts>.compaction.requested` of the timeline folder, where Hudi reads it; tables of version
+    4/5 (Hudi 0.11-0.13) also kept a copy in `.hoodie/.aux`, which those versions read first, so an empty
+    timeline copy falls back to it (layout 1 only: a layout-2 table never had one)."""
     try:
         data = timeline.requested_details(inst)
     except InstantNotFoundError:
         data = b""
-    if data or inst.action is not Action.COMPACTION:
+    if data or inst.action is not Action.COMPACTION or timeline.layout.is_v2:
         return data
     try:
         return timeline.storage.read_bytes(f"{AUX_DIR}/{inst.timestamp}.{Action.COMPACTION.value}.requested")
@@ -53,7 +53,9 @@ def pending_compactions(timeline: ActiveTimeline) -> list[PendingCompaction]:
 
 
 def pending_clustering(timeline: ActiveTimeline) -> dict[tuple[str, str], str]:
-    """(partition, fileId) -> instant of every file group in a pending clustering plan."""
+    """(partition, fileId) -> instant of every file group in a pending clustering plan: a pending
+    `clustering` (layout 2) or a replacecommit whose requested file holds a plan (layout 1, or pending since
+    before an upgrade)."""
     out: dict[tuple[str, str], str] = {}
     for inst in timeline.actions(Action.REPLACE_COMMIT, Action.CLUSTERING).pending():
         try:
