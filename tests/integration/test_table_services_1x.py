@@ -86,11 +86,13 @@ class Modeled:
     def expected(self) -> pa.Table:
         return pa.Table.from_pylist(list(self.rows.values()), schema=self.schema)
 
-    def check(self, step: str, actual: pa.Table | None = None) -> None:
+    def check(self, step: str, actual: pa.Table | None = None, with_hudi_rs: bool = True) -> None:
         """pyhudi (or `actual`, e.g. Spark's rows) and hudi-rs read exactly the model's rows."""
         names = self.schema.names
         ours = actual if actual is not None else pyhudi.read(self.path)
         assert same_rows(ours.select(names), self.expected()), f"{step}: pyhudi's rows differ from the model"
+        if not with_hudi_rs:
+            return
         theirs = hudi_rs(self.path)
         assert theirs is not None and same_rows(theirs.select(names), self.expected()), \
             f"{step}: hudi-rs's rows differ from the model"
@@ -309,6 +311,58 @@ def test_clustering_on_v9_cow(tmp_path, reference):
     for g in plan["inputGroups"]:
         for sl in g["slices"]:
             assert sl["fileId"] in view.replaced_in(sl["partitionPath"])
+
+
+def test_clustering_hudi_planned_is_executed(tmp_path, reference):
+    """A clustering Hudi 1.1 planned (pending under `clustering`, its slices named by absolute paths of
+    the machine that wrote the table) is found and executed by pyhudi: the sample with its clustering's
+    completion and output files removed ends with the same rows as Hudi's own clustering left."""
+    model = Modeled.of(REFERENCE, tmp_path, "txn_id", "txn_ts")
+    root = pathlib.Path(model.path)
+    (done,) = [n for n in model.names() if n.endswith(".replacecommit") and
+               f"{n.split('_')[0]}.clustering.requested" in model.names()]
+    instant = done.split("_")[0]
+    meta, _ = read_commit_avro(model.file(done))
+    for stats in meta["partitionToWriteStats"].values():
+        for stat in stats:
+            (root / stat["path"]).unlink()
+    (model.timeline_dir / done).unlink()
+    assert clustering.pending_clusterings(Storage(model.path)) == [instant]
+    assert pyhudi.cluster(None, model.path, DROP_MDT) == [instant]
+    model.check("Hudi's clustering plan executed by pyhudi")
+    commit, replace = read_commit_avro(model.file(model.completed(instant, "replacecommit")))
+    assert replace and {p: set(ids) for p, ids in commit["partitionToReplaceFileIds"].items()} == \
+        {p: set(ids) for p, ids in meta["partitionToReplaceFileIds"].items()}
+
+
+def test_compaction_hudi_planned_is_executed(tmp_path, reference):
+    """A compaction Hudi 1.0 planned is executed by pyhudi, with the log Hudi wrote while it was pending: the
+    v8 sample with its compaction's commit and base files removed. That log completed after the plan, so it
+    joins the compaction's slice, is left out of the compacted file and stays readable beside it."""
+    model = Modeled.of("qs_mor_avro_v8_trips_8i3u1d", tmp_path, "uuid", "ts")
+    root = pathlib.Path(model.path)
+    (done,) = [n for n in model.names() if n.endswith(".commit") and "_" in n]
+    instant = done.split("_")[0]
+    meta, _ = read_commit_avro(model.file(done))
+    for stats in meta["partitionToWriteStats"].values():
+        for stat in stats:
+            (root / stat["path"]).unlink()
+    (model.timeline_dir / done).unlink()
+    storage = Storage(model.path)
+    assert compaction.pending_compactions(storage) == [instant]
+    late = {k: s for k, s in _latest_slices(model).items() if s.base_instant == instant}
+    assert late and all(s.base_file is None and s.log_files for s in late.values())
+    model.check("Hudi's compaction pending", with_hudi_rs=False)  # hudi-rs lists the removed files from the MDT
+    assert pyhudi.compact(None, model.path, DROP_MDT) == [instant]
+    model.check("Hudi's compaction plan executed by pyhudi")
+    for key, sl in _latest_slices(model).items():
+        if key in late:
+            assert sl.base_file is not None and [lf.name for lf in sl.log_files] == \
+                [lf.name for lf in late[key].log_files]
+    ours, _ = read_commit_avro(model.file(model.completed(instant, "commit")))
+    assert {(st["partitionPath"], st["fileId"], st["prevBaseFile"]) for v in ours["partitionToWriteStats"].values()
+            for st in v} == {(st["partitionPath"], st["fileId"], st["prevBaseFile"])
+                             for v in meta["partitionToWriteStats"].values() for st in v}
 
 
 def test_inline_services_on_v9_mor(tmp_path, reference):
