@@ -157,7 +157,7 @@ def _assert_compaction_files(model: Modeled, instant: str, reference: dict[str, 
         names = [*([op["dataFilePath"]] if op["dataFilePath"] else []), *op["deltaFilePaths"]]
         assert all("/" not in n for n in names), "a compaction plan names files relative to their partition"
         # Hudi's log-file order: the writing delta commit's instant, then the version, then the write token.
-        logs = [am_log_key(n) for n in op["deltaFilePaths"]]
+        logs = [_log_order(n) for n in op["deltaFilePaths"]]
         assert logs == sorted(logs)
     assert model.file(f"{instant}.compaction.inflight") == reference["compaction.inflight"] == b""
     commit = model.file(model.completed(instant, "commit"))
@@ -174,7 +174,8 @@ def _assert_compaction_files(model: Modeled, instant: str, reference: dict[str, 
     return plan
 
 
-def am_log_key(name: str) -> tuple[str, int, str]:
+def _log_order(name: str) -> tuple[str, int, str]:
+    """HoodieLogFile's comparator key of a log file name (instant in the name, version, write token)."""
     from pyhudi.model.file_names import parse_log_file
 
     parsed = parse_log_file(name)
