@@ -258,10 +258,11 @@ def describe_pending(tl: ActiveTimeline, inst: Instant, sizes: _Sizes) -> dict[s
 
 
 def pending_instants(tl: ActiveTimeline) -> list[Instant]:
-    """Pending replacecommits that carry a clustering plan (an insert overwrite is not a clustering)."""
-    from pyhudi.services.rollback import is_clustering
+    """Pending clusterings: Hudi 1.x's `clustering` action, or replacecommits that carry a clustering plan
+    (an insert overwrite is not a clustering)."""
+    from pyhudi.services.clustering import is_pending_clustering
 
-    return [i for i in tl.actions(Action.REPLACE_COMMIT).pending() if is_clustering(tl, i)]
+    return [i for i in tl.actions(Action.REPLACE_COMMIT, Action.CLUSTERING).pending() if is_pending_clustering(tl, i)]
 
 
 # --------------------------------------------------------------------------- completed clusterings
@@ -437,7 +438,7 @@ def run_schedule(args: argparse.Namespace) -> int:
         data["reason"] = before["reason"] or "the planner chose no file group"
     else:
         tl = ActiveTimeline.load(t.storage)
-        data["clustering"] = describe_pending(tl, Instant(instant, Action.REPLACE_COMMIT, State.REQUESTED),
+        data["clustering"] = describe_pending(tl, Instant(instant, tl.clustering_action, State.REQUESTED),
                                               _Sizes(t.storage))
     if args.explain:
         data["explain"] = before["explain"]

@@ -160,7 +160,7 @@ class WriteClient:
 
     def _resume_orphaned_clusterings(self, timeline: ActiveTimeline) -> bool:
         """Run pending clusterings whose executor died (services/table_services.py) before planning."""
-        if not timeline.actions(Action.REPLACE_COMMIT).pending():
+        if not timeline.actions(Action.REPLACE_COMMIT, Action.CLUSTERING).pending():
             return False
         return bool(table_services.resume_orphaned_clusterings(self.engine, self.storage, self.config))
 
@@ -233,8 +233,8 @@ class WriteClient:
         op = cfg.operation
         action = Action.REPLACE_COMMIT if op.is_overwrite else (
             Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT)
-        requested_bytes = am.write_instant_avro("HoodieRequestedReplaceMetadata",
-                                                am.empty_requested_replace_metadata()) \
+        write_avro = am.write_instant_avro_1x if timeline.layout.is_v2 else am.write_instant_avro
+        requested_bytes = write_avro("HoodieRequestedReplaceMetadata", am.empty_requested_replace_metadata()) \
             if action is Action.REPLACE_COMMIT else b""
         bulk = op is WriteOperation.BULK_INSERT
         self._reject_updates_under_clustering(profile, view)
