@@ -18,6 +18,28 @@ point leaves a table every reader still reads correctly:
 4. a re-run finishes instants that are already in the archive but still in `.hoodie/` without
    writing them again, so the archived timeline never holds an instant twice and no instant is ever
    missing from both timelines.
+
+Timeline layout 2 (table versions 8/9) archives as Hudi 1.x's TimelineArchiverV2 does, into the LSM
+history `.hoodie/<timeline>/<history>` (`hoodie.archivelog.folder` is ignored there, as in 1.x). The
+instants are chosen by `archival_plan.plan_archival_v2`; then, under the table lock:
+
+1. the markers left by the chosen instants are deleted (J:TimelineArchiverV2.deleteAnyLeftOverMarkers,
+   the writer's pre-write callback);
+2. one history row per instant (J:MetadataConversionUtils.createLSMTimelineInstant: instant time, the
+   completion time of its completed file, the completed action, that file's bytes as `metadata` (null
+   when empty) and the plan by pending action, see `history_row`) goes into one level-0 file, committed
+   by a new manifest and `_version_` (`timeline/history_writer.append_history`, J:LSMTimelineWriter.write).
+   The rows are read back before anything is deleted;
+3. the requested and inflight files of every chosen instant are deleted first, then the completed files,
+   oldest instant first (J:TimelineArchiverV2.deleteArchivedActions: a completed file deleted first would
+   leave a "pending" instant that services would act on; ascending order, HUDI-7207, leaves no hole);
+4. the history is compacted and cleaned (J:LSMTimelineWriter.compactAndClean), only after the deletes.
+
+A crash before step 2's `_version_` leaves the history as it was (a re-run selects the same instants and
+replaces the unlisted file); after it, the instants are in both timelines, which every reader tolerates,
+and a re-run recognises them (`ArchivalPlan.leftovers`: same instant time and action in the history) and
+only deletes them, so the history never holds a row twice. A crash before step 4 leaves an uncompacted
+but valid history, compacted by the next archival.
 """
 
 from __future__ import annotations
@@ -35,7 +57,17 @@ from pyhudi.io.log_format import BlockType, HeaderKey, build_log_file, encode_bl
 from pyhudi.model import avro_models as am
 from pyhudi.model.instant_time import ms_to_instant, zone
 from pyhudi.model.table_config import TableConfig
-from pyhudi.services.archival_plan import ArchivalPlan, InstantGroup, load_groups, plan_archival
+from pyhudi.services.archival_plan import (
+    ARCHIVABLE,
+    ArchivalPlan,
+    InstantGroup,
+    completed_files,
+    group_key,
+    history_keys,
+    load_groups,
+    plan_archival,
+    plan_archival_v2,
+)
 from pyhudi.storage import Storage
 from pyhudi.timeline.archived import (
     ArchivedTimeline,
@@ -43,6 +75,8 @@ from pyhudi.timeline.archived import (
     list_archive_files,
     read_archive_bytes,
 )
+from pyhudi.timeline.history import DataFileName, HistoryInstant, data_file_name, latest_snapshot
+from pyhudi.timeline.history_writer import append_history, compact_and_clean
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State
 from pyhudi.timeline.timeline import META_DIR
 from pyhudi.transaction.lock import LockProvider, LockSettings, ensure_held, table_lock
@@ -163,10 +197,126 @@ def _delete_group(storage: Storage, group: InstantGroup) -> None:
     delete_markers(storage, group.timestamp)  # Hudi's deleteAnyLeftOverMarkers
 
 
+# ---------------------------------------------------------------------------------------- layout 2
+def history_row(storage: Storage, timeline_dir: str, group: InstantGroup) -> HistoryInstant:
+    """The HoodieLSMTimelineInstant of one completed instant, as J:MetadataConversionUtils.
+    createLSMTimelineInstant fills it from J:ActiveAction: `metadata` = the completed file's bytes (the one
+    with the latest completion time; null when empty); `plan` by the pending action (requested file, else
+    inflight): a clean's plan; a replacecommit's or clustering's non-empty `.requested`, replaced by a
+    non-empty `.inflight`; a compaction's or log compaction's `.requested`; nothing for other actions."""
+    done, completion = completed_files(group)[0]
+
+    def read(inst: Instant) -> bytes:
+        try:
+            return storage.read_bytes(f"{timeline_dir}/{inst.file_name}")
+        except FileNotFoundError as exc:
+            raise ArchivalError(f"cannot archive {group}: {inst.file_name} disappeared while archiving (another "
+                                "archiver without the table lock?); nothing was archived") from exc
+
+    requested = next((f for f in group.files if f.state is State.REQUESTED), None)
+    inflight = next((f for f in group.files if f.state is State.INFLIGHT), None)
+    pending = requested or inflight
+    plan: bytes | None = None
+    if pending is not None and pending.action is Action.CLEAN:
+        plan = read(pending)
+    elif pending is not None and pending.action in (Action.REPLACE_COMMIT, Action.CLUSTERING):
+        plan = (read(requested) if requested else b"") or None
+        plan = (read(inflight) if inflight else b"") or plan
+    elif requested is not None and requested.action in (Action.COMPACTION, Action.LOG_COMPACTION):
+        plan = read(requested)
+    return HistoryInstant(group.timestamp, completion, done.action.value, read(done) or None, plan)
+
+
+def _archive_v2(storage: Storage, table: TableConfig, cfg: ArchivalConfig, clean_cfg: CleanConfig,
+                lock: LockSettings | None, compaction_cfg: CompactionConfig | None) -> ArchiveResult | None:
+    with table_lock(storage, lock or LockSettings()) as held:
+        plan = plan_archival_v2(storage, table, cfg, clean_cfg, compaction_cfg)
+        if plan.empty:
+            if plan.stopped_by:
+                log.info("nothing archived: %s", plan.stopped_by)
+            return None
+        fault_point("archival.after_plan")
+        return _run_v2(storage, table, plan, held)
+
+
+def _run_v2(storage: Storage, table: TableConfig, plan: ArchivalPlan, held: LockProvider) -> ArchiveResult:
+    codec = _history_codec(table)
+    leftovers = {id(g) for g in plan.leftovers}
+    new = [g for g in plan.groups if id(g) not in leftovers]
+    for group in plan.groups:
+        delete_markers(storage, group.timestamp)
+    rows = [history_row(storage, table.timeline_dir, g) for g in new]
+    rel = _write_history(storage, table.history_dir, rows, codec) if rows else None
+    if rel:
+        log.info("archived %d instants into %s", len(rows), rel)
+    fault_point("archival.after_archive_file")
+    ensure_held(held)  # see _run: the history alone is harmless, deletions need the lock
+    _delete_v2(storage, table.timeline_dir, plan.groups)
+    fault_point("archival.after_delete")
+    compact_and_clean(storage, table.history_dir, codec=codec)
+    if plan.stopped_by:
+        log.info("archival: %s", plan.stopped_by)
+    return ArchiveResult(
+        archived=tuple(g.instant for g in plan.groups), archive_file=rel, records=len(rows),
+        recovered=tuple(g.instant for g in plan.leftovers), stopped_by=plan.stopped_by)
+
+
+def _write_history(storage: Storage, history_dir: str, rows: list[HistoryInstant], codec: str) -> str:
+    """Append the batch (compaction waits until the active files are gone), then read its keys back."""
+    append_history(storage, history_dir, rows, codec=codec, compact=False)
+    first = min(r.instant_time for r in rows)
+    missing = {(r.instant_time, r.action) for r in rows} - history_keys(storage, history_dir, first)
+    if missing:
+        raise ArchivalError(f"the history in {history_dir} does not read back {sorted(missing)[:3]}; nothing was "
+                            "deleted from the active timeline")
+    return f"{history_dir}/{data_file_name(first, max(r.instant_time for r in rows), 0)}"
+
+
+def _delete_v2(storage: Storage, timeline_dir: str, groups: list[InstantGroup]) -> None:
+    """Every requested and inflight file first, then the completed files oldest instant first (the module
+    docstring's step 3)."""
+    for group in groups:
+        for inst in group.files:
+            if not inst.is_completed:
+                storage.delete(f"{timeline_dir}/{inst.file_name}")
+    fault_point("archival.after_pending_deleted")
+    for n, group in enumerate(groups):
+        for inst, _ in completed_files(group):
+            storage.delete(f"{timeline_dir}/{inst.file_name}")
+        if n == 0:
+            fault_point("archival.mid_delete")
+
+
+# Parquet codecs pyarrow writes as parquet-mr reads them (pyarrow's lz4 is LZ4_RAW, which Hudi's parquet-mr
+# versions may not read: such a table gets gzip, like every other value).
+_CODECS = {"gzip": "gzip", "snappy": "snappy", "zstd": "zstd", "uncompressed": "none"}
+
+
+def _history_codec(table: TableConfig) -> str:
+    """hoodie.parquet.compression.codec when the table records one of _CODECS, else Hudi's default gzip."""
+    return _CODECS.get((table.raw.get("hoodie.parquet.compression.codec") or "").strip().lower(), "gzip")
+
+
+def _history_leftovers(storage: Storage, table: TableConfig, groups: list[InstantGroup]) -> bool:
+    """Whether an interrupted run left archived instants on the active timeline: only history files whose
+    name range reaches the oldest active instant that could be archived are read (normally none)."""
+    done = [g for g in groups if g.completed and g.action in ARCHIVABLE]
+    if not done:
+        return False
+    first = done[0].timestamp
+    names = [DataFileName.parse(f.name) for f in latest_snapshot(storage, table.history_dir).files]
+    if not any(n is None or n.max_instant >= first for n in names):
+        return False
+    keys = history_keys(storage, table.history_dir, first)
+    return any(group_key(g) in keys for g in done)
+
+
 # ---------------------------------------------------------------------------------------- entry points
 def archive(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, clean_cfg: CleanConfig,
             lock: LockSettings | None = None, compaction_cfg: CompactionConfig | None = None) -> ArchiveResult | None:
     """Archive what the rules allow; None when there is nothing to do (a re-run is a no-op)."""
+    if table.layout_version >= 2:
+        return _archive_v2(storage, table, archival_cfg, clean_cfg, lock, compaction_cfg)
     with table_lock(storage, lock or LockSettings()) as held:
         archived = ArchivedTimeline.load(storage, table.archive_folder)
         keys = archived.keys()
@@ -208,6 +358,8 @@ def _run(storage: Storage, table: TableConfig, cfg: ArchivalConfig, plan: Archiv
 def dry_run(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, clean_cfg: CleanConfig,
             compaction_cfg: CompactionConfig | None = None) -> ArchivalPlan:
     """What `archive` would move now, and why it would stop there; changes nothing."""
+    if table.layout_version >= 2:
+        return plan_archival_v2(storage, table, archival_cfg, clean_cfg, compaction_cfg)
     archived = ArchivedTimeline.load(storage, table.archive_folder)
     return plan_archival(storage, table, archival_cfg, clean_cfg, compaction_cfg, archived_keys=archived.keys())
 
@@ -220,6 +372,8 @@ def archival_due(storage: Storage, table: TableConfig, cfg: ArchivalConfig) -> b
     commits = sum(1 for g in groups if g.completed and g.action in WRITE_ACTIONS)
     if commits > cfg.max_commits:
         return True
+    if table.layout_version >= 2:
+        return _history_leftovers(storage, table, groups)
     folder = f"{META_DIR}/{table.archive_folder}"
     files = list_archive_files(storage, folder)
     if not groups or not files:

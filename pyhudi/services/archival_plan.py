@@ -1,4 +1,7 @@
-"""Which instants the archiver may move out of `.hoodie/` (Hudi's HoodieTimelineArchiver rules).
+"""Which instants the archiver may move out of the active timeline.
+
+Layout 1 (table version 6: `.hoodie/` -> `.hoodie/archived/`, Hudi 0.14's HoodieTimelineArchiver rules)
+-------------------------------------------------------------------------------------------------------
 
 Archival runs once the completed commits (commit, deltacommit, replacecommit; a compaction completes
 as a commit) exceed hoodie.keep.max.commits and trims them to hoodie.keep.min.commits, oldest first.
@@ -25,6 +28,75 @@ Cleans and rollbacks older than the first commit kept go with the commits. The r
 *prefix* of the timeline: every archived instant is older than every instant left in `.hoodie/`,
 which is what readers rely on when they treat an instant older than the active timeline as
 archived, hence committed.
+
+Layout 2 (table versions 8/9: `.hoodie/timeline/` -> the LSM history, `plan_archival_v2`)
+-----------------------------------------------------------------------------------------
+
+Hudi 1.x's TimelineArchiverV2 (1.0.x; `HoodieTimelineArchiver` before the versioning split, same
+rules) with ArchivalUtils, CompactionUtils, ClusteringUtils and CleanerUtils. Commits are the
+completed commit/deltacommit/replacecommit instants (`getCompletedCommitsTimeline`); times compare
+as requested times. Rules (J: = apache/hudi):
+
+1. **Keep limits** (J:ArchivalUtils.getMinAndMaxInstantsToKeep): min/max are hoodie.keep.min/max.commits,
+   unless the cleaner's earliest commit to retain now (J:CleanerUtils.getEarliestCommitToRetain over the
+   commits, hours counted back from the latest commit's time, not the clock) leaves more commits after it:
+   then min = (commits after it) + 2 and max = min + (configured max - configured min).
+2. **Trigger**: nothing new is archived while the commits number max or fewer
+   (J:TimelineArchiverV2.getCommitInstantsToArchive).
+3. **Earliest instant to retain** = the earliest of (J:getCommitInstantsToArchive, steps 1-4):
+   a. the latest completed commit before the earliest *pending instant of the write timeline*
+      (commit, deltacommit, replacecommit, compaction, logcompaction, clustering), or that pending
+      instant itself when no commit precedes it. Pending cleans, rollbacks, restores and indexing do
+      not count;
+   b. MOR with hoodie.compact.inline.trigger.strategy NUM_COMMITS or NUM_AND_TIME
+      (J:CompactionUtils.getEarliestInstantToRetainForCompaction): the delta commits (any state) after
+      the last completed `commit` (a compaction; replacecommits do not count) are kept up to
+      hoodie.compact.inline.max.delta.commits of them; with fewer, the last compaction (or, without
+      one, the first delta commit) stays;
+   c. clustering (J:ClusteringUtils.getEarliestInstantToRetainForClustering): when the active timeline
+      has replacecommit or clustering instants (any state), the first of them at or after the latest
+      completed clean's lower bound: the earliest savepoint named in that clean's plan
+      (`savepointed_timestamps`) when a completed replacecommit lies between it and the plan's
+      earliestInstantToRetain (J:getEarliestReplacedSavepointInClean; not for KEEP_LATEST_FILE_VERSIONS),
+      else that earliestInstantToRetain, else the clean's own time. Without a completed clean, the
+      first of them. This keeps a replacecommit until the cleaner has removed the groups it replaced;
+   d. a metadata table named in hoodie.properties (`files` among hoodie.table.metadata.partitions,
+      J:HoodieTableConfig.isMetadataTableAvailable; 1.0.x does not ask whether the writer enables it):
+      the first commit that completed after the metadata table's latest compaction (its last completed
+      commit or replacecommit, J:HoodieBackedTableMetadata.getLatestCompactionTime;
+      J:findInstantsModifiedAfterByCompletionTime); nothing at all while it has none. pyhudi removes the
+      metadata table before its first instant completes, so this binds only on tables Hudi wrote last.
+4. **Savepoints**: no commit at or after the first completed savepoint (hoodie.archive.beyond.savepoint,
+   default false, is not supported). Savepoints are never archived.
+5. **Selection**: the oldest commits before every bound of 3 and 4, at most (commits - min)
+   (J:getCommitInstantsToArchive's final `limit`); then every completed clean and rollback older than the
+   last of them (J:getCleanAndRollbackInstantsToArchive), whatever their number. Restores, indexing,
+   savepoints and pending instants stay.
+
+pyhudi adds two bounds Hudi 1.x does not have; both only ever archive less, and both protect readers
+(Hudi's and pyhudi's treat anything older than the first active write as committed,
+J:HoodieFileGroup.isFileSliceCommitted):
+
+6. a replacecommit whose replaced file groups still have files on storage stays (rule 3c trusts the
+   cleaner to have removed them; a failed delete would let the replaced files reappear);
+7. the files of a write that never completed in the range about to go (an orphan) stop archival before
+   it, and the commit before it stays.
+
+Differences from pyhudi's layout-1 (0.14) rules above: the keep limits follow the cleaner (rule 1; pyhudi's
+config refuses hoodie.keep.min.commits <= hoodie.cleaner.commits.retained for both layouts, so this binds with
+KEEP_LATEST_BY_HOURS, or when a pending write holds the cleaner's retained commit back); pending cleans/rollbacks and unknown actions (restore, indexing)
+no longer stop archival, and the result need not be a prefix of the timeline (savepoints, restores,
+indexing and pending cleans/rollbacks may stay behind older archived instants; the archived commits are
+still a prefix of the write timeline, which is what readers use); the latest clean's earliest retained
+commit bounds only replacecommits (rule 3c), not every commit; the compaction bound counts pending delta
+commits, starts after the last `commit` only (not after a replacecommit) and ignores pending compaction
+plans (a pending compaction is a pending write, rule 3a); the metadata-table bound (3d) is new; cleans and
+rollbacks go only when older than the last archived commit (layout 1: everything before the first kept
+commit).
+
+A re-run after a crash finds the instants the interrupted run already wrote to the history (same
+instant time and completed action, `history_keys`) and only deletes them from the active timeline
+(`ArchivalPlan.leftovers`), whether or not the keep limits would select them now.
 """
 
 from __future__ import annotations
@@ -37,10 +109,11 @@ from functools import cached_property
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_base_file, parse_log_file
+from pyhudi.model.instant_time import ms_to_instant, zone
 from pyhudi.model.table_config import TableConfig
 from pyhudi.storage import Storage
 from pyhudi.timeline.archived import comparable_action
-from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State
+from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State, parse_instant_file
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline, instant_files
 from pyhudi.writer.config import ArchivalConfig, CleanConfig, CompactionConfig
 
@@ -86,6 +159,12 @@ class InstantGroup:
         return f"{self.action.value}@{self.timestamp}"
 
 
+def _comparable(action: Action) -> Action:
+    """Hudi's getComparableAction; layout 2's clustering belongs with the replacecommit it completes as
+    (J:InstantComparatorV2; layout-1 timelines have no clustering files)."""
+    return Action.REPLACE_COMMIT if action is Action.CLUSTERING else comparable_action(action)
+
+
 def load_groups(storage: Storage) -> list[InstantGroup]:
     """The raw active timeline: one group per (timestamp, comparable action), oldest first.
 
@@ -93,7 +172,7 @@ def load_groups(storage: Storage) -> list[InstantGroup]:
     """
     found: dict[tuple[str, Action], list[tuple[Instant, int]]] = {}
     for inst, info in instant_files(storage):
-        found.setdefault((inst.timestamp, comparable_action(inst.action)), []).append(
+        found.setdefault((inst.timestamp, _comparable(inst.action)), []).append(
             (inst, info.mtime_ns // 1_000_000))
     groups = []
     for (ts, _), files in found.items():
@@ -340,3 +419,214 @@ def _count(p: _Planner, bounds: list[_Bound], limit: int, stop: str | None = Non
     if first is not None and eligible < limit:
         return eligible, f"archival stops before {first.timestamp}: {first.reason}"
     return min(limit, eligible), stop
+
+
+# ------------------------------------------------------------------------------------------------------
+# Layout 2 (Hudi 1.x): the rules of the module docstring's second part.
+#: The write timeline of Hudi 1.x (J:BaseHoodieTimeline.getWriteTimeline): its pending instants bound archival.
+_WRITE_TIMELINE = WRITE_ACTIONS | {Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING}
+_TRIGGERS_COUNTING_COMMITS = ("NUM_COMMITS", "NUM_AND_TIME")
+_SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"  # J:CleanerUtils.SAVEPOINTED_TIMESTAMPS
+_MDT_DIR = f"{META_DIR}/metadata"
+
+
+def group_key(group: InstantGroup) -> tuple[str, str]:
+    """(instant time, completed action): how a history row names the instant it archived."""
+    return group.timestamp, group.action.value
+
+
+def history_keys(storage: Storage, history_dir: str, start: str | None) -> set[tuple[str, str]]:
+    """(instant time, action) of the history's rows from `start` on; only files whose name range reaches
+    `start` are read, and only their three small columns."""
+    from pyhudi.timeline.history import read_history
+
+    return {(h.instant_time, h.action) for h in read_history(storage, history_dir, start=start, with_details=False)}
+
+
+class _PlannerV2(_Planner):
+    """Hudi 1.x's TimelineArchiverV2 selection (module docstring, rules 1-7)."""
+
+    def keep_limits(self) -> tuple[int, int]:
+        """Rule 1 (J:ArchivalUtils.getMinAndMaxInstantsToKeep)."""
+        from pyhudi.services.clean_plan import earliest_commit_to_retain
+
+        lo, hi = self.cfg.min_commits, self.cfg.max_commits
+        if not self.commits:
+            return lo, hi
+        retained = earliest_commit_to_retain(self.timeline, self.clean_cfg, self.table.local_timezone,
+                                             now=self.commits[-1].timestamp)
+        if retained is None:
+            return lo, hi
+        by_cleaning = sum(1 for c in self.commits if c.timestamp > retained.timestamp) + 2
+        if lo >= by_cleaning:
+            return lo, hi
+        log.warning("hoodie.keep.min.commits=%d is more aggressive than the cleaner, whose earliest retained "
+                    "commit is %s: archival keeps min=%d, max=%d commits, as Hudi 1.x adjusts them", lo,
+                    retained.timestamp, by_cleaning, by_cleaning + hi - lo)
+        return by_cleaning, by_cleaning + hi - lo
+
+    def pending_bound(self) -> _Bound | None:
+        """Rule 3a."""
+        pending = self.first_of(lambda g: not g.completed and g.action in _WRITE_TIMELINE)
+        if pending is None:
+            return None
+        before = [c for c in self.commits if c.timestamp < pending.timestamp]
+        if before:
+            return _Bound(before[-1].timestamp, f"the oldest pending write {pending.instant} (the completed commit "
+                                                "before it stays too)")
+        return _Bound(pending.timestamp, f"the oldest pending write {pending.instant}")
+
+    def compaction_bound_v2(self) -> _Bound | None:
+        """Rule 3b (J:CompactionUtils.getEarliestInstantToRetainForCompaction)."""
+        cc = self.compaction_cfg
+        if not self.table.is_mor or cc is None or cc.trigger not in _TRIGGERS_COUNTING_COMMITS:
+            return None
+        done = [g for g in self.commits if g.action is Action.COMMIT]
+        last = done[-1].timestamp if done else None
+        deltas = [g for g in self.groups if g.action is Action.DELTA_COMMIT and (last is None or g.timestamp > last)]
+        if len(deltas) >= cc.max_delta_commits:
+            return _Bound(deltas[len(deltas) - cc.max_delta_commits].timestamp,
+                          f"the newest {cc.max_delta_commits} delta commits the compaction trigger counts")
+        since = last or (deltas[0].timestamp if deltas else None)
+        return _Bound(since, f"the compaction trigger (fewer than {cc.max_delta_commits} delta commits since the "
+                             "last compaction)") if since else None
+
+    def clustering_bound(self) -> _Bound | None:
+        """Rule 3c (J:ClusteringUtils.getEarliestInstantToRetainForClustering)."""
+        replaces = [g for g in self.groups if g.action in (Action.REPLACE_COMMIT, Action.CLUSTERING)]
+        if not replaces:
+            return None
+        clean = next((g for g in reversed(self.groups) if g.completed and g.action is Action.CLEAN), None)
+        lower, why = ("", "no clean has completed yet") if clean is None else self._clean_lower_bound(clean)
+        first = next((g for g in replaces if g.timestamp >= lower), None)
+        return _Bound(first.timestamp, f"{first}: a replacecommit or clustering at or after {why}; it stays until "
+                                       "the cleaner has passed it") if first else None
+
+    def _clean_lower_bound(self, clean: InstantGroup) -> tuple[str, str]:
+        requested = Instant(clean.timestamp, Action.CLEAN, State.REQUESTED)
+        try:
+            plan = am.read_instant_avro(self.storage.read_bytes(f"{self.table.timeline_dir}/{requested.file_name}"))
+        except (HudiError, OSError, ValueError) as exc:
+            log.warning("archival: the plan of clean %s is unreadable (%s); keeping every replacecommit",
+                        clean.timestamp, exc)
+            return "", f"the latest clean {clean.timestamp}, whose plan cannot be read"
+        retain = str((plan.get("earliestInstantToRetain") or {}).get("timestamp") or "")
+        savepoint = self._replaced_savepoint(plan, retain)
+        if savepoint:
+            return savepoint, f"the savepoint {savepoint} the latest clean {clean.timestamp} kept files for"
+        if retain:
+            return retain, f"the earliest commit the latest clean {clean.timestamp} retains ({retain})"
+        return clean.timestamp, f"the latest clean {clean.timestamp}"
+
+    def _replaced_savepoint(self, plan: dict, retain: str) -> str | None:
+        """J:ClusteringUtils.getEarliestReplacedSavepointInClean."""
+        if self.clean_cfg.policy == "KEEP_LATEST_FILE_VERSIONS" or not retain:
+            return None
+        named = str((plan.get("extraMetadata") or {}).get(_SAVEPOINTED_TIMESTAMPS) or "")
+        earliest = min(named.split(","), default="")
+        if not earliest or retain <= earliest:
+            return None
+        replaced = any(g.completed and g.action is Action.REPLACE_COMMIT and earliest <= g.timestamp <= retain
+                       for g in self.groups)
+        return earliest if replaced else None
+
+    def metadata_table_bound(self) -> _Bound | None:
+        """Rule 3d."""
+        if not (_names_files_partition(self.table.raw) and _names_files_partition(_current_properties(self.storage))):
+            return None  # the second look: the writer that runs this archival may have just removed it
+        latest = _metadata_table_compaction(self.storage)
+        if latest is None:  # a bound at the first commit archives nothing
+            return _Bound(self.commits[0].timestamp, "the metadata table has no compaction yet (Hudi archives "
+                                                     "nothing until it has one)") if self.commits else None
+        after = next((c for c in self.commits if c.timestamp != latest
+                      and (completion_of(c) or c.timestamp) > latest), None)
+        return _Bound(after.timestamp, f"the first commit completed after the metadata table's latest compaction "
+                                       f"{latest}") if after else None
+
+    def savepoint_bound(self) -> _Bound | None:
+        """Rule 4."""
+        first = self.first_of(lambda g: g.completed and g.action is Action.SAVEPOINT)
+        return _Bound(first.timestamp, f"the first savepoint {first.timestamp}") if first else None
+
+
+def completed_files(group: InstantGroup) -> list[tuple[Instant, str]]:
+    """A layout-2 group's completed files with their completion times, latest first (J:ActiveAction sorts
+    them so; a completion race can leave two). A legacy name (no `_`) completes at its modification time
+    in the local zone, as ActiveTimeline takes it."""
+    found = [(inst, inst.completion or ms_to_instant(mtime, zone(True)))
+             for inst, mtime in zip(group.files, group.mtimes_ms or (0,) * len(group.files)) if inst.is_completed]
+    return sorted(found, key=lambda f: f[1], reverse=True)
+
+
+def completion_of(group: InstantGroup) -> str | None:
+    """When a completed layout-2 instant completed (its latest completed file); None for a pending one."""
+    found = completed_files(group)
+    return found[0][1] if found else None
+
+
+def _names_files_partition(props: dict[str, str]) -> bool:
+    """J:HoodieTableConfig.isMetadataTableAvailable: the `files` partition is among the listed ones."""
+    from pyhudi.model.metadata_table import listed_partitions
+
+    listed = ",".join(listed_partitions(props).values())
+    return "files" in {p.strip() for p in listed.split(",")}
+
+
+def _current_properties(storage: Storage) -> dict[str, str]:
+    from pyhudi.model.metadata_table import PROPERTIES_FILE
+    from pyhudi.model.properties import parse_properties
+
+    try:
+        return parse_properties(storage.read_bytes(PROPERTIES_FILE).decode("utf-8"))
+    except FileNotFoundError:
+        return {}
+
+
+def _metadata_table_compaction(storage: Storage) -> str | None:
+    """The requested time of the metadata table's last completed commit or replacecommit (its compactions)."""
+    for folder in (f"{_MDT_DIR}/{META_DIR}/timeline", f"{_MDT_DIR}/{META_DIR}"):
+        found = [inst.timestamp for info in storage.list_dir(folder) if not info.is_dir
+                 and (inst := parse_instant_file(info.name)) is not None and inst.is_completed
+                 and inst.action in (Action.COMMIT, Action.REPLACE_COMMIT)]
+        if found:
+            return max(found)
+    return None
+
+
+def plan_archival_v2(storage: Storage, table: TableConfig, cfg: ArchivalConfig, clean_cfg: CleanConfig,
+                     compaction_cfg: CompactionConfig | None = None, *,
+                     groups: list[InstantGroup] | None = None) -> ArchivalPlan:
+    """Choose the instants of a layout-2 table to move into its LSM history (module docstring)."""
+    groups = load_groups(storage) if groups is None else groups
+    p = _PlannerV2(storage, table, groups, cfg, clean_cfg, compaction_cfg, set())
+    plan = ArchivalPlan(commits_total=len(p.commits))
+    k, plan.stopped_by = _commits_to_archive(p)
+    chosen = {id(c) for c in p.commits[:k]}
+    if k:
+        last = p.commits[k - 1].timestamp
+        chosen |= {id(g) for g in groups if g.completed and g.action in (Action.CLEAN, Action.ROLLBACK)
+                   and g.timestamp < last}
+    done = [g for g in groups if g.completed and g.action in ARCHIVABLE]
+    archived = history_keys(storage, table.history_dir, done[0].timestamp) if done else set()
+    leftovers = {id(g) for g in done if group_key(g) in archived}
+    plan.groups = [g for g in groups if id(g) in chosen or id(g) in leftovers]
+    plan.leftovers = [g for g in plan.groups if id(g) in leftovers]
+    plan.commits_archived = sum(1 for g in plan.groups if g.action in WRITE_ACTIONS)
+    return plan
+
+
+def _commits_to_archive(p: _PlannerV2) -> tuple[int, str | None]:
+    """How many of the oldest commits go (rules 1-7), and what stopped them."""
+    low, high = p.keep_limits()
+    if len(p.commits) <= high:
+        return 0, None
+    bounds = [b for b in (p.pending_bound(), p.compaction_bound_v2(), p.clustering_bound(),
+                          p.metadata_table_bound(), p.savepoint_bound()) if b is not None]
+    k, stop = _count(p, bounds, len(p.commits) - low)
+    if k:  # rules 6 and 7 read more (commit metadata, listings): only for what is left to archive
+        replace = p.replace_bound(p.commits[:k])
+        k, stop = _count(p, bounds + ([replace] if replace else []), k, stop)
+    if k:
+        orphan = p.orphan_bound(p.commits[k - 1].timestamp)
+        k, stop = _count(p, bounds + ([orphan] if orphan else []), k, stop)
+    return k, stop
