@@ -189,10 +189,12 @@ def _commit_times(table: pa.Table, chosen: set[str]) -> pa.Table:
 
 def assert_same_reads(before: dict[str, Any], after: dict[str, Any], archived: set[str],
                       files: dict[str, bytes]) -> None:
-    """Reads after archival equal those before, but where Hudi 1.x answers differently once instants are
-    archived: no time travel to before the active timeline (TimelineUtils.validateTimestampAsOf), and an
-    incremental range whose last commit is archived reads the latest snapshot filtered by the range's
-    commit times (the full-table-scan fallback, which later updates of its rows hide)."""
+    """Reads after archival equal those before, except where archived instants change the answer: no time
+    travel to before the active timeline (Hudi 1.x refuses times before the latest clean's earliest retained
+    commit, TimelineUtils.validateTimestampAsOf, which archival keeps), and an incremental range whose last
+    commit is archived is no longer read as of that commit but, with the full-table-scan fallback on (as
+    here), from the latest snapshot filtered by the range's commit times, where later updates hide its rows
+    (Hudi 1.x falls back as soon as any selected commit is archived)."""
     writes = completed_writes(files)
     for what, got in after.items():
         expected = before[what]
