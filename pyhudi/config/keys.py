@@ -8,6 +8,7 @@ differs from Hudi's default, the doc line says so.
 from __future__ import annotations
 
 from pyhudi.config.registry import Group, declare, non_negative, positive
+from pyhudi.errors import InvalidConfigError
 
 MB = 1024 * 1024
 GB = 1024 * MB
@@ -68,11 +69,41 @@ TIMELINE_TIMEZONE = declare("hoodie.table.timeline.timezone", "enum", "UTC",
                             Group.TABLE, choices=("UTC", "LOCAL"))
 DROP_PARTITION_COLUMNS = declare("hoodie.datasource.write.drop.partition.columns", "bool", False,
                                  "Drop partition columns from data files; true is not supported.", Group.TABLE)
-TABLE_VERSION = declare("hoodie.write.table.version", "int", 6,
-                        "Table version to write; only 6 is supported.", Group.TABLE)
+WRITTEN_TABLE_VERSIONS = (6, 8, 9)
+
+
+def _written_table_version(key: str, value: int) -> None:
+    if value not in WRITTEN_TABLE_VERSIONS:
+        raise InvalidConfigError(
+            f"{key}={value} is not a table version pyhudi writes; use 6 (Hudi 0.14/0.15, the default), 8 (Hudi "
+            "1.0) or 9 (Hudi 1.1), as Hudi 1.x's valid values")
+
+
+TABLE_VERSION = declare(
+    "hoodie.write.table.version", "int", 6,
+    "Table version to write: 6 (Hudi 0.14/0.15; pyhudi's default, where Hudi 1.x defaults to its own), 8 "
+    "(Hudi 1.0) or 9 (Hudi 1.1). A new table is created at it; an existing table is written at its own version "
+    "when the option is absent, upgraded when it asks for a later one (6 -> 8, 6 -> 9, 8 -> 9, as Hudi 1.x's "
+    "upgrade), and refused when it asks for an earlier one (Hudi's 'Table version and Writer version do not "
+    "match').", Group.TABLE, validator=_written_table_version)
 AUTO_UPGRADE = declare("hoodie.write.auto.upgrade", "bool", True,
                        "Upgrade a table of version 4 or 5 to 6 on the first write (Hudi 1.x key); false refuses "
-                       "to write such a table instead.", Group.TABLE)
+                       "to write such a table instead. With hoodie.write.table.version above the table's (6 or "
+                       "8), false writes the table at its own version instead of upgrading it, as Hudi 1.x does.",
+                       Group.TABLE)
+RECORD_MERGE_MODE = declare(
+    "hoodie.write.record.merge.mode", "enum", None,
+    "Hudi 1.x merge mode of a table created at version 8 or 9: COMMIT_TIME_ORDERING (the last write wins) or "
+    "EVENT_TIME_ORDERING (the greatest ordering value wins); unset: EVENT_TIME_ORDERING with ordering fields, "
+    "else COMMIT_TIME_ORDERING, as Hudi infers it. CUSTOM is refused (pyhudi merges by the two orderings only). "
+    "On an existing table it must match the table's hoodie.record.merge.mode; version-6 tables ignore it.",
+    Group.TABLE, aliases=("hoodie.record.merge.mode",),
+    choices=("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", "CUSTOM"))
+ORDERING_FIELDS = declare(
+    "hoodie.table.ordering.fields", "list", (),
+    "Hudi 1.1's name of the ordering (precombine) fields, a comma list, for tables created at version 8 or 9 "
+    "(hoodie.datasource.write.precombine.field is the older name and also accepted there; version-6 tables "
+    "ignore this key). The write path compares one field: several are refused on writes.", Group.TABLE)
 SKIP_DEFAULT_PARTITION_VALIDATION = declare(
     "hoodie.skip.default.partition.validation", "bool", False,
     "Upgrading a version-4 table: do not refuse a partition named `default` (Hudi 0.12+ writes "
@@ -82,6 +113,13 @@ ARCHIVELOG_FOLDER = declare("hoodie.archivelog.folder", "str", "archived",
 METADATA_ENABLE = declare("hoodie.metadata.enable", "bool", False,
                           "Metadata table. pyhudi does not build it (Hudi's Spark default is true); true is "
                           "accepted with a warning and ignored.", Group.TABLE)
+DROP_UNREBUILDABLE_INDEXES = declare(
+    "hoodie.write.drop.unrebuildable.metadata.indexes", "bool", False,
+    "pyhudi only. A write to a table of version 8 or 9 removes its metadata table (as Hudi does with "
+    "hoodie.metadata.enable=false). When that metadata table holds an index pyhudi cannot rebuild "
+    "(record_index, secondary_index_*, expr_index_*, or any partition other than files, column_stats and "
+    "partition_stats), the write is refused unless this is true: the index is then deleted with the metadata "
+    "table, and Hudi has to rebuild it (a write with the metadata table and that index enabled).", Group.TABLE)
 
 # Timestamp-based key generator (Hudi's TimestampKeyGeneratorConfig; the old hoodie.deltastreamer.keygen.*
 # names are aliases). A TimestampBasedKeyGenerator table keeps them in hoodie.properties (as Hudi's writer

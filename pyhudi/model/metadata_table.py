@@ -9,6 +9,19 @@ them: the next Hudi upsert duplicates keys, its cleaner and clustering never see
 deletes the folder; pyhudi does the same, in the same order, so every crash point leaves a table whose
 readers ignore the metadata table (properties cleared, folder maybe still there) and the next pyhudi
 instant finishes the removal. Hudi rebuilds the metadata table on its next write with it enabled.
+
+Tables of version 8 and 9 (Hudi 1.x) get the same removal (1.x's HoodieTable#maybeDeleteMetadataTable ->
+HoodieTableMetadataUtil.deleteMetadataTable: clearMetadataPartitions empties both partition keys, then
+the folder goes), with one difference: Hudi deletes whatever the metadata table holds, pyhudi only
+`files`, `column_stats` and `partition_stats` (Hudi recomputes them from the data files when the metadata
+table is enabled again). Any other partition - `record_index`, `secondary_index_*`, `expr_index_*`,
+`bloom_filters` - is an index a user built on purpose; it is deleted only when the write allows it
+(`hoodie.write.drop.unrebuildable.metadata.indexes=true`, checked up front by
+table_features.check_writable and registered here by model/upgrade.upgrade_for_write), and a removal
+that finds one without that permission (a Hudi writer built it since the check) refuses instead. Like
+Java, the index definitions (`.hoodie/.index_defs/index.json`, `hoodie.table.index.defs.path`) stay:
+they are how a Hudi writer with the metadata table enabled knows which secondary and expression indexes
+to rebuild.
 """
 
 from __future__ import annotations
@@ -17,6 +30,7 @@ import logging
 import threading
 import weakref
 
+from pyhudi.errors import UnsupportedTableError
 from pyhudi.faults import fault_point
 from pyhudi.model.properties import format_properties, parse_properties
 from pyhudi.storage import Storage
@@ -26,10 +40,14 @@ log = logging.getLogger(__name__)
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 METADATA_DIR = ".hoodie/metadata"
 PARTITION_KEYS = ("hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight")
+# Metadata partitions Hudi rebuilds from the data files alone when the metadata table is enabled again.
+REBUILDABLE_PARTITIONS = frozenset({"files", "column_stats", "partition_stats"})
 _told_enable = False
 _told_lock = threading.Lock()
 # Properties each Storage object's current operation loaded (weak: gone with the Storage object).
 _loaded: weakref.WeakKeyDictionary[Storage, dict[str, str]] = weakref.WeakKeyDictionary()
+# Storage objects whose operation allows deleting indexes pyhudi cannot rebuild (upgrade_for_write).
+_drop_allowed: weakref.WeakKeyDictionary[Storage, bool] = weakref.WeakKeyDictionary()
 
 
 def listed_partitions(props: dict[str, str]) -> dict[str, str]:
@@ -42,6 +60,27 @@ def cleared(props: dict[str, str]) -> dict[str, str]:
     table checksum covers only the database and table names, so it stays right). Hudi keeps the keys
     with empty values, so pyhudi does too."""
     return {k: ("" if k in PARTITION_KEYS else v) for k, v in props.items()}
+
+
+def unrebuildable_indexes(props: dict[str, str], version: int | None = None) -> list[str]:
+    """The metadata partitions of a version-8/9 table (completed or being built) that are not
+    `REBUILDABLE_PARTITIONS`, sorted; none for older versions, whose whole metadata table pyhudi removes
+    as it always has. `version`: the version the operation leaves the table at (an upgrade's), when it is
+    not the one `props` record."""
+    if version is None:
+        try:
+            version = int(props.get("hoodie.table.version", "6").strip() or "6")
+        except ValueError:
+            return []
+    if version < 8:
+        return []
+    found = {p.strip() for k in PARTITION_KEYS for p in props.get(k, "").split(",") if p.strip()}
+    return sorted(found - REBUILDABLE_PARTITIONS)
+
+
+def allow_index_drop(storage: Storage, allowed: bool) -> None:
+    """Note whether this operation (through `storage`) may delete indexes pyhudi cannot rebuild."""
+    _drop_allowed[storage] = allowed
 
 
 def remember_properties(storage: Storage, props: dict[str, str]) -> None:
@@ -74,6 +113,7 @@ def drop_metadata_table(storage: Storage) -> list[str]:
         props = parse_properties(storage.read_bytes(PROPERTIES_FILE).decode("utf-8"))
     except FileNotFoundError:
         return []
+    _check_indexes(storage, props)
     removed = [f"{k}={v}" for k, v in listed_partitions(props).items()]
     if removed:
         text = format_properties(cleared(props), comments=["Updated by pyhudi: metadata table removed"])
@@ -89,6 +129,18 @@ def drop_metadata_table(storage: Storage) -> list[str]:
                     "maintain it, and Hudi's writers would trust it over the timeline. Hudi rebuilds it on "
                     "its next write with hoodie.metadata.enable=true", storage.base_uri, ", ".join(removed))
     return removed
+
+
+def _check_indexes(storage: Storage, props: dict[str, str]) -> None:
+    """Refuse to delete an index of a 1.x table that pyhudi cannot rebuild unless the operation allows it."""
+    found = unrebuildable_indexes(props)
+    if found and not _drop_allowed.get(storage, False):
+        raise UnsupportedTableError(
+            f"{storage.base_uri}: the metadata table now holds {', '.join(found)} (hoodie.table.metadata.partitions="
+            f"{props.get('hoodie.table.metadata.partitions', '')}), an index pyhudi cannot rebuild, and pyhudi "
+            "removes the metadata table before it completes an instant; nothing was deleted and the instant is "
+            "not completed. Write this table with Apache Hudi, or set "
+            "hoodie.write.drop.unrebuildable.metadata.indexes=true (Hudi then has to rebuild the index)")
 
 
 def _delete_tree(storage: Storage) -> None:

@@ -1,12 +1,12 @@
 """`hoodie.properties`: the table's identity, parsed into a typed value.
 
 Table versions 4-6 with timeline layout 1 are read (versions 4 and 5 are upgraded
-to 6, the format every piece of pyhudi writes, by the first write: model/upgrade.py),
-and so are versions 8 and 9 (Hudi 1.0 / 1.1+) with timeline layout 2, which pyhudi
-does not write yet (table_features.WRITTEN_VERSIONS). Version-6 tables written by
-Hudi 1.x (layout 1 plus 1.x keys) are version-6 tables. Anything else (7, 10 and
-later, a layout that does not go with the version) is refused up front with a
-message rather than misread later.
+to 6 by the first write: model/upgrade.py), and so are versions 8 and 9 (Hudi 1.0 /
+1.1+) with timeline layout 2; pyhudi writes 6, 8 and 9 (table_features.WRITTEN_VERSIONS),
+creating a table at 8 or 9 with the keys Hudi 1.0.2 / 1.1 record (`new_table_config`).
+Version-6 tables written by Hudi 1.x (layout 1 plus 1.x keys) are version-6 tables.
+Anything else (7, 10 and later, a layout that does not go with the version) is refused
+up front with a message rather than misread later.
 """
 
 from __future__ import annotations
@@ -48,6 +48,12 @@ DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 DEFAULT_MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 EMPTY_DIRS = (".hoodie/.temp", ".hoodie/archived", ".hoodie/.aux/.bootstrap/.partitions",
               ".hoodie/.aux/.bootstrap/.fileids", ".hoodie/.schema")
+# What Hudi 1.x's HoodieTableMetaClient.createTableLayoutOnStorage creates (layout 2 has no archive folder:
+# its archive is the history under the timeline folder, created with it).
+EMPTY_DIRS_V2 = (".hoodie/.temp", ".hoodie/.aux/.bootstrap/.partitions", ".hoodie/.aux/.bootstrap/.fileids",
+                 ".hoodie/.schema")
+# HoodieTableVersion names, which early 1.0 upgrades wrote as hoodie.table.initial.version (`SIX`).
+VERSION_NAMES = {"FOUR": 4, "FIVE": 5, "SIX": 6, "SEVEN": 7, "EIGHT": 8, "NINE": 9}
 
 
 def table_checksum(database: str, table: str) -> int:
@@ -154,7 +160,8 @@ class TableConfig:
         props["hoodie.table.version"] = str(self.version)
         props["hoodie.table.recordkey.fields"] = ",".join(self.record_key_fields)
         props["hoodie.datasource.write.partitionpath.urlencode"] = str(self.urlencode_partitions).lower()
-        props["hoodie.database.name"] = self.database
+        if self.database or self.version < 8 or "hoodie.database.name" in self.raw:
+            props["hoodie.database.name"] = self.database  # 1.1's TableBuilder leaves an empty name out
         props["hoodie.table.name"] = self.name
         props.update(self._keygen_properties())
         props["hoodie.datasource.write.hive_style_partitioning"] = str(self.hive_style_partitioning).lower()
@@ -178,10 +185,15 @@ class TableConfig:
 
     def _ordering_properties(self) -> dict[str, str]:
         """1.1 (version 9) names the ordering fields hoodie.table.ordering.fields; older versions, and a
-        table that recorded them under the older key, hoodie.table.precombine.field."""
-        if "hoodie.table.ordering.fields" in self.raw or (self.version >= 9 and not self.raw):
+        table that recorded them under the older key, hoodie.table.precombine.field. A key the table
+        recorded is written back even empty; a new one only with fields (TableBuilder.build)."""
+        if "hoodie.table.ordering.fields" in self.raw:
             return {"hoodie.table.ordering.fields": ",".join(self.ordering_fields)}
-        return {"hoodie.table.precombine.field": ",".join(self.ordering_fields)} if self.ordering_fields else {}
+        if not self.ordering_fields:
+            return {}
+        if self.version >= 9 and "hoodie.table.precombine.field" not in self.raw:
+            return {"hoodie.table.ordering.fields": ",".join(self.ordering_fields)}
+        return {"hoodie.table.precombine.field": ",".join(self.ordering_fields)}
 
     def _partition_property(self) -> str:
         """The partition fields; with the types a custom key generator's spec gives them when the table
@@ -254,7 +266,8 @@ class TableConfig:
             urlencode_partitions=flag("hoodie.datasource.write.partitionpath.urlencode", False),
             drop_partition_columns=flag("hoodie.datasource.write.drop.partition.columns", False),
             populate_meta_fields=flag("hoodie.populate.meta.fields", True),
-            database=props.get("hoodie.database.name", "default"),
+            # Java's checksum takes an absent name as empty; 0.x-era pyhudi read it as `default`
+            database=props.get("hoodie.database.name", "default" if version < 8 else ""),
             create_schema=props.get("hoodie.table.create.schema"),
             payload_class=props.get(PAYLOAD_KEY),
             timeline_timezone=props.get("hoodie.table.timeline.timezone"),
@@ -305,6 +318,8 @@ def _int(props: dict[str, str], key: str, where: str) -> int | None:
     text = props.get(key, "").strip()
     if not text:
         return None
+    if text.upper() in VERSION_NAMES:
+        return VERSION_NAMES[text.upper()]
     try:
         return int(text)
     except ValueError as exc:
@@ -401,7 +416,7 @@ def load_table_config(storage: Storage) -> TableConfig:
 
 def save_table_config(storage: Storage, config: TableConfig) -> None:
     """Create the table's folders, then publish `hoodie.properties` atomically (its presence is the table)."""
-    for rel in EMPTY_DIRS:
+    for rel in table_dirs(config):
         storage.makedirs(rel)
     props = config.to_properties()
     text = format_properties(props, comments=["Updated at " + _iso_now()])
@@ -413,3 +428,22 @@ def _iso_now() -> str:
     from datetime import datetime, timezone
 
     return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def table_dirs(config: TableConfig) -> tuple[str, ...]:
+    """The folders a new table of `config`'s layout starts with, as the Hudi release of its version makes
+    them (layout 2: the timeline folder and its history too)."""
+    if config.layout_version < 2:
+        return EMPTY_DIRS
+    return (*EMPTY_DIRS_V2, config.timeline_dir, config.history_dir)
+
+
+def new_table_config(draft: TableConfig, merge_props: dict[str, str], where: str = "") -> TableConfig:
+    """A table config to create at version 8 or 9 (`draft.version`): `draft`'s identity with the merge
+    settings Hudi records (`merge_props`, from table_features.creation_merge_properties), written as
+    `hoodie.properties` would be and parsed back, so every check sees the table as it will be on disk."""
+    first = draft.evolve(layout_version=2, initial_version=draft.version, raw=dict(merge_props))
+    loaded = TableConfig.from_properties(first.to_properties(), where=where or draft.name)
+    merged = dict(loaded.keygen_options)
+    merged.update(draft.keygen_options)
+    return loaded.evolve(keygen_options=merged)

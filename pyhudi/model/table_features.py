@@ -13,12 +13,15 @@ that shows it:
   property that is not on the allow-lists below.
 * `check_writable` runs where every write and table service builds its configuration
   (`writer/config.build_write_config`). On top of the above it refuses what a pyhudi write would break
-  for other readers and writers: tables of version 8 and 9 (read, not written yet: `WRITTEN_VERSIONS`),
-  CDC-enabled tables (a write without CDC logs breaks CDC queries), a consistent-hashing bucket index
-  (table folder or option), RECORD_INDEX/HBASE as the write index, a secondary index, non-blocking
-  concurrency control, a `hoodie.write.table.version` other than 6, payload classes / merge modes
-  pyhudi does not implement (COW tables too), and on tables with virtual keys
-  (`hoodie.populate.meta.fields=false`) every operation that has to find the stored records by key.
+  for other readers and writers: table versions and layouts outside `WRITTEN_VERSIONS`, a
+  `hoodie.write.table.version` that would downgrade the table (`write_version`), CDC-enabled tables (a
+  write without CDC logs breaks CDC queries), a consistent-hashing bucket index (table folder or option),
+  RECORD_INDEX/HBASE as the write index, a secondary index, non-blocking concurrency control, payload
+  classes / merge modes pyhudi does not implement (COW tables too), on tables of version 8 and 9 the
+  merge settings the write path cannot carry (`_write_merge`: several ordering fields, a delete marker)
+  and a metadata table holding an index pyhudi cannot rebuild (`_metadata_indexes`), and on tables with
+  virtual keys (`hoodie.populate.meta.fields=false`) every operation that has to find the stored records
+  by key.
 
 Merge semantics (`resolve_merge`) follow Hudi 1.x's `HoodieTableConfig.inferMergingConfigsForPreV9Table`
 for table versions 8 and 9, and Hudi 0.14/0.15's payload classes for versions 4-6 (see the function).
@@ -34,11 +37,14 @@ hoodie.properties that change nothing.
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.errors import UnsupportedTableError
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pyhudi.model.table_config import TableConfig
@@ -529,8 +535,7 @@ def on_disk_features(storage: Storage) -> frozenset[str]:
 
 # ----------------------------------------------------------------------------- writes
 
-# Table versions pyhudi writes (4 and 5 are upgraded to 6 by the first write), all with timeline layout 1.
-# The one place to lift when pyhudi writes versions 8 and 9.
+# Table versions pyhudi writes, by timeline layout (4 and 5 are upgraded to 6 by the first write).
 WRITTEN_VERSIONS = {1: (4, 5, 6), 2: (8, 9)}  # timeline layout -> table versions written on it
 NBCC = "NON_BLOCKING_CONCURRENCY_CONTROL"
 
@@ -548,6 +553,11 @@ def check_writable(config: TableConfig, options: Any, needs_tagging: bool, where
     check_properties_readable(props, where)
     _written_version(config, where)
     _write_options(options, where)
+    target = write_version(config, options, where)
+    if target >= 8:
+        _metadata_indexes(config, options, target, where)
+    if config.version >= 8:
+        _write_merge(config, where)
     _base_file_formats(props, where, write=True)
     _merge_semantics(props, where)
     _cdc(props, options, where)
@@ -580,7 +590,9 @@ def _option(options: Any, key: str, default: Any) -> Any:
         return default
     from pyhudi.config import keys as K
 
-    prop = {"hoodie.write.concurrency.mode": K.CONCURRENCY_MODE, "hoodie.write.table.version": K.TABLE_VERSION}[key]
+    prop = {"hoodie.write.concurrency.mode": K.CONCURRENCY_MODE, "hoodie.write.table.version": K.TABLE_VERSION,
+            "hoodie.write.auto.upgrade": K.AUTO_UPGRADE,
+            "hoodie.write.drop.unrebuildable.metadata.indexes": K.DROP_UNREBUILDABLE_INDEXES}[key]
     if options.is_set(prop):
         return options.get(prop)
     return getattr(options, "extras", {}).get(key, default)
@@ -594,10 +606,6 @@ def _write_options(options: Any, where: str) -> None:
     if mode in (NBCC, "NBCC"):
         raise _fail("non-blocking concurrency control", f"hoodie.write.concurrency.mode={mode}",
                     "use SINGLE_WRITER or OPTIMISTIC_CONCURRENCY_CONTROL, or write with Apache Hudi 1.x", where)
-    version = _option(options, "hoodie.write.table.version", 6)
-    if str(version).strip() != "6":
-        raise _fail(f"writing table version {version}", f"hoodie.write.table.version={version}",
-                    "pyhudi writes table version 6; drop the option or set it to 6", where)
 
 
 def _feature_options(options: Any, where: str) -> None:
@@ -635,3 +643,121 @@ def _write_index(config: TableConfig, options: Any, where: str) -> None:
     if CONSISTENT_HASHING_DIR in config.features:
         raise _fail("the consistent-hashing bucket index (the table has its hashing metadata)",
                     f"{CONSISTENT_HASHING_DIR}/", "write this table with Apache Hudi", where)
+
+
+# ----------------------------------------------------------------------------- Hudi 1.x writes
+
+def write_version(config: TableConfig, options: Any, where: str = "") -> int:
+    """The table version this write leaves the table at, as Hudi 1.x's UpgradeDowngrade.needsUpgrade and
+    CommonClientUtils.validateTableVersion decide it from `hoodie.write.table.version`.
+
+    Without the option an existing table is written at its own version (pyhudi's default, 6, only
+    applies to a new table); a later version upgrades it (6 -> 8/9, 8 -> 9; model/upgrade.py) unless
+    hoodie.write.auto.upgrade=false, which keeps the table's version (Hudi: "skipping table version
+    upgrade process"); an earlier one is refused with Hudi's message. Versions 4 and 5 go to 6 first
+    (pyhudi's 4/5 -> 6 upgrade), and Hudi refuses to take them to 8 or 9 in one step.
+    """
+    where = where or f"table {config.name!r}"
+    asked = _option(options, "hoodie.write.table.version", None)
+    have = config.version
+    if asked is None or int(asked) == have:
+        return have if have >= 6 else 6
+    asked = int(asked)
+    if have < 6:
+        if asked == 6:
+            return 6
+        raise UnsupportedTableError(
+            f"{where}: Please upgrade table from version {have} to 6 before upgrading to version {asked} "
+            f"(hoodie.table.version={have}, hoodie.write.table.version={asked}), as Hudi 1.x requires: write "
+            "it once with hoodie.write.table.version=6 (pyhudi upgrades it to 6), then with the later version")
+    if asked > have:
+        if not _option(options, "hoodie.write.auto.upgrade", True):
+            log.warning("%s: hoodie.write.auto.upgrade=false: writing table version %d, not upgrading it to "
+                        "hoodie.write.table.version=%d (as Hudi 1.x does)", where, have, asked)
+            return have
+        return asked
+    raise UnsupportedTableError(
+        f"{where}: Table version ({have}) and Writer version ({asked}) do not match "
+        f"(hoodie.table.version={have}, hoodie.write.table.version={asked}); pyhudi, like Hudi 1.x, writes a "
+        f"table at its own version or upgrades it, never downgrades it: drop the option (or set it to {have}), or "
+        f"downgrade the table with Hudi 1.x's `hudi-cli` (`downgrade table --toVersion ...`)")
+
+
+def _write_merge(config: TableConfig, where: str) -> None:
+    """What pyhudi's write path (dedupe, the COW merge handle, a global index's partition moves) cannot
+    carry on a 1.x table: it compares one ordering field and knows no custom delete marker. Reads and
+    table services merge by the full rules (log_merge.table_merge_rules); a write would merge by less."""
+    merge = resolve_merge(config.raw, where, config.version, config.ordering_fields)
+    if merge.mode == EVENT_TIME and len(merge.ordering_fields) > 1:
+        prop = "hoodie.table.ordering.fields" if "hoodie.table.ordering.fields" in config.raw \
+            else "hoodie.table.precombine.field"
+        raise _fail("writes ordered by several fields (EVENT_TIME_ORDERING compares them in turn; pyhudi's write "
+                    "path compares one)", f"{prop}={','.join(merge.ordering_fields)}",
+                    "write this table with Apache Hudi; pyhudi reads it", where)
+    if merge.delete_marker is not None:
+        raise _fail("writes to a table with a delete marker (a written record holding the marker must be "
+                    "dropped, which pyhudi's write path does not do)",
+                    f"{DELETE_KEY}={merge.delete_marker[0]}, {DELETE_MARKER}={merge.delete_marker[1]}",
+                    "write this table with Apache Hudi; pyhudi reads it", where)
+
+
+def write_payload(config: TableConfig, where: str = "") -> str:
+    """The payload class whose write path (writer/config.WriteConfig) has a 1.x table's merge semantics:
+    COMMIT_TIME_ORDERING writes as OverwriteWithLatestAvroPayload (the incoming record wins), EVENT_TIME_ORDERING
+    as DefaultHoodieRecordPayload (a stored record with a greater ordering value stays)."""
+    merge = resolve_merge(config.raw, where or f"table {config.name!r}", config.version, config.ordering_fields)
+    return MERGE_MODE_PAYLOADS[merge.mode]
+
+
+def creation_merge_properties(version: int, mode: str | None, payload: str | None, ordering: tuple[str, ...],
+                              where: str = "") -> tuple[dict[str, str], str | None]:
+    """(merge properties, payload class) a table created at `version` 8 or 9 records, from the write's merge
+    mode, payload class (each None when not given) and ordering fields.
+
+    Both follow HoodieTableConfig.inferMergingConfigsForPreV9Table: a payload class decides the mode
+    (DefaultHoodieRecordPayload -> EVENT_TIME_ORDERING, OverwriteWithLatestAvroPayload -> COMMIT_TIME_ORDERING;
+    a given mode must agree, "Configured record merge mode ... is inconsistent"), else the given mode, else
+    EVENT_TIME_ORDERING with ordering fields and COMMIT_TIME_ORDERING without. Version 8 (1.0.2's
+    TableBuilder) records the mode, the mode's strategy id and payload class. Version 9 (1.1,
+    inferMergingConfigsForV9TableCreation) records the mode only, as the 1.1.1 samples show, and for a
+    given payload class the mode, hoodie.table.legacy.payload.class and the strategy id instead; plus
+    hoodie.table.format=native. CUSTOM is refused: pyhudi merges by the two orderings only.
+    """
+    inferred = _mode_of_payload(payload) or mode or (EVENT_TIME if ordering else COMMIT_TIME)
+    if payload and mode and mode != inferred:
+        from pyhudi.errors import InvalidConfigError
+
+        raise InvalidConfigError(
+            f"{where}: Configured record merge mode ({mode}) is inconsistent with payload class ({payload}) "
+            f"(hoodie.write.record.merge.mode={mode}, hoodie.datasource.write.payload.class={payload}), as Hudi "
+            "1.x refuses it: set only one of them")
+    if inferred == CUSTOM:
+        raise _fail("the CUSTOM merge mode", f"hoodie.write.record.merge.mode={CUSTOM}",
+                    "pyhudi writes COMMIT_TIME_ORDERING and EVENT_TIME_ORDERING tables; create it with Apache Hudi",
+                    where)
+    strategy = EVENT_TIME_STRATEGY if inferred == EVENT_TIME else COMMIT_TIME_STRATEGY
+    if version < 9:
+        return {MERGE_MODE_KEY: inferred, STRATEGY_KEY: strategy}, payload or MERGE_MODE_PAYLOADS[inferred]
+    props = {MERGE_MODE_KEY: inferred, "hoodie.table.format": "native"}
+    if payload:
+        props.update({LEGACY_PAYLOAD_KEY: payload, STRATEGY_KEY: strategy})
+    return props, None
+
+
+def _metadata_indexes(config: TableConfig, options: Any, target: int, where: str) -> None:
+    """A write that leaves the table at version 8 or 9 removes its metadata table (model/metadata_table.py)
+    like Hudi with hoodie.metadata.enable=false; an index in it that pyhudi cannot rebuild is only deleted
+    when the write says so (hoodie.write.drop.unrebuildable.metadata.indexes=true)."""
+    from pyhudi.model.metadata_table import unrebuildable_indexes
+
+    found = unrebuildable_indexes(config.raw, target)
+    if not found or _option(options, "hoodie.write.drop.unrebuildable.metadata.indexes", False):
+        return
+    key = next(k for k in ("hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight")
+               if any(p in config.raw.get(k, "").split(",") for p in found))
+    raise UnsupportedTableError(
+        f"{where}: its metadata table holds {', '.join(found)} ({key}={config.raw[key]}), an index pyhudi cannot "
+        "rebuild; pyhudi removes the metadata table before it commits (as Hudi does with "
+        "hoodie.metadata.enable=false), which would delete it. Write this table with Apache Hudi with the metadata "
+        "table enabled, or set hoodie.write.drop.unrebuildable.metadata.indexes=true to let pyhudi delete it (Hudi "
+        "then has to rebuild it: a write with hoodie.metadata.enable=true and that index enabled)")

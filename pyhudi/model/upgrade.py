@@ -1,4 +1,6 @@
-"""Upgrade a table of version 4 (Hudi 0.11) or 5 (Hudi 0.12/0.13) to 6 before pyhudi writes to it.
+"""Upgrade a table before pyhudi writes to it: 4 (Hudi 0.11) or 5 (Hudi 0.12/0.13) to 6 here, and 6 to 8 or
+9 and 8 to 9 when the write asks for it with `hoodie.write.table.version` (model/upgrade_1x.py;
+`upgrade_for_write` runs both).
 
 Hudi 0.14/0.15 upgrade a table on every write whose table version is older than theirs
 (`BaseHoodieWriteClient.tryUpgrade` -> `UpgradeDowngrade.run`): roll back failed writes, run the handlers
@@ -108,14 +110,45 @@ def upgrade_if_needed(storage: Storage, *, auto_upgrade: bool = True, skip_defau
 
 def upgrade_for_write(storage: Storage, cfg: WriteConfig) -> bool:
     """The one call at the start of a write or table service: options and liveness from its config, and
-    the properties its table config was loaded from (`TableConfig.raw`; empty for a table this write
-    creates, which is then looked up)."""
-    from pyhudi.config import keys as K
+    the properties its table config was loaded from (`TableConfig.raw`; empty for a version-6 table this
+    write creates, which is then looked up). True when an upgrade ran.
 
-    return upgrade_if_needed(storage, auto_upgrade=bool(cfg.options.get(K.AUTO_UPGRADE)),
-                             skip_default_partition_check=bool(cfg.options.get(K.SKIP_DEFAULT_PARTITION_VALIDATION)),
-                             liveness=(cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses),
-                             loaded=cfg.table.raw or None, lock=cfg.lock)
+    It also finishes an interrupted 6 -> 8 upgrade's cleanup, notes whether this operation may delete
+    metadata indexes pyhudi cannot rebuild (model/metadata_table.py), and after an upgrade to 8 or 9
+    updates `cfg` in place to the upgraded table (`_rebind`), so the caller writes what it upgraded to.
+    """
+    from pyhudi.config import keys as K
+    from pyhudi.model.metadata_table import allow_index_drop
+    from pyhudi.model.table_features import write_version
+    from pyhudi.model.upgrade_1x import finish_cleanup, upgrade_to
+
+    allow_index_drop(storage, bool(cfg.options.get(K.DROP_UNREBUILDABLE_INDEXES)))
+    if cfg.table.raw:
+        finish_cleanup(storage, cfg.table.raw)
+    upgraded = upgrade_if_needed(storage, auto_upgrade=bool(cfg.options.get(K.AUTO_UPGRADE)),
+                                 skip_default_partition_check=bool(cfg.options.get(K.SKIP_DEFAULT_PARTITION_VALIDATION)),
+                                 liveness=(cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses),
+                                 loaded=cfg.table.raw or None, lock=cfg.lock)
+    target = write_version(cfg.table, cfg.options, storage.base_uri)
+    if target <= max(cfg.table.version, CURRENT_VERSION):
+        return upgraded
+    upgrade_to(storage, cfg, target)
+    _rebind(storage, cfg)
+    return True
+
+
+def _rebind(storage: Storage, cfg: WriteConfig) -> None:
+    """Point `cfg` at the upgraded table. The fields that come from the table (the table config itself:
+    version, timeline layout, ordering fields; and the payload class its merge mode writes with) are
+    replaced in place, because the write client holds `cfg` by reference; they are those of a write config
+    built, and so checked, for the table as it now is. Every other field stays as the caller set it (e.g.
+    an overwrite's combine_before_write, a streaming write's compaction)."""
+    from pyhudi.model.table_config import load_table_config
+    from pyhudi.writer.config import build_write_config
+
+    fresh = build_write_config(cfg.options, load_table_config(storage), cfg.operation)
+    for name in ("table", "payload_class"):
+        object.__setattr__(cfg, name, getattr(fresh, name))
 
 
 def _rollback_failed_writes(storage: Storage, liveness: tuple[int, int] | None, lock: LockSettings | None) -> None:

@@ -8,6 +8,7 @@ pyhudi receives these dataclasses, never raw option strings.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,12 +17,25 @@ from pyhudi.config.registry import Options
 from pyhudi.errors import InvalidConfigError
 from pyhudi.io.base_file import ParquetSettings
 from pyhudi.model.metadata_table import note_enable_requested
-from pyhudi.model.table_config import COW, CUSTOM_KEYGENS, TIMESTAMP_KEYGENS, TableConfig, infer_keygen
-from pyhudi.model.table_features import check_writable
+from pyhudi.model.table_config import (
+    COW,
+    CUSTOM_KEYGENS,
+    TIMESTAMP_KEYGENS,
+    TableConfig,
+    infer_keygen,
+    new_table_config,
+)
+from pyhudi.model.table_features import (
+    check_writable,
+    creation_merge_properties,
+    resolve_merge,
+    write_payload,
+)
 from pyhudi.transaction.lock import LockSettings
 from pyhudi.writer.markers import DEFAULT_MARKER_TYPE
 from pyhudi.writer.operation import WriteOperation
 
+log = logging.getLogger(__name__)
 GLOBAL_INDEXES = frozenset({"GLOBAL_SIMPLE", "GLOBAL_BLOOM"})
 # Index types whose lookups can see keys in log files (Hudi's canIndexLogFiles).
 LOG_AWARE_INDEXES = frozenset({"INMEMORY", "BUCKET"})
@@ -129,6 +143,11 @@ class WriteConfig:
 
     @property
     def precombine_field(self) -> str | None:
+        """The field the write compares records of one key by. A 1.x table in COMMIT_TIME_ORDERING has none:
+        Hudi 1.x dedupes a batch with its merge mode (BaseWriteHelper.deduplicateRecords -> deltaMerge, the
+        later record wins) and never reads ordering values there, whatever ordering fields it records."""
+        if self.table.version >= 8 and not self.uses_event_time_ordering:
+            return None
         return self.table.precombine_field
 
     @property
@@ -175,12 +194,16 @@ def resolve_table_config(o: Options, existing: TableConfig | None) -> TableConfi
             have = getattr(existing, attr)
             if prop is K.PARTITIONPATH_FIELDS and not existing.is_partitioned and not wanted:
                 continue
+            if prop is K.PRECOMBINE_FIELD and existing.version >= 8:
+                continue  # a comma list there: _check_1x_merge_options compares all the fields
             if wanted != have:
                 raise InvalidConfigError(
                     f"{prop.key}={_show(wanted)} conflicts with the table's {table_key}={_show(have)}; "
                     "drop the option or write to a new table")
         _check_stored_names(o, existing)
         _refuse_dropped_partition_columns(existing)
+        if existing.version >= 8:
+            _check_1x_merge_options(o, existing)
         return _with_keygen_options(o, existing)
     name = o.get(K.TABLE_NAME)
     if not name:
@@ -189,9 +212,6 @@ def resolve_table_config(o: Options, existing: TableConfig | None) -> TableConfi
     partitions = _partition_names(o, keygen)
     if o.get(K.DROP_PARTITION_COLUMNS):
         raise InvalidConfigError("hoodie.datasource.write.drop.partition.columns=true is not supported by pyhudi")
-    if o.get(K.TABLE_VERSION) != 6:
-        raise InvalidConfigError(f"hoodie.write.table.version={o.get(K.TABLE_VERSION)} is not supported; "
-                                 "pyhudi writes table version 6")
     created = TableConfig(
         name=str(name),
         table_type=o.get(K.TABLE_TYPE) or COW,
@@ -208,7 +228,64 @@ def resolve_table_config(o: Options, existing: TableConfig | None) -> TableConfi
         timeline_timezone=o.get(K.TIMELINE_TIMEZONE),
         bucket_num=o.get(K.BUCKET_NUM_BUCKETS) if o.get(K.INDEX_TYPE) == "BUCKET" else None,
     )
+    if o.get(K.TABLE_VERSION) >= 8:
+        created = _new_1x_table(o, created)
+    else:
+        _note_ignored_1x_options(o)
     return _with_keygen_options(o, created)
+
+
+def _note_ignored_1x_options(o: Options) -> None:
+    """Keys that only shape a 1.x table: a version-6 table records neither (Hudi 1.x drops them there too)."""
+    for prop in (K.ORDERING_FIELDS, K.RECORD_MERGE_MODE):
+        if o.is_set(prop):
+            log.warning("%s is ignored: the table is created at version 6, which has no such setting (use "
+                        "hoodie.datasource.write.precombine.field and the payload class there, or "
+                        "hoodie.write.table.version=8/9)", prop.key)
+
+
+def _ordering_option(o: Options) -> tuple[str, ...]:
+    """The ordering fields a 1.x write names: hoodie.table.ordering.fields (1.1), else the precombine key."""
+    if o.is_set(K.ORDERING_FIELDS):
+        return tuple(f.strip() for f in o.get(K.ORDERING_FIELDS) if f.strip())
+    return tuple(f.strip() for f in str(o.get(K.PRECOMBINE_FIELD) or "").split(",") if f.strip())
+
+
+def _new_1x_table(o: Options, draft: TableConfig) -> TableConfig:
+    """A table created at version 8 or 9: `draft`'s identity with the ordering fields, merge settings,
+    key generator type and (custom key generators) typed partition fields Hudi 1.x records, in its
+    timeline layout 2 (model/table_config.new_table_config)."""
+    version = int(o.get(K.TABLE_VERSION))
+    ordering = _ordering_option(o)
+    mode = o.get(K.RECORD_MERGE_MODE) if o.is_set(K.RECORD_MERGE_MODE) else None
+    payload = o.get(K.PAYLOAD_CLASS) if o.is_set(K.PAYLOAD_CLASS) else None
+    where = f"new table {draft.name!r} (hoodie.write.table.version={version})"
+    recorded, payload_class = creation_merge_properties(version, mode, payload, ordering, where)
+    if draft.keygen_class in CUSTOM_KEYGENS and o.is_set(K.PARTITIONPATH_FIELDS):
+        # SparkKeyGenUtils.getPartitionColumnsForKeyGenerator: version 8+ keeps each field's type
+        recorded["hoodie.table.partition.fields"] = ",".join(o.get(K.PARTITIONPATH_FIELDS))
+    base = draft.evolve(version=version, ordering_fields=ordering, payload_class=payload_class)
+    return new_table_config(base, recorded, where)
+
+
+def _check_1x_merge_options(o: Options, existing: TableConfig) -> None:
+    """A write to a 1.x table that names ordering fields or a merge mode must name the table's (Hudi 1.x
+    takes both from the table; a writer that thinks otherwise is pointed at the wrong table)."""
+    if o.is_set(K.ORDERING_FIELDS) or o.is_set(K.PRECOMBINE_FIELD):
+        wanted = _ordering_option(o)
+        if wanted != existing.ordering_fields:
+            key = K.ORDERING_FIELDS.key if o.is_set(K.ORDERING_FIELDS) else K.PRECOMBINE_FIELD.key
+            raise InvalidConfigError(
+                f"{key}={_show(wanted)} conflicts with the table's ordering fields {_show(existing.ordering_fields)} "
+                "(hoodie.table.ordering.fields / hoodie.table.precombine.field); drop the option or write to a new "
+                "table")
+    if o.is_set(K.RECORD_MERGE_MODE):
+        have = resolve_merge(existing.raw, f"table {existing.name!r}", existing.version,
+                             existing.ordering_fields).mode
+        if o.get(K.RECORD_MERGE_MODE) != have:
+            raise InvalidConfigError(
+                f"hoodie.write.record.merge.mode={o.get(K.RECORD_MERGE_MODE)} conflicts with the table's merge mode "
+                f"{have} (hoodie.record.merge.mode); drop the option or write to a new table")
 
 
 def _partition_names(o: Options, keygen: str | None) -> tuple[str, ...]:
@@ -311,7 +388,7 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
                 "rewrites file groups into new ones that are not bucket file groups, which the simple bucket "
                 "index cannot write again; turn clustering off for this table (its files are sized by "
                 "hoodie.bucket.index.num.buckets)")
-    payload = table.payload_class if table.payload_class and not o.is_set(K.PAYLOAD_CLASS) else o.get(K.PAYLOAD_CLASS)
+    payload = _write_payload(o, table)
     # Every write and service: features pyhudi would break, including (on virtual keys) every operation
     # that matches stored records by key: updates, deletes, inserts that must not duplicate stored keys.
     check_writable(table, o, op.needs_tagging or (
@@ -337,6 +414,22 @@ def build_write_config(o: Options, table: TableConfig, operation: WriteOperation
         direct_parquet_input=o.get(K.DIRECT_PARQUET_INPUT),
         marker_type=str(o.get(K.MARKERS_TYPE)),
     )
+
+
+def _write_payload(o: Options, table: TableConfig) -> str:
+    """The payload class the write merges with: a version-6 table's (or the option's), for a 1.x table the
+    one with its merge mode's semantics (table_features.write_payload); an option naming another one is
+    refused there, as it would merge differently from every reader."""
+    if table.version < 8:
+        return str(table.payload_class if table.payload_class and not o.is_set(K.PAYLOAD_CLASS)
+                   else o.get(K.PAYLOAD_CLASS))
+    payload = write_payload(table)
+    if o.is_set(K.PAYLOAD_CLASS) and o.get(K.PAYLOAD_CLASS) != payload:
+        raise InvalidConfigError(
+            f"hoodie.datasource.write.payload.class={o.get(K.PAYLOAD_CLASS)} conflicts with the table's merge "
+            f"semantics (hoodie.record.merge.mode: pyhudi writes it as {payload}); drop the option, Hudi 1.x "
+            "merges by the table's merge mode")
+    return payload
 
 
 def check_bucket_num(index: IndexConfig, table: TableConfig, given: bool) -> IndexConfig:

@@ -2,8 +2,10 @@
 
 Every sample table's properties (tests/fixtures/samples-1x, written by Hudi 1.0.2 / 1.1.1 / 1.2.0-rc1) must
 load and pass the read check; each 1.x key that changes how files are read is refused naming property=value
-unless pyhudi implements it; writes of versions 8 and 9 are refused in one place (WRITTEN_VERSIONS). The
-merge-mode inference cases cite the Hudi source they follow.
+unless pyhudi implements it. Writes of versions 8 and 9 pass the write check unless the table's metadata
+table holds an index pyhudi cannot rebuild, or the merge settings are more than the write path carries;
+`hoodie.write.table.version` follows Hudi 1.x's upgrade / mismatch rules. The merge-mode inference cases
+cite the Hudi source they follow.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 
 from pyhudi.config.registry import Options
-from pyhudi.errors import CorruptFileError, UnsupportedTableError
+from pyhudi.errors import CorruptFileError, InvalidConfigError, UnsupportedTableError
 from pyhudi.keygen.spec import KeySpec
 from pyhudi.model.properties import format_properties, parse_properties
 from pyhudi.model.table_config import TableConfig, load_table_config
@@ -25,6 +27,7 @@ from pyhudi.model.table_features import (
     check_properties_readable,
     check_writable,
     resolve_merge,
+    write_version,
 )
 from pyhudi.reader.log_merge import MergeMode, table_merge_rules
 from pyhudi.storage import Storage
@@ -105,15 +108,35 @@ def test_to_properties_keeps_every_1x_key(name: str) -> None:
     assert TableConfig.from_properties(props, where=name).to_properties() == props
 
 
+# The sample's metadata-table indexes pyhudi cannot rebuild (a write refuses them unless allowed).
+UNREBUILDABLE = {
+    "cow_v9_lance_nonpartitioned": "record_index", "cow_v9_timebasedkeygen_nonhivestyle": "record_index",
+    "cow_v9_txns_simple_meta": "record_index, secondary_index_merchant_idx, secondary_index_txn_date_idx",
+    "mor_avro_v9_nonpartitioned_rollback": "record_index",
+    "mor_avro_v9_txns_simple_meta": "record_index, secondary_index_merchant_idx, secondary_index_txn_date_idx",
+    "qs_mor_avro_v8_trips_8i3u1d": "record_index, secondary_index_rider_idx",
+}
+DROP = "hoodie.write.drop.unrebuildable.metadata.indexes"
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_samples_load_from_disk_and_refuse_writes(tmp_path: Path, name: str) -> None:
+def test_samples_load_from_disk_and_are_written_at_their_version(tmp_path: Path, name: str) -> None:
+    """Writes of existing 1.x tables are written at the table's version; a metadata table holding an index
+    pyhudi cannot rebuild refuses them unless the write allows deleting it; LANCE tables are never written."""
     (tmp_path / ".hoodie").mkdir()
     (tmp_path / ".hoodie" / "hoodie.properties").write_text(format_properties(sample_props(name)))
     cfg = load_table_config(Storage(str(tmp_path)))
+    assert write_version(cfg, Options.parse({})) == cfg.version
     for op in (WriteOperation.INSERT, WriteOperation.UPSERT):
-        with pytest.raises(UnsupportedTableError, match=f"table version {cfg.version} is read by pyhudi but "
-                                                        "not written yet.*hoodie.table.version="):
-            build_write_config(Options.parse({}), cfg, op)
+        if name in UNREBUILDABLE:
+            with pytest.raises(UnsupportedTableError, match=f"holds {UNREBUILDABLE[name]} .*{DROP}=true"):
+                build_write_config(Options.parse({}), cfg, op)
+        if name == LANCE:
+            with pytest.raises(UnsupportedTableError, match="LANCE base files"):
+                build_write_config(Options.parse({DROP: "true"}), cfg, op)
+            continue
+        wc = build_write_config(Options.parse({DROP: "true"}), cfg, op)
+        assert wc.payload_class == DEFAULT_P and wc.precombine_field == cfg.ordering_fields[0]
 
 
 def test_lance_without_the_package_is_refused_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -189,7 +212,12 @@ def test_unknown_timeline_property_is_refused() -> None:
 
 def test_malformed_initial_version_is_corrupt() -> None:
     with pytest.raises(CorruptFileError, match="hoodie.table.initial.version"):
-        TableConfig.from_properties(v9(hoodie__table__initial__version="nine"))
+        TableConfig.from_properties(v9(hoodie__table__initial__version="nine!"))
+
+
+def test_initial_version_by_name_as_early_1x_upgrades_wrote_it() -> None:
+    """SevenToEightUpgradeHandler of 1.0 development builds stored HoodieTableVersion.SIX.name()."""
+    assert TableConfig.from_properties(v9(hoodie__table__initial__version="SIX")).initial_version == 6
 
 
 # ============================================================================ 1.x keys that change reads
@@ -255,9 +283,10 @@ def test_delete_marker_reaches_the_merge() -> None:
 
 def test_cow_reads_ignore_merge_settings_but_writes_refuse() -> None:
     """A COW table's files are merged already: partial updates change no read, only writes."""
-    props = {**sample_props("cow_v9_txns_simple_meta"), "hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"}
+    props = {**sample_props("cow_v9_txns_simple_meta"), "hoodie.table.partial.update.mode": "IGNORE_DEFAULTS",
+             "hoodie.table.metadata.partitions": "files"}
     check_properties_readable(props, "/t")
-    with pytest.raises(UnsupportedTableError, match="not written yet"):
+    with pytest.raises(UnsupportedTableError, match="partial updates.*hoodie.table.partial.update.mode=IGNORE_DEFAULTS"):
         check_writable(TableConfig.from_properties(props), Options.parse({}), False)
 
 
@@ -413,15 +442,15 @@ def test_merge_mode_inference(case: str, props: dict[str, str], ordering: tuple[
 
 
 def test_write_version_gate_is_one_place(monkeypatch: pytest.MonkeyPatch) -> None:
-    """WRITTEN_VERSIONS is what lifts the refusal when pyhudi writes versions 8 and 9."""
+    """WRITTEN_VERSIONS (timeline layout -> versions) is the one gate of the versions pyhudi writes."""
     import pyhudi.model.table_features as F
 
-    cfg = TableConfig.from_properties(sample_props("cow_v9_txns_simple_meta"))
+    cfg = TableConfig.from_properties({**sample_props("cow_v9_txns_simple_meta"),
+                                       "hoodie.table.metadata.partitions": "files,column_stats"})
+    check_writable(cfg, Options.parse({}), False)  # nothing refuses this table
+    monkeypatch.setattr(F, "WRITTEN_VERSIONS", {1: (4, 5, 6), 2: (8,)})
     with pytest.raises(UnsupportedTableError, match="table version 9 is read by pyhudi but not written yet "):
         check_writable(cfg, Options.parse({}), False)
-    monkeypatch.setattr(F, "WRITTEN_VERSIONS", (4, 5, 6, 8, 9))
-    monkeypatch.setattr(F, "WRITTEN_LAYOUT", 2)
-    check_writable(cfg, Options.parse({}), False)  # nothing else refuses this table
 
 
 @pytest.mark.parametrize("options", [
@@ -434,12 +463,42 @@ def test_non_blocking_concurrency_control_is_refused(options: Options) -> None:
         check_writable(TableConfig(name="t"), options, False)
 
 
-@pytest.mark.parametrize("version", ["8", "9", "5"])
-def test_write_table_version_other_than_6_is_refused(version: str) -> None:
-    with pytest.raises(UnsupportedTableError, match=f"hoodie.write.table.version={version}.*writes table version 6"):
-        build_write_config(Options.parse({"hoodie.write.table.version": version}), TableConfig(name="t"),
-                           WriteOperation.INSERT)
-    build_write_config(Options.parse({"hoodie.write.table.version": "6"}), TableConfig(name="t"), WriteOperation.INSERT)
+@pytest.mark.parametrize("version", ["5", "7", "10"])
+def test_write_table_versions_hudi_does_not_write_are_invalid(version: str) -> None:
+    """Hudi 1.x's valid values of hoodie.write.table.version are 6, 8 and 9."""
+    with pytest.raises(InvalidConfigError, match=f"hoodie.write.table.version={version} .*use 6 .*8 .*9"):
+        Options.parse({"hoodie.write.table.version": version})
+
+
+def _at(version: int) -> TableConfig:
+    if version >= 8:
+        props = {**sample_props("cow_v8_nonpartitioned"), "hoodie.table.version": str(version)}
+        return TableConfig.from_properties(props)
+    return TableConfig(name="t", version=version)
+
+
+# (table version, hoodie.write.table.version, auto upgrade) -> the version written, or the refusal's words
+@pytest.mark.parametrize(("have", "asked", "auto", "expected"), [
+    (6, None, True, 6), (8, None, True, 8), (9, None, True, 9),  # without the option: the table's own version
+    (6, "6", True, 6), (8, "8", True, 8), (9, "9", True, 9),
+    (6, "8", True, 8), (6, "9", True, 9), (8, "9", True, 9),  # later: upgraded (model/upgrade_1x.py)
+    (6, "8", False, 6), (8, "9", False, 8),  # auto upgrade off: written at the table's version, as Hudi does
+    (8, "6", True, "Table version (8) and Writer version (6) do not match"),  # earlier: refused
+    (9, "6", True, "Table version (9) and Writer version (6) do not match"),
+    (9, "8", True, "Table version (9) and Writer version (8) do not match"),
+    (5, "8", True, "Please upgrade table from version 5 to 6 before upgrading to version 8"),
+    (4, "6", True, 6), (5, None, True, 6),
+])
+def test_write_version_follows_hudi_1x(have: int, asked: str | None, auto: bool, expected: Any) -> None:
+    opts: dict[str, str] = {} if asked is None else {"hoodie.write.table.version": asked}
+    opts["hoodie.write.auto.upgrade"] = str(auto).lower()
+    cfg = _at(have)
+    if isinstance(expected, int):
+        assert write_version(cfg, Options.parse(opts)) == expected
+        return
+    with pytest.raises(UnsupportedTableError, match=r"hoodie.table.version=\d, hoodie.write.table.version=\d") as err:
+        check_writable(cfg, Options.parse(opts), False)
+    assert expected in str(err.value)
 
 
 def test_payload_merge_over_several_fields_is_refused() -> None:
