@@ -141,7 +141,10 @@ def _check_bases_live(timeline: ActiveTimeline, own: str, fp: Footprint) -> None
     rollback while a later write is pending; W may have tagged before its instant existed). A rollback
     removes its target's instant files; an instant older than the active timeline was archived instead."""
     present = {i.timestamp for i in timeline.instants}  # a pending compaction is the base of logs written meanwhile
-    first = timeline.instants[0].timestamp if timeline.instants else ""
+    # The active write timeline's start: Hudi 1.x's archival leaves indexing instants, savepoints, restores
+    # and pending cleans in front of archived commits (FileSystemView._first_active counts the same way).
+    start = timeline.write_timeline().first()
+    first = start.timestamp if start else ""
     gone = {g for g in fp.groups if (b := fp.base(g)) not in ("", "null", own) and b >= first and b not in present}
     if gone:
         g = min(gone)

@@ -32,7 +32,7 @@ import pytest
 
 import pyhudi
 from pyhudi import faults
-from pyhudi.errors import CommitConflictError, InstantNotFoundError
+from pyhudi.errors import InstantNotFoundError
 from pyhudi.faults import InjectedFault
 from pyhudi.model.table_config import load_table_config
 from pyhudi.storage import Storage
@@ -47,17 +47,11 @@ META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_h
 KEEP = {"hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "4", "hoodie.cleaner.commits.retained": "2",
         "hoodie.compact.inline.max.delta.commits": "2", "hoodie.archive.automatic": "false",
         "hoodie.write.drop.unrebuildable.metadata.indexes": "true"}
-# Hudi 1.x leaves completed indexing instants on the active timeline, in front of archived commits; the
-# writer's check that a merged file's base version was not rolled back (transaction/conflicts.py,
-# _check_bases_live) takes the first instant of any action for the start of the timeline, so an upsert
-# into a file group last written by an archived commit is refused until it takes the first write instead.
-INDEXING_LEFT_BEHIND = pytest.mark.xfail(raises=CommitConflictError, strict=False, reason=(
-    "conflicts._check_bases_live must start the active timeline at its first write, not at an indexing instant "
-    "Hudi 1.x's archiver leaves in front of archived commits"))
 SAMPLES = ["cow_v8_nonpartitioned", "cow_v9_txns_simple_meta", "mor_avro_v9_txns_simple_meta",
            "qs_mor_avro_v8_trips_8i3u1d", "mor_avro_v9_nonpartitioned_rollback"]
-WRITES_AFTER_ARCHIVAL = [pytest.param(n, marks=INDEXING_LEFT_BEHIND) if n in (
-    "cow_v9_txns_simple_meta", "qs_mor_avro_v8_trips_8i3u1d") else n for n in SAMPLES]
+# Hudi 1.x leaves completed indexing instants on the active timeline in front of archived commits: upserts
+# into file groups last written by an archived commit must still commit (conflicts._check_bases_live).
+WRITES_AFTER_ARCHIVAL = SAMPLES
 ARCHIVABLE = {"commit", "deltacommit", "replacecommit", "clean", "rollback"}
 FAULT_POINTS = ["archival.after_plan", "history.after_data_file", "history.after_manifest",
                 "archival.after_archive_file", "archival.after_pending_deleted", "archival.mid_delete",
@@ -394,8 +388,7 @@ def test_a_killed_archiver_is_finished_by_the_next_run(tmp_path: Path, template:
 
 
 # ------------------------------------------------------------------------------------------- inline archival
-@pytest.mark.parametrize("name", ["cow_v9_txns_simple_meta",
-                                  pytest.param("qs_mor_avro_v8_trips_8i3u1d", marks=INDEXING_LEFT_BEHIND)])
+@pytest.mark.parametrize("name", ["cow_v9_txns_simple_meta", "qs_mor_avro_v8_trips_8i3u1d"])
 def test_writers_archive_after_their_commits(tmp_path: Path, name: str) -> None:
     """hoodie.archive.automatic (the default): each commit archives what the rules allow, cleaner first."""
     sample = Sample(name, tmp_path)
