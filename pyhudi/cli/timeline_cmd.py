@@ -37,7 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="show only the newest N instants")
     p.add_argument("--json", action="store_true", help="machine-readable JSON")
     p.add_argument("--archived", action="store_true",
-                   help="also show the archived timeline (.hoodie/archived/), before the active instants")
+                   help="also show the archived timeline (.hoodie/archived/, or the LSM history of a Hudi 1.x "
+                        "table), before the active instants")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,12 +51,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     t = open_table(args.path)
-    archived = ArchivedTimeline.load(t.storage, t.config.archive_folder) if args.archived else None
-    if archived is not None and archived.corrupt_blocks:
-        # On stderr, so --json output stays parseable.
-        print(f"archived timeline: skipped {archived.corrupt_blocks} unreadable block(s): "
-              f"{'; '.join(archived.problems[:3])}", file=sys.stderr)
-    data = collect(t, args.limit, archived)
+    if args.archived and t.timeline.layout.is_v2:
+        data = _with_history(collect(t, None, None), history_rows(t), args.limit)
+    else:
+        archived = ArchivedTimeline.load(t.storage, t.config.archive_folder) if args.archived else None
+        if archived is not None and archived.corrupt_blocks:
+            # On stderr, so --json output stays parseable.
+            print(f"archived timeline: skipped {archived.corrupt_blocks} unreadable block(s): "
+                  f"{'; '.join(archived.problems[:3])}", file=sys.stderr)
+        data = collect(t, args.limit, archived)
     if args.json:
         render.emit_json(data)
     else:
@@ -89,6 +93,42 @@ def collect(t: OpenTable, limit: int | None = None, archived: ArchivedTimeline |
     data["instants"] = [describe_archived(archived, i) if old and archived is not None
                         else describe_instant(t.timeline, i) for old, i in shown]
     return data
+
+
+def _with_history(data: dict[str, Any], history: list[dict[str, Any]], limit: int | None) -> dict[str, Any]:
+    """The active timeline's rows after the history's, the newest `limit` of them shown."""
+    rows = history + data["instants"]
+    data["instants"] = rows if limit is None else rows[max(0, len(rows) - limit):]
+    data["counts"].update(archived=len(history), shown=len(data["instants"]))
+    return data
+
+
+def history_rows(t: OpenTable) -> list[dict[str, Any]]:
+    """The instants of a layout-2 table's LSM history (timeline/history.py), summarised from the metadata
+    each row keeps (Avro commit metadata, clean and rollback metadata)."""
+    from pyhudi.model.commit_avro import commit_json_bytes
+    from pyhudi.timeline.history import read_history
+
+    rows = []
+    empty = Timeline([])
+    for h in read_history(t.storage, t.timeline.layout.history_dir):
+        try:
+            inst = Instant(h.instant_time, Action(h.action), completion=h.completion_time)
+        except ValueError:
+            continue
+        row = _row(empty, inst, True)
+        row["completed_at"] = h.completion_time
+        try:
+            if inst.action in WRITE_ACTIONS and h.metadata:
+                _fill_commit_row(CommitMetadata.from_bytes(commit_json_bytes(h.metadata, h.instant_time)), row)
+            elif inst.action is Action.CLEAN and h.metadata:
+                row["summary"] = clean_summary(am.read_instant_avro(h.metadata))
+            elif inst.action is Action.ROLLBACK and h.metadata:
+                row["summary"] = rollback_summary(am.read_instant_avro(h.metadata))
+        except (HudiError, ValueError, TypeError, AttributeError) as exc:
+            row["summary"] = "unreadable: " + " ".join(str(exc).split())
+        rows.append(row)
+    return rows
 
 
 def _action_label(tl: Timeline, inst: Instant) -> str:

@@ -174,3 +174,21 @@ def test_reads_with_archived_instants_in_the_lsm_history(tmp_path, name):
     got = pyhudi.read(root, incr)
     assert same_rows(got, incr_before)
     assert set(got.column("_hoodie_commit_time").to_pylist()) & set(archived), "archived commits' rows missing"
+
+
+def test_timeline_command_shows_the_lsm_history(tmp_path):
+    """`pyhudi timeline --archived` on a Hudi 1.x table lists the history's instants (with completion
+    times and their commits' operations) before the active ones."""
+    import json
+    import subprocess
+    import sys
+
+    root = _root("mor_avro_v9_txns_simple_meta", tmp_path)
+    archived = _archive_oldest(root, 3)
+    out = subprocess.run([sys.executable, "-m", "pyhudi.cli.main", "timeline", root, "--archived", "--json"],
+                         capture_output=True, text=True, check=True, timeout=120)
+    data = json.loads(out.stdout)
+    assert data["counts"]["archived"] == 3
+    rows = data["instants"][:3]
+    assert [r["timestamp"] for r in rows] == archived and all(r["archived"] for r in rows)
+    assert all(r["completed_at"] > r["timestamp"] for r in rows) and rows[0]["operation"] == "INSERT"
