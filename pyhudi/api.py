@@ -187,7 +187,8 @@ def restore(spark: SparkSession | None, path: str, savepoint: str, options: Mapp
 
 def archive(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
             dry_run: bool = False, storage_options: Mapping[str, str] | None = None) -> Any:
-    """Archive old instants of the timeline (hoodie.keep.max/min.commits) into `.hoodie/archived/`.
+    """Archive old instants of the timeline (hoodie.keep.max/min.commits) into `.hoodie/archived/` (table
+    version 6) or the LSM history `.hoodie/timeline/history/` (Hudi 1.x tables, versions 8 and 9).
 
     Writers do this after every commit unless hoodie.archive.automatic=false; call it to archive by
     hand. Returns the ArchiveResult (None if nothing could go), or with `dry_run` the plan: which
