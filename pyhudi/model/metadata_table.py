@@ -46,8 +46,11 @@ _told_enable = False
 _told_lock = threading.Lock()
 # Properties each Storage object's current operation loaded (weak: gone with the Storage object).
 _loaded: weakref.WeakKeyDictionary[Storage, dict[str, str]] = weakref.WeakKeyDictionary()
-# Storage objects whose operation allows deleting indexes pyhudi cannot rebuild (upgrade_for_write).
+# Storage objects whose operation allows deleting indexes pyhudi cannot rebuild (upgrade_for_write), and
+# the table states (name, database, metadata partition keys) a write check allowed it for
+# (table_features.check_writable with hoodie.write.drop.unrebuildable.metadata.indexes=true).
 _drop_allowed: weakref.WeakKeyDictionary[Storage, bool] = weakref.WeakKeyDictionary()
+_allowed_states: set[tuple[str, ...]] = set()
 
 
 def listed_partitions(props: dict[str, str]) -> dict[str, str]:
@@ -81,6 +84,18 @@ def unrebuildable_indexes(props: dict[str, str], version: int | None = None) -> 
 def allow_index_drop(storage: Storage, allowed: bool) -> None:
     """Note whether this operation (through `storage`) may delete indexes pyhudi cannot rebuild."""
     _drop_allowed[storage] = allowed
+
+
+def _state(props: dict[str, str]) -> tuple[str, ...]:
+    return (props.get("hoodie.table.name", ""), props.get("hoodie.database.name", ""),
+            *(props.get(k, "") for k in PARTITION_KEYS))
+
+
+def allow_index_drop_of(props: dict[str, str]) -> None:
+    """A write check allowed deleting the indexes these properties list (every write and table service
+    builds its configuration through that check, services that never upgrade included)."""
+    with _told_lock:
+        _allowed_states.add(_state(props))
 
 
 def remember_properties(storage: Storage, props: dict[str, str]) -> None:
@@ -134,7 +149,7 @@ def drop_metadata_table(storage: Storage) -> list[str]:
 def _check_indexes(storage: Storage, props: dict[str, str]) -> None:
     """Refuse to delete an index of a 1.x table that pyhudi cannot rebuild unless the operation allows it."""
     found = unrebuildable_indexes(props)
-    if found and not _drop_allowed.get(storage, False):
+    if found and not _drop_allowed.get(storage, False) and _state(props) not in _allowed_states:
         raise UnsupportedTableError(
             f"{storage.base_uri}: the metadata table now holds {', '.join(found)} (hoodie.table.metadata.partitions="
             f"{props.get('hoodie.table.metadata.partitions', '')}), an index pyhudi cannot rebuild, and pyhudi "

@@ -748,10 +748,13 @@ def _metadata_indexes(config: TableConfig, options: Any, target: int, where: str
     """A write that leaves the table at version 8 or 9 removes its metadata table (model/metadata_table.py)
     like Hudi with hoodie.metadata.enable=false; an index in it that pyhudi cannot rebuild is only deleted
     when the write says so (hoodie.write.drop.unrebuildable.metadata.indexes=true)."""
-    from pyhudi.model.metadata_table import unrebuildable_indexes
+    from pyhudi.model.metadata_table import allow_index_drop_of, unrebuildable_indexes
 
     found = unrebuildable_indexes(config.raw, target)
-    if not found or _option(options, "hoodie.write.drop.unrebuildable.metadata.indexes", False):
+    if not found:
+        return
+    if _option(options, "hoodie.write.drop.unrebuildable.metadata.indexes", False):
+        allow_index_drop_of(config.raw)
         return
     key = next(k for k in ("hoodie.table.metadata.partitions", "hoodie.table.metadata.partitions.inflight")
                if any(p in config.raw.get(k, "").split(",") for p in found))

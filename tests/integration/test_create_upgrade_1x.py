@@ -234,6 +234,25 @@ def test_pending_clustering_carries_over_as_the_clustering_action(tmp_path: path
     assert both_readers(root) == {**before, "k9": ("p2", 9, 9.0)}
 
 
+def test_upgrade_eight_to_nine(tmp_path: pathlib.Path) -> None:
+    """EightToNineUpgradeHandler: the payload class becomes the legacy payload class, the ordering fields move to
+    hoodie.table.ordering.fields; the merge mode and strategy id stay."""
+    root = tmp_path / "t"
+    opts = {**BASE, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.write.table.version": "8"}
+    pyhudi.write(rows(("a", 5, "p1", 1.0)), str(root), opts)
+    pyhudi.write(rows(("a", 6, "p1", 2.0)), str(root), opts)  # a log file
+    eight = props(root)
+    pyhudi.write(rows(("b", 1, "p1", 3.0)), str(root), {**opts, "hoodie.write.table.version": "9"})
+    nine = props(root)
+    assert nine["hoodie.table.version"] == "9" and nine["hoodie.table.initial.version"] == "8"
+    assert nine["hoodie.table.legacy.payload.class"] == eight["hoodie.compaction.payload.class"]
+    assert nine["hoodie.table.ordering.fields"] == eight["hoodie.table.precombine.field"] == "ts"
+    assert {k: nine[k] for k in ("hoodie.record.merge.mode", "hoodie.record.merge.strategy.id")} == \
+        {k: eight[k] for k in ("hoodie.record.merge.mode", "hoodie.record.merge.strategy.id")}
+    assert not {"hoodie.compaction.payload.class", "hoodie.table.precombine.field"} & set(nine)
+    assert both_readers(root) == {"a": ("p1", 6, 2.0), "b": ("p1", 1, 3.0)}
+
+
 UPGRADE_POINTS = ["upgrade_1x.after_rollback", "upgrade_1x.after_prepare", "upgrade_1x.after_history",
                   "upgrade_1x.mid_copy@3", "upgrade_1x.before_flip"]
 

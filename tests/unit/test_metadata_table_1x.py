@@ -25,6 +25,12 @@ def table(tmp_path: pathlib.Path) -> pathlib.Path:
     return extract_sample_1x(SAMPLE, tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def no_earlier_permission() -> None:
+    """Permissions a write check gave in this process (other tests' writes of the same sample) do not count."""
+    mdt._allowed_states.clear()
+
+
 def _props(root: pathlib.Path) -> dict[str, str]:
     return parse_properties((root / PROPS).read_text())
 
@@ -90,3 +96,38 @@ def test_reads_never_use_the_metadata_table(table: pathlib.Path) -> None:
     reference = hudi_rs(table)
     assert reference is not None and same_rows(with_mdt, reference, [c for c in reference.column_names
                                                                      if not c.startswith("_hoodie")])
+
+
+def test_upgrade_of_a_version_6_table_checks_its_indexes_as_version_8() -> None:
+    """A write taking a version-6 table to 8 removes the metadata table by 1.x's rule, checked up front."""
+    from pyhudi.config.registry import Options
+    from pyhudi.model.table_config import TableConfig
+    from pyhudi.model.table_features import check_writable
+
+    props = {"hoodie.table.name": "t", "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
+             "hoodie.timeline.layout.version": "1", "hoodie.table.recordkey.fields": "id",
+             "hoodie.table.metadata.partitions": "files,record_index"}
+    cfg = TableConfig.from_properties(props)
+    check_writable(cfg, Options.parse({}), False)  # version 6 stays: its metadata table goes as always
+    with pytest.raises(UnsupportedTableError, match="holds record_index"):
+        check_writable(cfg, Options.parse({"hoodie.write.table.version": "8"}), False)
+    check_writable(cfg, Options.parse({"hoodie.write.table.version": "8", DROP: "true"}), False)
+
+
+DROP = "hoodie.write.drop.unrebuildable.metadata.indexes"
+
+
+def test_services_that_do_not_upgrade_take_the_permission_from_their_write_check(table: pathlib.Path) -> None:
+    """pyhudi.rollback / restore / savepoint / archive build their configuration (and so pass check_writable)
+    without upgrade_for_write: the option given there is what lets their completion remove the indexes."""
+    from pyhudi.config.registry import Options
+    from pyhudi.model.table_config import load_table_config
+    from pyhudi.writer.config import build_write_config
+    from pyhudi.writer.operation import WriteOperation
+
+    storage = Storage(str(table))
+    cfg = load_table_config(storage)
+    with pytest.raises(UnsupportedTableError, match="holds record_index"):
+        build_write_config(Options.parse({}), cfg, WriteOperation.INSERT)
+    build_write_config(Options.parse({DROP: "true"}), cfg, WriteOperation.INSERT)
+    assert mdt.drop_metadata_table(storage) and not (table / ".hoodie" / "metadata").exists()
