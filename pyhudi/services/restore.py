@@ -9,6 +9,16 @@ first, and is recorded as `<R>.restore.requested` (HoodieRestorePlan) -> `.infli
 
 A savepoint (`<ts>.savepoint.inflight` -> `<ts>.savepoint`, Avro HoodieSavepointMetadata) lists
 every file a reader at `ts` needs; the cleaner keeps them and archival stops before it.
+
+Table versions 8 and 9 (timeline layout 2) follow Hudi 1.x: a savepoint completes as
+`<ts>_<completion>.savepoint` and lists the latest file slices at `ts`, logs included
+(SavepointActionExecutor); a completed write is rolled back by deleting every file named by its
+instant, found by listing the partitions it wrote (ListingBasedRollbackStrategy); a restore rolls
+back pending clusterings after the savepoint first, then every write that completed after the
+savepointed commit, newest completion first, except that on MERGE_ON_READ tables a compaction is
+placed by its requested time (RestorePlanActionExecutor, RestoreInstantComparatorFactory), each by
+listing, and removes the rollback instants after the savepoint before it completes
+(BaseRestoreActionExecutor#finishRestore removes them right after).
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from pyhudi.services.rollback import (
     RollbackResult,
     execute_rollback,
     is_clustering,
+    listed_rollback_plan,
     partition_of,
     plan_rollback,
     resume_pending_rollbacks,
@@ -37,9 +48,10 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State
 from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
 from pyhudi.transaction.lock import LockSettings, table_lock
+from pyhudi.writer.markers import list_marked_files
 
 log = logging.getLogger(__name__)
-_DATA_ACTIONS = (*ROLLBACKABLE, Action.COMPACTION, Action.LOG_COMPACTION)
+_DATA_ACTIONS = (*ROLLBACKABLE, Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
 
 
 class RollbackRefusedError(HudiError):
@@ -61,8 +73,12 @@ def plan_completed_rollback(storage: Storage, timeline: ActiveTimeline, target: 
 
     Base files and logs that belong to a slice the target (or another instant of `doomed`, in a
     restore) started are deleted; logs appended to an older, surviving slice get a command block.
+    Timeline layout 2: `listed_rollback_plan` over the partitions the instant wrote.
     """
     meta = timeline.commit_metadata(target)
+    if timeline.layout.is_v2:
+        return listed_rollback_plan(storage, target, {*meta.partition_to_write_stats,
+                                                      *(meta.partition_to_replace_file_ids or {})})
     requests = []
     for s in meta.all_stats():
         if not s.path:
@@ -85,11 +101,18 @@ def plan_completed_rollback(storage: Storage, timeline: ActiveTimeline, target: 
 
 
 def _start_rollback(storage: Storage, timeline: ActiveTimeline, target: Instant,
-                    doomed: frozenset[str] = frozenset()) -> RollbackResult:
+                    doomed: frozenset[str] = frozenset(), restoring: bool = False) -> RollbackResult:
+    """Plan, record and run the rollback of `target`. Layout 2: a completed target, and every target of a
+    restore, is planned by listing (Hudi 1.x restores schedule their rollbacks without markers); a
+    pending one outside a restore by its markers."""
     if target.is_completed:
         plan = plan_completed_rollback(storage, timeline, target, doomed)
+    elif restoring and timeline.layout.is_v2:
+        marked = list_marked_files(storage, target.timestamp)
+        plan = listed_rollback_plan(storage, target, {*_pending_partitions(timeline, target),
+                                                      *(partition_of(r) for r in marked)}, also=marked)
     else:
-        plan = plan_rollback(storage, target)
+        plan = plan_rollback(storage, target, timeline.layout.is_v2)
     rollback_ts = timeline.create_new_requested(Action.ROLLBACK, am.write_instant_avro("HoodieRollbackPlan", plan)
                                                 ).timestamp
     fault_point("rollback.after_plan")
@@ -130,9 +153,12 @@ def rollback(storage: Storage, instant: str, lock: LockSettings | None = None,
     """Roll back the latest completed write (commit, deltacommit, replacecommit, compaction) or a
     failed (pending) write; a pending compaction plan is simply removed."""
     with table_lock(storage, lock or LockSettings()):
-        resume_pending_rollbacks(storage, ActiveTimeline.load(storage))
+        resumed = resume_pending_rollbacks(storage, ActiveTimeline.load(storage))
         timeline = ActiveTimeline.load(storage)
         target = timeline.find(instant)
+        finished = next((r for r in resumed if r.target == instant), None)
+        if target is None and finished is not None:
+            return finished  # a rollback of this instant that a crash interrupted, now finished: a re-run's result
         if target is None or target.action not in _DATA_ACTIONS:
             newest = timeline.write_timeline().last()
             raise InstantNotFoundError(
@@ -140,6 +166,28 @@ def rollback(storage: Storage, instant: str, lock: LockSettings | None = None,
                 f"{newest.timestamp if newest else '(none)'}")
         _check_rollback(storage, timeline, target, lazy)
         return _start_rollback(storage, timeline, target)
+
+
+def _pending_partitions(timeline: ActiveTimeline, target: Instant) -> set[str]:
+    """Partitions a pending instant says it writes: its inflight workload profile (writes), or its plan
+    (compaction operations, clustering input groups). Unreadable or empty details say nothing."""
+    out: set[str] = set()
+    try:
+        if target.action in (Action.COMPACTION, Action.LOG_COMPACTION):
+            from pyhudi.view.builder import compaction_plan_bytes
+
+            plan = am.read_instant_avro(compaction_plan_bytes(timeline, target))
+            out.update(str(op.get("partitionPath") or "") for op in plan.get("operations") or [])
+        elif is_clustering(timeline, target):
+            plan = am.read_instant_avro(timeline.requested_details(target)).get("clusteringPlan") or {}
+            out.update(str(sl.get("partitionPath") or "") for group in plan.get("inputGroups") or []
+                       for sl in group.get("slices") or [])
+        elif target.state is State.INFLIGHT:
+            meta = timeline.commit_metadata(target)
+            out.update(meta.partition_to_write_stats)
+    except (HudiError, ValueError):
+        pass
+    return out
 
 
 # -- savepoints --------------------------------------------------------------------------------
@@ -158,16 +206,43 @@ def create_savepoint(storage: Storage, instant: str | None = None, user: str | N
         if gone:
             raise RollbackRefusedError(f"cannot savepoint {target.timestamp}: the cleaner already deleted {len(gone)} "
                                        f"of its files (e.g. {gone[0]})")
-        by_partition: dict[str, list[str]] = defaultdict(list)
-        for path in sorted(needed_files(timeline, target.timestamp)):
-            by_partition[partition_of(path)].append(path.rsplit("/", 1)[-1])
-        meta = am.savepoint_metadata(savepointed_by=user or _user(), comments=comments, latest_files=by_partition)
         ts = target.timestamp
-        storage.write_atomic(f"{META_DIR}/{ts}.savepoint.inflight", b"")
+        if timeline.layout.is_v2 and ts in {s.timestamp for s in timeline.savepoints()}:
+            log.info("savepoint %s exists already; left as it is", ts)
+            return ts
+        by_partition = _latest_files(storage, timeline, ts)
+        meta = am.savepoint_metadata(savepointed_by=user or _user(), comments=comments, latest_files=by_partition)
+        folder = timeline.layout.timeline_dir
+        storage.write_atomic(f"{folder}/{ts}.savepoint.inflight", b"")
         fault_point("savepoint.before_complete")
-        storage.write_atomic(f"{META_DIR}/{ts}.savepoint", am.write_instant_avro("HoodieSavepointMetadata", meta))
+        body = am.write_instant_avro("HoodieSavepointMetadata", meta)
+        if timeline.layout.is_v2:  # `<ts>_<completion>.savepoint`, with no requested file before it (Hudi 1.x)
+            timeline.complete(Instant(ts, Action.SAVEPOINT, State.INFLIGHT), body)
+        else:
+            storage.write_atomic(f"{META_DIR}/{ts}.savepoint", body)
     log.info("savepoint %s created (%d files protected)", ts, sum(len(v) for v in by_partition.values()))
     return ts
+
+
+def _latest_files(storage: Storage, timeline: ActiveTimeline, ts: str) -> dict[str, list[str]]:
+    """partition -> names of the files a reader at `ts` needs. Layout 1: from the write stats. Layout 2: the
+    latest file slice at `ts` of every file group, its base file and logs, in every partition, as Hudi 1.x's
+    SavepointActionExecutor lists them (write stats cannot tell which slice a 1.x log joined: that follows
+    its commit's completion time)."""
+    by_partition: dict[str, list[str]] = defaultdict(list)
+    if not timeline.layout.is_v2:
+        for path in sorted(needed_files(timeline, ts)):
+            by_partition[partition_of(path)].append(path.rsplit("/", 1)[-1])
+        return by_partition
+    from pyhudi.model.table_config import load_table_config
+    from pyhudi.view.builder import build_view
+
+    view = build_view(storage, load_table_config(storage), timeline)
+    for partition in view.partition_paths:
+        names = by_partition[partition]
+        for sl in view.latest_file_slices(partition, as_of=ts):
+            names.extend(p.rsplit("/", 1)[-1] for p in sl.all_paths())
+    return by_partition
 
 
 def _user() -> str:
@@ -190,10 +265,13 @@ def list_savepoints(storage: Storage) -> list[SavepointInfo]:
 
 def delete_savepoint(storage: Storage, instant: str, lock: LockSettings | None = None) -> None:
     with table_lock(storage, lock or LockSettings()):
-        if not storage.exists(f"{META_DIR}/{instant}.savepoint"):
+        timeline = ActiveTimeline.load(storage)
+        if instant not in {s.timestamp for s in timeline.savepoints()}:
             raise InstantNotFoundError(f"no savepoint {instant} in {storage.base_uri}")
-        storage.delete(f"{META_DIR}/{instant}.savepoint")
-        storage.delete(f"{META_DIR}/{instant}.savepoint.inflight")
+        folder = timeline.layout.timeline_dir
+        names = sorted(n for n in timeline.instant_files(instant) if ".savepoint" in n)
+        for name in sorted(names, key=lambda n: n.endswith(".inflight")):  # completed first, inflight last
+            storage.delete(f"{folder}/{name}")
 
 
 # -- restore ---------------------------------------------------------------------------------
@@ -213,13 +291,50 @@ def restore(storage: Storage, savepoint: str, lock: LockSettings | None = None) 
         if later:
             raise RollbackRefusedError(f"savepoint {later[0]} is newer than {savepoint}; restore to it first or delete "
                                        "it. Nothing was changed")
-        targets = sorted((i for i in timeline.write_timeline() if i.timestamp > savepoint),
-                         key=lambda i: i.timestamp, reverse=True)
+        targets = _restore_targets_v2(storage, timeline, savepoint) if timeline.layout.is_v2 else \
+            sorted((i for i in timeline.write_timeline() if i.timestamp > savepoint), key=lambda i: i.timestamp,
+                   reverse=True)
         plan = am.restore_plan(instants_to_rollback=[am.instant_info(i.timestamp, i.action.value) for i in targets],
                                savepoint_to_restore_timestamp=savepoint)
         ts = timeline.create_new_requested(Action.RESTORE, am.write_instant_avro("HoodieRestorePlan", plan)).timestamp
         fault_point("restore.after_plan")
         return _execute_restore(storage, ts)
+
+
+def _restore_targets_v2(storage: Storage, timeline: ActiveTimeline, savepoint: str) -> list[Instant]:
+    """The instants a Hudi 1.x restore rolls back, in its order (RestorePlanActionExecutor): pending
+    clusterings requested after the savepoint, newest first; then every write-timeline instant that is
+    "after" the savepointed commit by RestoreInstantComparatorFactory's order, newest completion first,
+    pending ones (no completion yet) before all others. "After" compares completion times, except on a
+    MERGE_ON_READ table where either side is a commit or compaction: there requested times decide, so a
+    compaction requested before the savepoint stays although it completed after it."""
+    saved_at = timeline.completion_time(savepoint)
+    if saved_at is None:
+        raise RollbackRefusedError(f"cannot restore to {savepoint}: the completion time of the savepointed commit is "
+                                   "not on the active timeline. Nothing was changed")
+    from pyhudi.model.table_config import load_table_config
+
+    mor = load_table_config(storage).is_mor
+    clustering = sorted((i for i in timeline.pending() if is_clustering(timeline, i) and i.timestamp > savepoint),
+                        key=lambda i: i.timestamp, reverse=True)
+    chosen = {i.timestamp for i in clustering}
+    order = sorted((i for i in timeline.write_timeline() if i.timestamp not in chosen),
+                   key=lambda i: _completion_key(timeline, i), reverse=True)
+    return [*clustering, *(i for i in order if _after_savepoint(timeline, i, savepoint, saved_at, mor))]
+
+
+def _completion_key(timeline: ActiveTimeline, inst: Instant) -> tuple[int, str, str]:
+    """Hudi 1.x's completion-time order: completed instants by completion time, pending ones after them by
+    requested time."""
+    done = timeline.completion_time(inst.timestamp) if inst.is_completed else None
+    return (0, done, inst.timestamp) if done is not None else (1, inst.timestamp, "")
+
+
+def _after_savepoint(timeline: ActiveTimeline, inst: Instant, savepoint: str, saved_at: str, mor: bool) -> bool:
+    if mor and inst.action in (Action.COMMIT, Action.COMPACTION):
+        return inst.timestamp > savepoint
+    done = timeline.completion_time(inst.timestamp) if inst.is_completed else None
+    return done is None or done > saved_at
 
 
 def _execute_restore(storage: Storage, ts: str) -> str:
@@ -236,16 +351,35 @@ def _execute_restore(storage: Storage, ts: str) -> str:
         target = timeline.find(str(info["commitTime"]))
         if target is None or target.action not in _DATA_ACTIONS:
             continue  # rolled back before a crash interrupted the restore
-        result = _start_rollback(storage, timeline, target, doomed)
+        result = _start_rollback(storage, timeline, target, doomed, restoring=True)
         rb = Instant(result.rollback_instant, Action.ROLLBACK)
         done[target.timestamp] = [am.read_instant_avro(ActiveTimeline.load(storage).details(rb))]
         fault_point("restore.mid_rollback")
     meta = am.restore_metadata(
         start_restore_time=ts, restore_instant_info=list(plan.get("instantsToRollback") or []),
         rollback_metadata_by_instant=done, time_taken_in_millis=int((time.monotonic() - started) * 1000))
+    timeline = ActiveTimeline.load(storage)
+    if timeline.layout.is_v2:
+        _drop_rollbacks_after(storage, timeline, str(plan.get("savepointToRestoreTimestamp") or ts))
     fault_point("restore.before_complete")
-    ActiveTimeline.load(storage).complete(Instant(ts, Action.RESTORE, State.INFLIGHT),
-                                         am.write_instant_avro("HoodieRestoreMetadata", meta))
+    timeline.complete(Instant(ts, Action.RESTORE, State.INFLIGHT), am.write_instant_avro("HoodieRestoreMetadata", meta))
     log.info("restore %s to savepoint %s rolled back %d instants", ts, plan.get("savepointToRestoreTimestamp"),
              len(done))
     return ts
+
+
+def _drop_rollbacks_after(storage: Storage, timeline: ActiveTimeline, savepoint: str) -> None:
+    """Remove every rollback instant requested after the savepoint, completed file first (Hudi 1.x's
+    finishRestore): the restore metadata keeps what they did. Done before the restore completes, so a
+    crash leaves a pending restore whose re-run finishes this too (Hudi does it right after)."""
+    folder = timeline.layout.timeline_dir
+    order = {State.COMPLETED: 0, State.INFLIGHT: 1, State.REQUESTED: 2}
+    for inst in timeline.actions(Action.ROLLBACK).after(savepoint):
+        names = [n for n in timeline.instant_files(inst.timestamp) if ".rollback" in n]
+        for name in sorted(names, key=lambda n: order[_state_of(n)]):
+            storage.delete(f"{folder}/{name}")
+
+
+def _state_of(name: str) -> State:
+    return State.REQUESTED if name.endswith(".requested") else State.INFLIGHT if name.endswith(".inflight") \
+        else State.COMPLETED

@@ -3,9 +3,18 @@
 Sequence, as in Hudi: `<R>.rollback.requested` (Avro HoodieRollbackPlan naming
 every file to delete) -> `<R>.rollback.inflight` -> delete the files -> remove
 the failed instant's timeline files -> `<R>.rollback` (Avro
-HoodieRollbackMetadata). A crash anywhere leaves either a pending write (rolled
-back again next time) or a pending rollback (re-executed from its plan; file
-deletes are idempotent).
+HoodieRollbackMetadata; `<R>_<completion>.rollback` on timeline layout 2). A crash
+anywhere leaves either a pending write (rolled back again next time) or a pending
+rollback (re-executed from its plan; file deletes are idempotent).
+
+Table versions 8 and 9 (timeline layout 2) roll back as Hudi 1.x does: every file the
+instant wrote is deleted, logs included, since a 1.x log file is named by the delta commit
+that wrote it and holds nothing else (RollbackHelper: "the rollback requests for append
+only exist in table version 6 and below"); no ROLLBACK command block is ever written. A
+pending write's plan comes from its markers, one request per file naming its file group
+and the instant (MarkerBasedRollbackStrategy, version >= 8); a completed write's from a
+listing of the partitions it wrote, one request per file with the scheme stripped from
+the path (ListingBasedRollbackStrategy; `listed_rollback_plan`).
 """
 
 from __future__ import annotations
@@ -13,22 +22,25 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pyhudi.errors import InstantAlreadyCompletedError
+from pyhudi.errors import HudiError, InstantAlreadyCompletedError
 from pyhudi.faults import fault_point
 from pyhudi.io.log_format import ROLLBACK_COMMAND, BlockType, HeaderKey, build_log_file, encode_block
 from pyhudi.model import avro_models as am
-from pyhudi.model.file_names import join_path, log_file_name, parse_log_file
+from pyhudi.model.file_names import join_path, log_file_name, parse_base_file, parse_log_file
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action, Instant, State, parse_instant_file
-from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
+from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
 from pyhudi.writer.markers import LogOwner, delete_markers, instant_wrote, list_marked_files, log_file_owner
 
 log = logging.getLogger(__name__)
 ROLLBACKABLE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+# Every action whose instant files a rollback removes (layout 2 keeps a pending clustering under its own).
+_ROLLED_BACK_ACTIONS = (*ROLLBACKABLE, Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
 # Hudi writes its rollback command blocks from the driver with this token.
 ROLLBACK_WRITE_TOKEN = "1-0-1"
 
@@ -44,11 +56,14 @@ def partition_of(path: str) -> str:
     return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
-def plan_rollback(storage: Storage, target: Instant) -> dict[str, object]:
+def plan_rollback(storage: Storage, target: Instant, v2: bool = False) -> dict[str, object]:
     """Files a pending write created: those its markers name that it wrote. A marker alone is not
     proof for a log file (another writer of the slice may hold that name, see
     `markers.instant_wrote`): a log file is deleted only if its blocks are the target's; one that also
-    holds other instants' blocks gets a rollback command block instead, as in Hudi."""
+    holds other instants' blocks gets a rollback command block instead, as in Hudi. `v2` (timeline
+    layout 2): `_marker_plan_v2`."""
+    if v2:
+        return _marker_plan_v2(storage, target)
     ts = target.timestamp
     by_partition: dict[str, list[str]] = defaultdict(list)
     shared: list[str] = []
@@ -69,9 +84,77 @@ def plan_rollback(storage: Storage, target: Instant) -> dict[str, object]:
                             rollback_requests=requests)
 
 
+def _marker_plan_v2(storage: Storage, target: Instant) -> dict[str, object]:
+    """Hudi 1.x's marker-based plan for table versions 8+: one request per marked file, naming its
+    file group and, as latestBaseInstant, the instant rolled back; logs too are deleted, not voided.
+    A marked file whose name carries another instant is left out: on layout 2 every data file names
+    the commit that wrote it, so it is not the target's (Hudi does not check; pyhudi never marks one)."""
+    ts = target.timestamp
+    requests = []
+    for rel in list_marked_files(storage, ts):
+        owner = _name_instant(rel.rsplit("/", 1)[-1])
+        if owner is not None and owner[1] != ts:
+            log.warning("rollback of %s leaves %s alone: its name says %s wrote it", ts, rel, owner[1])
+            continue
+        requests.append(am.rollback_request(partition_path=partition_of(rel), file_id=owner[0] if owner else "",
+                                            latest_base_instant=ts, files_to_be_deleted=[storage.uri(rel)]))
+    return am.rollback_plan(instant_to_rollback=am.instant_info(ts, target.action.value),
+                            rollback_requests=requests)
+
+
+def _name_instant(name: str) -> tuple[str, str] | None:
+    """(file id, instant in the name) of a data file: a base file's instant, or the one a log is named by
+    (on layout 2 the delta commit that wrote it); None for anything else."""
+    base = parse_base_file(name)
+    if base is not None:
+        return base.file_id, base.instant
+    lf = parse_log_file(name)
+    return (lf.file_id, lf.base_instant) if lf is not None else None
+
+
+def listed_rollback_plan(storage: Storage, target: Instant, partitions: Iterable[str],
+                         also: Iterable[str] = ()) -> dict[str, object]:
+    """Hudi 1.x's listing-based plan (ListingBasedRollbackStrategy, table version 8+), used for completed
+    instants and in restores: every base or log file of `partitions` whose name carries the target's
+    instant, plus the existing files of `also` (a pending target's marked files), one request each with
+    an empty file id and base instant, the path without its scheme (formatDeletePath). A compaction's
+    logs are named by their own delta commits on layout 2, so only its base files match."""
+    ts = target.timestamp
+    found: set[str] = set()
+    for partition in sorted(set(partitions)):
+        for info in storage.list_dir(partition):
+            owner = None if info.is_dir else _name_instant(info.name)
+            if owner is not None and owner[1] == ts:
+                found.add(join_path(partition, info.name))
+    found.update(rel for rel in also if _owned(rel, ts) and storage.exists(rel))
+    requests = [am.rollback_request(partition_path=partition_of(rel), files_to_be_deleted=[_unschemed(storage, rel)])
+                for rel in sorted(found)]
+    return am.rollback_plan(instant_to_rollback=am.instant_info(ts, target.action.value),
+                            rollback_requests=requests)
+
+
+def _owned(rel: str, ts: str) -> bool:
+    owner = _name_instant(rel.rsplit("/", 1)[-1])
+    return owner is not None and owner[1] == ts
+
+
+def _unschemed(storage: Storage, rel: str) -> str:
+    """The path as Hudi's listing-based rollback records it: `file:/t/p/f` -> `/t/p/f`, `s3a://b/t/f` ->
+    `//b/t/f` (everything after the scheme's colon of Hadoop's form of the path)."""
+    uri = storage.uri(rel)
+    if uri.startswith("file://"):
+        return uri[len("file://"):]
+    return uri.split(":", 1)[1] if "://" in uri else uri
+
+
 def _rel(storage: Storage, uri: str) -> str:
+    """A plan's path relative to the table: full URIs as pyhudi and Hudi's marker-based plans write them,
+    and scheme-less ones as Hudi's listing-based plans do."""
     base = storage.uri("")
-    return uri[len(base):].lstrip("/") if uri.startswith(base) else uri
+    for prefix in (base, _unschemed(storage, ""), base.replace("file:///", "file:/", 1)):
+        if prefix and uri.startswith(prefix):
+            return uri[len(prefix):].lstrip("/")
+    return uri
 
 
 def _append_rollback_block(storage: Storage, log_uri: str, rollback_ts: str, target_ts: str) -> tuple[str, int]:
@@ -96,16 +179,18 @@ def _append_rollback_block(storage: Storage, log_uri: str, rollback_ts: str, tar
         version += 1
 
 
-def _delete_instant_files(storage: Storage, ts: str) -> None:
+def _delete_instant_files(storage: Storage, timeline: ActiveTimeline, ts: str) -> None:
     """Remove the rolled-back instant from the timeline: completed file first (readers stop seeing
-    it), requested last (until then it still shows as pending and the rollback can be resumed)."""
-    names = [i.name for i in storage.list_dir(META_DIR) if not i.is_dir and i.name.startswith(ts + ".")]
+    it), requested last (until then it still shows as pending and the rollback can be resumed). A
+    savepoint of the same time stays (its action is none of these)."""
+    folder = timeline.layout.timeline_dir
+    names = [i.name for i in storage.list_dir(folder) if not i.is_dir and i.name.startswith((ts + ".", ts + "_"))]
     instants = {n: parse_instant_file(n) for n in names}
-    doomed = [n for n, inst in instants.items() if inst is not None
-              and inst.action in (*ROLLBACKABLE, Action.COMPACTION, Action.LOG_COMPACTION)]
+    doomed = [n for n, inst in instants.items() if inst is not None and inst.timestamp == ts
+              and inst.action in _ROLLED_BACK_ACTIONS]
     order = {State.COMPLETED: 0, State.INFLIGHT: 1, State.REQUESTED: 2}
     for name in sorted(doomed, key=lambda n: order[instants[n].state]):  # type: ignore[union-attr]
-        storage.delete(f"{META_DIR}/{name}")
+        storage.delete(f"{folder}/{name}")
 
 
 def logs_named_by_pending_compactions(storage: Storage) -> frozenset[str]:
@@ -163,6 +248,48 @@ def _execute_request(storage: Storage, request: dict[str, Any], rollback_ts: str
     return ok, meta
 
 
+def _execute_request_v2(storage: Storage, request: dict[str, Any]) -> tuple[list[str], dict[str, object]]:
+    """Hudi 1.x's RollbackHelper for table versions 8+: delete the request's files (a file already gone
+    counts as deleted, as on a retried rollback); a request with log blocks to void is refused, as
+    Hudi refuses it ("V8+ rollback should not have logBlocksToBeDeleted")."""
+    partition = str(request["partitionPath"])
+    if request.get("logBlocksToBeDeleted"):
+        raise HudiError(
+            f"rollback request for file group {request.get('fileId')!r} of partition {partition!r} asks for "
+            f"rollback command blocks in {sorted(request['logBlocksToBeDeleted'])}; tables of version 8+ never "
+            "take them (their logs are deleted whole). The plan was written for a version-6 table: finish it "
+            "with the writer that planned it, or delete the pending rollback and roll the instant back again")
+    ok, failed = [], []
+    for uri in request.get("filesToBeDeleted") or []:
+        rel = _rel(storage, uri)
+        if storage.delete(rel) or not storage.exists(rel):
+            ok.append(uri)
+        else:
+            failed.append(uri)
+        fault_point("rollback.mid_delete")
+    return ok, am.rollback_partition_metadata(partition_path=partition, success_delete_files=ok,
+                                              failed_delete_files=failed)
+
+
+def _execute_requests(storage: Storage, timeline: ActiveTimeline, requests: list[dict[str, Any]], rollback_ts: str,
+                      target_ts: str) -> tuple[list[str], dict[str, dict[str, object]]]:
+    """Run every request of a plan; (deleted paths, HoodieRollbackPartitionMetadata by partition)."""
+    v2 = timeline.layout.is_v2
+    keep = logs_named_by_pending_compactions(storage) if not v2 and _deletes_logs(requests) else frozenset()
+    partitions: dict[str, dict[str, object]] = {}
+    deleted: list[str] = []
+    for request in requests:
+        ok, meta = _execute_request_v2(storage, request) if v2 else \
+            _execute_request(storage, request, rollback_ts, target_ts, keep)
+        deleted.extend(ok)
+        partition = str(request["partitionPath"])
+        if partition in partitions:  # several file groups of one partition: merge their outcomes
+            _merge_partition_meta(partitions[partition], meta)
+        else:
+            partitions[partition] = meta
+    return deleted, partitions
+
+
 def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: str,
                      plan: dict[str, object]) -> RollbackResult:
     started = time.monotonic()
@@ -170,26 +297,16 @@ def execute_rollback(storage: Storage, timeline: ActiveTimeline, rollback_ts: st
     assert isinstance(target_info, dict)
     target_ts, target_action = str(target_info["commitTime"]), Action(str(target_info["action"]))
     inflight = Instant(rollback_ts, Action.ROLLBACK, State.INFLIGHT)
-    if not storage.exists(f"{META_DIR}/{inflight.file_name}"):
+    if not storage.exists(f"{timeline.layout.timeline_dir}/{inflight.file_name}"):
         timeline.transition_to_inflight(Instant(rollback_ts, Action.ROLLBACK, State.REQUESTED), b"")
     target_now = timeline.find(target_ts)
     if target_now is not None and target_now.is_completed:
         timeline.revert_to_inflight(target_now)
-    partitions: dict[str, dict[str, object]] = {}
-    deleted: list[str] = []
     requests = plan.get("RollbackRequests") or []
     assert isinstance(requests, list)
-    keep = logs_named_by_pending_compactions(storage) if _deletes_logs(requests) else frozenset()
-    for request in requests:
-        ok, meta = _execute_request(storage, request, rollback_ts, target_ts, keep)
-        deleted.extend(ok)
-        partition = str(request["partitionPath"])
-        if partition in partitions:  # several file groups of one partition: merge their outcomes
-            _merge_partition_meta(partitions[partition], meta)
-        else:
-            partitions[partition] = meta
+    deleted, partitions = _execute_requests(storage, timeline, requests, rollback_ts, target_ts)
     # The failed write disappears from the timeline before the rollback is marked complete.
-    _delete_instant_files(storage, target_ts)
+    _delete_instant_files(storage, timeline, target_ts)
     delete_markers(storage, target_ts)
     storage.delete(f".hoodie/.heartbeat/{target_ts}")
     fault_point("rollback.before_complete")
@@ -225,7 +342,7 @@ def _merge_partition_meta(into: dict[str, Any], more: dict[str, Any]) -> None:
 
 
 def rollback_pending_write(storage: Storage, timeline: ActiveTimeline, target: Instant) -> RollbackResult:
-    plan = plan_rollback(storage, target)
+    plan = plan_rollback(storage, target, timeline.layout.is_v2)
     rollback_ts = timeline.create_new_requested(Action.ROLLBACK, am.write_instant_avro("HoodieRollbackPlan", plan)
                                                 ).timestamp
     fault_point("rollback.after_plan")
@@ -241,7 +358,10 @@ def resume_pending_rollbacks(storage: Storage, timeline: ActiveTimeline) -> list
 
 
 def is_clustering(timeline: ActiveTimeline, instant: Instant) -> bool:
-    """A pending replacecommit is a clustering only if its requested file carries a clustering plan."""
+    """A pending replacecommit is a clustering only if its requested file carries a clustering plan; on
+    timeline layout 2 a pending clustering has an action of its own."""
+    if instant.action is Action.CLUSTERING:
+        return True
     if instant.action is not Action.REPLACE_COMMIT:
         return False
     try:
