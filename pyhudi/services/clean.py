@@ -1,7 +1,8 @@
 """The cleaner: delete old file versions the retention policy no longer needs, resumably.
 
 `<T>.clean.requested` (Avro HoodieCleanerPlan, every file to delete) -> `<T>.clean.inflight` ->
-deletes -> `<T>.clean` (Avro HoodieCleanMetadata). A crash leaves a pending clean that the next
+deletes -> `<T>.clean` (Avro HoodieCleanMetadata). On timeline layout 2 (Hudi 1.x) the inflight file is
+empty, the clean completes as `<T>_<completion>.clean`, and plan and metadata use Hudi 1.x's schemas. A crash leaves a pending clean that the next
 clean resumes from its plan (deleting an already deleted file is a no-op). Deletes are plain
 metadata operations on storage and run from a small thread pool in the driver.
 """
@@ -20,13 +21,14 @@ from typing import Any
 from pyhudi.errors import TimelineError, UnsupportedTableError
 from pyhudi.faults import fault_point
 from pyhudi.model import avro_models as am
+from pyhudi.model.avro_schemas import ADDED_IN_1X
 from pyhudi.model.instant_time import instant_to_ms, zone
 from pyhudi.model.table_config import TableConfig
-from pyhudi.services.clean_plan import CleanPlanDraft, last_clean_retained, plan_clean
+from pyhudi.services.clean_plan import SAVEPOINTED_TIMESTAMPS, CleanPlanDraft, last_clean_retained, plan_clean
 from pyhudi.storage import Storage
 from pyhudi.storage.metrics import bind, note
 from pyhudi.timeline.instant import Action, Instant, State
-from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
+from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.transaction.lock import LockSettings, ensure_held, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.writer.config import CleanConfig
@@ -91,11 +93,29 @@ def _schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: Lock
             if earliest else None,
             last_completed_commit_timestamp=draft.last_completed, partitions_to_be_deleted=draft.partitions_to_delete)
         ensure_held(held)
-        plan_bytes = am.write_instant_avro("HoodieCleanerPlan", plan)
+        plan_bytes = _instant_avro(timeline, "HoodieCleanerPlan", plan, _extra_metadata(timeline, table))
         instant = timeline.create_new_requested(Action.CLEAN, plan_bytes, table.local_timezone).timestamp
     fault_point("clean.after_plan")
     log.info("scheduled clean %s: %d files", instant, len(draft.files))
     return _Scheduled(instant, timeline, plan_bytes)
+
+
+def _extra_metadata(timeline: ActiveTimeline, table: TableConfig) -> dict[str, str]:
+    """The clean plan's extraMetadata on timeline layout 2, as Hudi 1.x's CleanPlanActionExecutor fills it: the
+    savepoints of a partitioned table (CleanerUtils.SAVEPOINTED_TIMESTAMPS), so that the next clean can tell a
+    savepoint was deleted since and scan every partition (CleanPlanner#isAnySavepointDeleted)."""
+    saved = [s.timestamp for s in timeline.savepoints()] if table.is_partitioned else []
+    return {SAVEPOINTED_TIMESTAMPS: ",".join(saved)} if saved else {}
+
+
+def _instant_avro(timeline: ActiveTimeline, schema: str, record: dict[str, Any], extra: dict[str, str]) -> bytes:
+    """A clean plan or metadata file: Hudi 0.14's schema on layout 1; on layout 2 Hudi 1.x's, whose extraMetadata
+    field carries `extra` once the 1.x schema declares it (avro_schemas.ADDED_IN_1X)."""
+    if not timeline.layout.is_v2:
+        return am.write_instant_avro(schema, record)
+    if any(f["name"] == "extraMetadata" for f in ADDED_IN_1X.get(schema, [])):
+        record = {**record, "extraMetadata": dict(extra)}
+    return am.write_instant_avro_1x(schema, record)
 
 
 def empty_clean_due(timeline: ActiveTimeline, draft: CleanPlanDraft, cfg: CleanConfig, local_tz: bool,
@@ -136,9 +156,11 @@ def execute(storage: Storage, instant: str, scheduled: _Scheduled | None = None)
 
 def _finished_elsewhere(storage: Storage, instant: str) -> bool:
     """The clean is completed, or archived (its requested plan gone from the active timeline)."""
-    current = ActiveTimeline.load(storage).find(instant)
+    timeline = ActiveTimeline.load(storage)
+    current = timeline.find(instant)
     requested = Instant(instant, Action.CLEAN, State.REQUESTED)
-    return current is None or current.is_completed or not storage.exists(f"{META_DIR}/{requested.file_name}")
+    return current is None or current.is_completed or \
+        not storage.exists(f"{timeline.layout.timeline_dir}/{requested.file_name}")
 
 
 def _execute(storage: Storage, instant: str, scheduled: _Scheduled | None) -> CleanResult:
@@ -158,8 +180,8 @@ def _execute(storage: Storage, instant: str, scheduled: _Scheduled | None) -> Cl
             f"pending clean {instant} has a plan of version {version}, written by a newer Hudi/pyhudi; this pyhudi "
             f"understands up to version {SUPPORTED_PLAN_VERSION}. Nothing was deleted; finish it with the newer "
             "version")
-    if state is State.REQUESTED:
-        timeline.transition_to_inflight(requested, plan_bytes)
+    if state is State.REQUESTED:  # Hudi 1.x leaves a clean's inflight file empty (ActiveTimelineV2)
+        timeline.transition_to_inflight(requested, b"" if timeline.layout.is_v2 else plan_bytes)
     started = time.monotonic()
     partitions: dict[str, dict[str, Any]] = {}
     files = plan.get("filePathsToBeDeletedPerPartition") or {}
@@ -178,7 +200,8 @@ def _execute(storage: Storage, instant: str, scheduled: _Scheduled | None) -> Cl
         start_clean_time=instant, earliest_commit_to_retain=earliest or "", partition_metadata=partitions,
         time_taken_in_millis=int((time.monotonic() - started) * 1000),
         last_completed_commit_timestamp=str(plan.get("lastCompletedCommitTimestamp") or ""))
-    timeline.complete(Instant(instant, Action.CLEAN, State.INFLIGHT), am.write_instant_avro("HoodieCleanMetadata", meta))
+    body = _instant_avro(timeline, "HoodieCleanMetadata", meta, plan.get("extraMetadata") or {})
+    timeline.complete(Instant(instant, Action.CLEAN, State.INFLIGHT), body)
     deleted = sum(len(m["successDeleteFiles"]) for m in partitions.values())
     failed = sum(len(m["failedDeleteFiles"]) for m in partitions.values())
     log.info("completed clean %s: %d files deleted, %d failed", instant, deleted, failed)

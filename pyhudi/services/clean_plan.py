@@ -21,14 +21,23 @@ hoodie.cleaner.incremental.mode (default true): by commits or hours, only the pa
 completed writes between the last clean's earliest retained commit and the new one touched
 (nothing else can have a newly cleanable file), and none while there is no commit to retain; a full
 scan for file versions, with the mode off, without a usable last clean, or while a savepoint exists
-(its removal can free files in partitions no write touched). Orphans are looked for in the
-partitions scanned.
+(its removal can free files in partitions no write touched); on timeline layout 2 also when a
+savepoint the last clean recorded was deleted since (Hudi 1.x's CleanPlanner#isAnySavepointDeleted).
+Orphans are looked for in the partitions scanned.
+
+Hudi 1.x plans by requested (instant) times as 0.14 did, completion times do not enter: the earliest
+commit to retain is the n-th latest completed commit by requested time, capped before the first
+pending instant of its commits-and-compaction timeline (which on layout 2 holds pending clusterings
+under their own action), and a slice is older than it when its base instant is. What differs is the
+slicing itself (a 1.x log joins the slice of its commit's completion time), which the file-system
+view does on layout 2.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
@@ -41,6 +50,9 @@ from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import pending_clustering_files
 from pyhudi.view.file_system_view import FileGroup, FileSlice, FileSystemView
 from pyhudi.writer.config import CleanConfig
+
+# The clean plan's and metadata's extraMetadata key for the savepoints at planning (Hudi 1.x CleanerUtils).
+SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
 
 
 @dataclass(frozen=True)
@@ -77,8 +89,11 @@ def earliest_commit_to_retain(timeline: ActiveTimeline, cfg: CleanConfig, local_
         if len(commits) <= cfg.commits_retained:
             return None
         nth = commits[len(commits) - cfg.commits_retained]
-        # Hudi caps by its commits-and-compaction timeline: a pending compaction counts too.
-        pending = [i for i in timeline.pending() if i.action in WRITE_ACTIONS or i.action is Action.COMPACTION]
+        # Hudi caps by its commits-and-compaction timeline: a pending compaction counts too, and so does a
+        # pending clustering, which timeline layout 2 keeps under an action of its own (Hudi 1.x's
+        # getCommitsAndCompactionTimeline lists CLUSTERING_ACTION).
+        pending = [i for i in timeline.pending() if i.action in WRITE_ACTIONS
+                   or i.action in (Action.COMPACTION, Action.CLUSTERING)]
         if pending and nth.timestamp > pending[0].timestamp:
             before = [c for c in commits if c.timestamp < pending[0].timestamp]
             return before[-1] if before else None
@@ -242,16 +257,31 @@ def plan_clean(storage: Storage, view: FileSystemView, cfg: CleanConfig, partiti
     return draft
 
 
-def last_clean_retained(timeline: ActiveTimeline) -> str | None:
-    """The earliest commit the last completed clean retained ('' or None: unknown)."""
+def _last_clean_metadata(timeline: ActiveTimeline) -> dict[str, Any] | None:
     last = timeline.completed().actions(Action.CLEAN).last()
     if last is None:
         return None
     try:
-        meta = am.read_instant_avro(timeline.details(last))
+        return am.read_instant_avro(timeline.details(last))
     except HudiError:
         return None
+
+
+def last_clean_retained(timeline: ActiveTimeline) -> str | None:
+    """The earliest commit the last completed clean retained ('' or None: unknown)."""
+    meta = _last_clean_metadata(timeline)
+    if meta is None:
+        return None
     return str(meta.get("earliestCommitToRetain") or "") or None
+
+
+def savepoint_deleted_since_last_clean(timeline: ActiveTimeline) -> str | None:
+    """A savepoint the last clean recorded (Hudi 1.x's extraMetadata `savepointed_timestamps`) that is gone
+    now, or None: its files may have become cleanable in partitions no later write touched."""
+    meta = _last_clean_metadata(timeline) or {}
+    recorded = str((meta.get("extraMetadata") or {}).get(SAVEPOINTED_TIMESTAMPS) or "")
+    now = {s.timestamp for s in timeline.savepoints()}
+    return next((ts for ts in recorded.split(",") if ts and ts not in now), None)
 
 
 def partitions_to_clean(view: FileSystemView, cfg: CleanConfig, earliest: Instant | None) -> list[str] | None:
@@ -284,6 +314,9 @@ def clean_scope(view: FileSystemView, cfg: CleanConfig, earliest: Instant | None
         return None, f"full scan: the last clean's earliest retained commit {previous} was archived"
     if timeline.savepoints():
         return None, "full scan: a savepoint exists (removing one frees files no write touched)"
+    deleted = savepoint_deleted_since_last_clean(timeline) if timeline.layout.is_v2 else None
+    if deleted is not None:  # Hudi 1.x's CleanPlanner#isAnySavepointDeleted
+        return None, f"full scan: savepoint {deleted}, recorded by the last clean, was deleted since"
     touched = partitions_written(timeline, previous, earliest.timestamp)
     return sorted(touched), (f"incremental: {len(touched)} partition(s) written by commits in [{previous}, "
                              f"{earliest.timestamp})")
