@@ -77,6 +77,9 @@ KEYGEN_TYPE_OF = {
     _K + "TimestampBasedKeyGenerator": "TIMESTAMP", _K + "TimestampBasedAvroKeyGenerator": "TIMESTAMP_AVRO",
     _K + "CustomKeyGenerator": "CUSTOM", _K + "CustomAvroKeyGenerator": "CUSTOM_AVRO",
 }
+# HoodieRecordMerger's built-in strategy ids (EightToNineUpgradeHandler.BUILTIN_MERGE_STRATEGIES).
+_BUILTIN_STRATEGIES = frozenset({_EVENT_TIME_ID, _COMMIT_TIME_ID, "1897ef5f-18bc-4557-939c-9d6a8afd1519",
+                                 "00000000-0000-0000-0000-000000000000"})
 # Pending actions the copied timeline may hold (others are refused): a clean plan and a crashed
 # savepoint carry over as they are, a clustering under 1.x's clustering action.
 _CARRIED_PENDING = frozenset({Action.CLEAN, Action.SAVEPOINT, Action.REPLACE_COMMIT})
@@ -208,15 +211,14 @@ def _pending_left(storage: Storage, timeline: ActiveTimeline) -> None:
 # ----------------------------------------------------------------------------- 6 -> 8
 
 def _six_to_eight(storage: Storage, cfg: WriteConfig) -> None:
+    from pyhudi.model.metadata_table import remember_properties
+    from pyhudi.timeline.timeline import ActiveTimeline
     from pyhudi.transaction.lock import ensure_held, table_lock
 
     with table_lock(storage, cfg.lock) as held:
         props = read_properties(storage)
         if _version(props) >= 8:
             return  # another writer upgraded it meanwhile
-        from pyhudi.model.metadata_table import remember_properties
-        from pyhudi.timeline.timeline import ActiveTimeline
-
         remember_properties(storage, props)  # its timeline is still read as layout 1
         timeline = ActiveTimeline.load(storage)
         _pending_left(storage, timeline)
@@ -420,7 +422,10 @@ def _avro(record: Any, schema: str, inst: Instant) -> bytes | None:
 
 def _eight_to_nine(storage: Storage, cfg: WriteConfig) -> None:
     """EightToNineUpgradeHandler for the merge settings pyhudi writes: the payload class becomes the legacy
-    payload class, the ordering fields move to 1.1's key, index definitions get their version."""
+    payload class (when the strategy id is a built-in one, as reconcilePayloadClassConfig requires), the
+    ordering fields move to 1.1's key, index definitions get their version. The merge mode and strategy id
+    of DefaultHoodieRecordPayload / OverwriteWithLatestAvroPayload / EventTimeAvroPayload tables stay as
+    they are (reconcileMergeModeConfig changes only other payloads, which check_writable refuses)."""
     from pyhudi.model.metadata_table import remember_properties
     from pyhudi.transaction.lock import ensure_held, table_lock
 
@@ -429,9 +434,10 @@ def _eight_to_nine(storage: Storage, cfg: WriteConfig) -> None:
         if _version(props) >= 9:
             return
         out = dict(props)
-        payload = out.pop("hoodie.compaction.payload.class", "").strip()
-        if payload:
-            out["hoodie.table.legacy.payload.class"] = payload
+        strategy = (props.get("hoodie.record.merge.strategy.id") or props.get(
+            "hoodie.compaction.record.merger.strategy") or "").strip()
+        if strategy in _BUILTIN_STRATEGIES and props.get("hoodie.compaction.payload.class", "").strip():
+            out["hoodie.table.legacy.payload.class"] = out.pop("hoodie.compaction.payload.class").strip()
         ordering = out.pop("hoodie.table.precombine.field", None)
         if ordering is not None and "hoodie.table.ordering.fields" not in out:
             out["hoodie.table.ordering.fields"] = ordering
