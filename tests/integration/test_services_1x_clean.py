@@ -17,6 +17,7 @@ import zipfile
 import pytest
 
 import pyhudi
+from pyhudi import faults
 from pyhudi.model import avro_models as am
 from tests.helpers import SAMPLES_1X, hudi_rs
 from tests.integration.test_services_1x_rollback import OPTS, Table, completed
@@ -57,6 +58,27 @@ def test_clean_after_updates_deletes_old_versions_and_reads_stay_equal(tmp_path,
     assert not [f for f in planned if last in os.path.basename(f)], "the retained commit's files stay"
     t.check()
     t.write()
+    t.check()
+
+
+@pytest.mark.parametrize("point", ["clean.after_plan", "timeline.before_inflight", "clean.mid_delete",
+                                   "clean.before_commit"])
+def test_clean_interrupted_at_each_step_reads_right_and_the_next_clean_finishes_it(tmp_path, monkeypatch, point):
+    t = Table("mor_avro_v9_txns_simple_meta", tmp_path)
+    for _ in range(2):
+        t.write(updates=3, inserts=0)
+    assert pyhudi.compact(None, t.path, COMPACT)
+    t.write(updates=3, inserts=0)
+    monkeypatch.setenv(faults.RAISE_ENV, point)
+    faults.reset()
+    with pytest.raises(faults.InjectedFault):
+        pyhudi.clean(None, t.path, RETAIN_ONE)
+    monkeypatch.delenv(faults.RAISE_ENV)
+    t.check()
+    (pending,) = {n.split(".")[0] for n in t.names() if ".clean." in n} - {n.split("_")[0] for n in t.names() if "_" in n}
+    results = pyhudi.clean(None, t.path, RETAIN_ONE)
+    assert results[0].instant == pending and completed(t, pending, "clean") in t.names(pending)
+    assert (t.timeline / f"{pending}.clean.inflight").read_bytes() == b""
     t.check()
 
 
