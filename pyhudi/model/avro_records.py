@@ -5,19 +5,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-import io
-import json
-import os
 import time
 from collections.abc import Mapping, Sequence
-from functools import cache
 from typing import Any
 
-import fastavro
-
 from pyhudi.model.avro_schemas import (
-    ADDED_IN_1X,
-    CHANGED_IN_1X,
     NAMESPACE,
     SCHEMAS,
     WRAPPER_NAMES,
@@ -62,8 +54,6 @@ __all__ = [
     "ordering_value",
     "delete_record",
     "delete_record_list",
-    "avro_schema_json_1x",
-    "write_instant_avro_1x",
 ]
 
 # Versions Hudi 0.14/0.15 stamp on the records it writes.
@@ -617,72 +607,3 @@ def delete_record(
 def delete_record_list(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``HoodieDeleteRecordList`` (the datum of a version-3 delete block)."""
     return {"deleteRecordList": [dict(r) for r in records]}
-
-
-# ---------------------------------------------------------------------------------------
-# Hudi 1.x plans (table versions 8 and 9)
-# ---------------------------------------------------------------------------------------
-
-
-@cache
-def avro_schema_json_1x(schema_name: str) -> str:
-    """The schema text Hudi 1.x embeds for ``schema_name``: the 0.x schema as Java prints it, with the fields
-    of ``avro_schemas.ADDED_IN_1X`` appended to the records 1.x extended (byte-compatible with the plans of
-    the 1.0/1.1 sample tables). A record 1.x did not change has its 0.x text."""
-    from pyhudi.model import avro_models
-
-    tree = avro_models.avro_schema(schema_name)
-    _append_1x_fields(tree)
-    return json.dumps(tree, separators=(",", ":"), ensure_ascii=False)
-
-
-def _append_1x_fields(node: Any) -> None:
-    """Append ADDED_IN_1X's fields, printed as Java prints them, to each record of the tree they extend."""
-    from pyhudi.model.avro_models import _java_type  # the one printer of Hudi's Java schema text
-
-    if isinstance(node, list):
-        for branch in node:
-            _append_1x_fields(branch)
-        return
-    if not isinstance(node, dict):
-        return
-    if node.get("type") == "record":
-        for f in node["fields"]:
-            _append_1x_fields(f["type"])
-        for added in ADDED_IN_1X.get(simple_name(str(node["name"])), []):
-            node["fields"].append({"name": added["name"], "type": _java_type(added["type"], set()),
-                                   "default": added["default"]})
-        return
-    for key in ("items", "values"):
-        if key in node:
-            _append_1x_fields(node[key])
-
-
-@cache
-def _parsed_1x(schema_name: str) -> Any:
-    return fastavro.parse_schema(json.loads(avro_schema_json_1x(schema_name)))
-
-
-def write_instant_avro_1x(schema_name: str, record: Mapping[str, Any], *, sync_marker: bytes | None = None) -> bytes:
-    """An Avro instant file as Hudi 1.x writes it for a table of version 8 or 9: the container of
-    ``avro_models.write_instant_avro`` (no codec, one block) around the 1.x schema. Records 1.x did not
-    change are written exactly as ``write_instant_avro`` writes them."""
-    from pyhudi.model import avro_models
-
-    simple = simple_name(schema_name)
-    if simple not in CHANGED_IN_1X:
-        return avro_models.write_instant_avro(simple, record, sync_marker=sync_marker)
-    if sync_marker is None:
-        sync_marker = os.urandom(16)
-    if len(sync_marker) != 16:
-        raise AvroModelError(f"sync_marker must be 16 bytes, got {len(sync_marker)}")
-    buf = io.BytesIO()
-    try:
-        fastavro.schemaless_writer(buf, _parsed_1x(simple), record, strict_allow_default=True)
-    except Exception as exc:  # noqa: BLE001 - fastavro raises ValueError/TypeError/KeyError/...
-        raise AvroModelError(f"record does not fit Hudi 1.x schema {NAMESPACE}.{simple}: {exc}") from exc
-    datum = buf.getvalue()
-    schema = avro_schema_json_1x(simple).encode("utf-8")
-    header = (avro_models.AVRO_MAGIC + avro_models._zigzag_long(1) + avro_models._avro_bytes(b"avro.schema")
-              + avro_models._avro_bytes(schema) + avro_models._zigzag_long(0) + sync_marker)
-    return header + avro_models._zigzag_long(1) + avro_models._zigzag_long(len(datum)) + datum + sync_marker

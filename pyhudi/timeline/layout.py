@@ -8,8 +8,8 @@ keeps them in `.hoodie/<hoodie.timeline.path>/` (default `timeline`), names a co
 The layout is a property of the table (`hoodie.timeline.layout.version`), so it is taken from the
 `hoodie.properties` the current operation loaded (`model/metadata_table.loaded_properties`). A caller
 that loads a timeline without having loaded the table config gets it checked against the `.hoodie`
-listing: unless instant files are there, the properties are read before anything is trusted, so a
-version-8 table is never read as an empty version-6 timeline.
+listing: unless instant files and no `timeline` folder are there, the properties are read before anything
+is trusted, so a version-8 table is never read as an empty (or stale) version-6 timeline.
 """
 
 from __future__ import annotations
@@ -54,13 +54,17 @@ LAYOUT_1 = TimelineLayout.of(None)
 
 
 def layout_of(storage: Storage, meta_listing: list[FileInfo] | None = None) -> TimelineLayout:
-    """The table's timeline layout, from the properties this operation loaded; without them, layout 1
-    when `meta_listing` (the `.hoodie` listing) holds instant files, else from `hoodie.properties`."""
+    """The table's timeline layout, from the properties this operation loaded; without them, layout 1 when
+    `meta_listing` (the `.hoodie` listing) holds instant files and no `timeline` folder, else from
+    `hoodie.properties`."""
     props = loaded_properties(storage)
     if props is not None:
         return TimelineLayout.of(props)
-    if meta_listing is not None and any(parse_instant_file(i.name) for i in meta_listing if not i.is_dir):
-        return LAYOUT_1  # instants in .hoodie itself: layout 1 (an upgrade to 1.x moves them all)
+    if meta_listing is not None and not any(i.is_dir and i.name == "timeline" for i in meta_listing) \
+            and any(parse_instant_file(i.name) for i in meta_listing if not i.is_dir):
+        # Instants in .hoodie itself and no layout-2 folder: layout 1. With both, an upgrade to 1.x flipped
+        # the properties and its cleanup of the old instants was cut short: the properties decide.
+        return LAYOUT_1
     try:
         return TimelineLayout.of(parse_properties(storage.read_bytes(PROPERTIES_FILE).decode("utf-8")))
     except FileNotFoundError:

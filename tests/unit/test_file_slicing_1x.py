@@ -135,3 +135,14 @@ def test_completion_time_from_name_or_mtime(tmp_path, legacy):
     view = _table(tmp_path, [name], [_base(_ts(1))])
     done = view.timeline.completion_time(_ts(1))
     assert done == (_ts(3) if legacy else _ts(7))
+
+
+def test_layout_without_loaded_properties_is_read_from_the_table(tmp_path):
+    """A caller that loads the timeline without the table config (no remembered properties) still finds
+    layout 2, even when an upgrade's cleanup left version-6 instant files in `.hoodie`."""
+    view = _table(tmp_path, [_done(1, 1)], [_base(_ts(1))])
+    (tmp_path / ".hoodie" / f"{_ts(0)}.commit").write_text("{}")  # a leftover of the upgrade
+    fresh = Storage(str(tmp_path))  # nothing loaded through this one
+    timeline = ActiveTimeline.load(fresh)
+    assert timeline.layout.is_v2 and [i.timestamp for i in timeline] == [_ts(1)]
+    assert view.timeline.layout.is_v2
