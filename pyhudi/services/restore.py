@@ -294,11 +294,27 @@ def restore(storage: Storage, savepoint: str, lock: LockSettings | None = None) 
         targets = _restore_targets_v2(storage, timeline, savepoint) if timeline.layout.is_v2 else \
             sorted((i for i in timeline.write_timeline() if i.timestamp > savepoint), key=lambda i: i.timestamp,
                    reverse=True)
+        _refuse_live_targets(storage, targets)
         plan = am.restore_plan(instants_to_rollback=[am.instant_info(i.timestamp, i.action.value) for i in targets],
                                savepoint_to_restore_timestamp=savepoint)
         ts = timeline.create_new_requested(Action.RESTORE, am.write_instant_avro("HoodieRestorePlan", plan)).timestamp
         fault_point("restore.after_plan")
         return _execute_restore(storage, ts)
+
+
+def _refuse_live_targets(storage: Storage, targets: list[Instant]) -> None:
+    """A pending instant a live process is executing (its heartbeat is fresh: a compaction or clustering
+    executor, a writer under optimistic concurrency) must not be rolled back under it: the process would
+    go on writing files after the restore removed its instant, orphans that no rollback ever finds (and
+    that, on a Hudi 1.x table, open a file slice that hides every later log of their file group)."""
+    from pyhudi.transaction.heartbeat import is_expired
+
+    live = [i for i in targets if i.is_pending and not is_expired(storage, i.timestamp, 60000, 2)]
+    if live:
+        raise RollbackRefusedError(
+            f"cannot restore {storage.base_uri} now: {live[0].action.value} {live[0].timestamp} is being executed by "
+            "a live process (its heartbeat in .hoodie/.heartbeat is fresh). Let it finish (or stop it and wait for "
+            "its heartbeat to expire), then restore again. Nothing was changed")
 
 
 def _restore_targets_v2(storage: Storage, timeline: ActiveTimeline, savepoint: str) -> list[Instant]:

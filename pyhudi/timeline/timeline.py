@@ -365,6 +365,12 @@ class ActiveTimeline(Timeline):
                 f"cannot move {instant} to inflight: {inflight.file_name} already exists with other content "
                 f"in {self.storage.base_uri}/{self.layout.timeline_dir} (another process started this "
                 "instant); let that process finish, or roll the instant back")
+        if not self.storage.exists(self._rel(requested.file_name)):
+            # A rollback or restore removed the instant between the check above and the create: the
+            # inflight file would be an orphan that later readers and writers take for a live instant.
+            self.storage.delete(self._rel(inflight.file_name))
+            raise TimelineError(f"cannot move {instant} to inflight: it was rolled back meanwhile "
+                                f"({requested.file_name} is gone)")
         return inflight
 
     def complete(self, instant: Instant, content: bytes) -> Instant:
