@@ -72,7 +72,7 @@ def _service_config(path: str, options: Mapping[str, Any] | None, upgrade: bool 
     storage = Storage(path, storage_options=dict(storage_options or {}))
     config = build_write_config(Options.parse(options), load_table_config(storage), WriteOperation.INSERT)
     if upgrade:  # a service that writes data upgrades a version-4/5 table first, as Hudi's do
-        upgrade_for_write(storage, config)
+        config = upgrade_for_write(storage, config)
     return storage, config
 
 

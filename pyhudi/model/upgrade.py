@@ -108,14 +108,15 @@ def upgrade_if_needed(storage: Storage, *, auto_upgrade: bool = True, skip_defau
     return True
 
 
-def upgrade_for_write(storage: Storage, cfg: WriteConfig) -> bool:
+def upgrade_for_write(storage: Storage, cfg: WriteConfig) -> WriteConfig:
     """The one call at the start of a write or table service: options and liveness from its config, and
     the properties its table config was loaded from (`TableConfig.raw`; empty for a version-6 table this
-    write creates, which is then looked up). True when an upgrade ran.
+    write creates, which is then looked up). Returns the config the operation goes on with: `cfg`, or
+    after an upgrade to 8 or 9 the config of the upgraded table (`_rebound`), so the caller writes what it
+    upgraded to.
 
-    It also finishes an interrupted 6 -> 8 upgrade's cleanup, notes whether this operation may delete
-    metadata indexes pyhudi cannot rebuild (model/metadata_table.py), and after an upgrade to 8 or 9
-    updates `cfg` in place to the upgraded table (`_rebind`), so the caller writes what it upgraded to.
+    It also finishes an interrupted 6 -> 8 upgrade's cleanup and notes whether this operation may delete
+    metadata indexes pyhudi cannot rebuild (model/metadata_table.py).
     """
     from pyhudi.config import keys as K
     from pyhudi.model.metadata_table import allow_index_drop
@@ -125,30 +126,29 @@ def upgrade_for_write(storage: Storage, cfg: WriteConfig) -> bool:
     allow_index_drop(storage, bool(cfg.options.get(K.DROP_UNREBUILDABLE_INDEXES)))
     if cfg.table.raw:
         finish_cleanup(storage, cfg.table.raw)
-    upgraded = upgrade_if_needed(storage, auto_upgrade=bool(cfg.options.get(K.AUTO_UPGRADE)),
+    upgrade_if_needed(storage, auto_upgrade=bool(cfg.options.get(K.AUTO_UPGRADE)),
                                  skip_default_partition_check=bool(cfg.options.get(K.SKIP_DEFAULT_PARTITION_VALIDATION)),
                                  liveness=(cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses),
                                  loaded=cfg.table.raw or None, lock=cfg.lock)
     target = write_version(cfg.table, cfg.options, storage.base_uri)
     if target <= max(cfg.table.version, CURRENT_VERSION):
-        return upgraded
+        return cfg
     upgrade_to(storage, cfg, target)
-    _rebind(storage, cfg)
-    return True
+    return _rebound(storage, cfg)
 
 
-def _rebind(storage: Storage, cfg: WriteConfig) -> None:
-    """Point `cfg` at the upgraded table. The fields that come from the table (the table config itself:
-    version, timeline layout, ordering fields; and the payload class its merge mode writes with) are
-    replaced in place, because the write client holds `cfg` by reference; they are those of a write config
-    built, and so checked, for the table as it now is. Every other field stays as the caller set it (e.g.
-    an overwrite's combine_before_write, a streaming write's compaction)."""
+def _rebound(storage: Storage, cfg: WriteConfig) -> WriteConfig:
+    """`cfg` pointed at the upgraded table: the fields that come from the table (the table config itself:
+    version, timeline layout, ordering fields; and the payload class its merge mode writes with) are those
+    of a write config built, and so checked, for the table as it now is. Every other field stays as the
+    caller set it (e.g. an overwrite's combine_before_write, a streaming write's compaction)."""
+    from dataclasses import replace
+
     from pyhudi.model.table_config import load_table_config
     from pyhudi.writer.config import build_write_config
 
     fresh = build_write_config(cfg.options, load_table_config(storage), cfg.operation)
-    for name in ("table", "payload_class"):
-        object.__setattr__(cfg, name, getattr(fresh, name))
+    return replace(cfg, table=fresh.table, payload_class=fresh.payload_class)
 
 
 def _rollback_failed_writes(storage: Storage, liveness: tuple[int, int] | None, lock: LockSettings | None) -> None:

@@ -59,8 +59,9 @@ class SparkWriteClient(WriteClient):
 
     # ------------------------------------------------------------------ entry point
     def write(self, df: DataFrame, replace_all: bool = False) -> WriteResult:
-        cfg = self.config
-        upgrade_for_write(self.storage, cfg)  # a version-4/5 table becomes version 6 first, as in Hudi 0.14
+        # A version-4/5 table becomes version 6 first, as in Hudi 0.14; hoodie.write.table.version=8|9 upgrades
+        # a version-6 one to Hudi 1.x's layout (the write then goes on with the upgraded table's config).
+        self.config = cfg = upgrade_for_write(self.storage, self.config)
         if cfg.operation is WriteOperation.DELETE_PARTITION:
             return self._delete_partitions(self._timeline(), lambda: self._partitions_of(df))
         timeline = self._begin()
