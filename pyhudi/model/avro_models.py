@@ -213,22 +213,19 @@ def write_instant_avro(
     ``sync_marker`` (16 bytes) is random unless given (tests pass a fixed one).
     """
     simple = _lookup(schema_name)
+    return container_bytes(avro_schema_json(simple), encode_avro_datum(simple, record), sync_marker)
+
+
+def container_bytes(schema_text: str, datum: bytes, sync_marker: bytes | None = None) -> bytes:
+    """One datum in an Avro object container as Hudi's Java writer lays out every timeline file: a metadata
+    map with only `avro.schema` (null codec), the sync marker (random unless given), one block."""
     if sync_marker is None:
         sync_marker = os.urandom(_SYNC_SIZE)
     if len(sync_marker) != _SYNC_SIZE:
         raise AvroModelError(f"sync_marker must be {_SYNC_SIZE} bytes, got {len(sync_marker)}")
-    datum = encode_avro_datum(simple, record)
-    schema = avro_schema_json(simple).encode("utf-8")
-    header = (
-        AVRO_MAGIC
-        + _zigzag_long(1)  # metadata map: one entry, no avro.codec (null codec)
-        + _avro_bytes(b"avro.schema")
-        + _avro_bytes(schema)
-        + _zigzag_long(0)
-        + sync_marker
-    )
-    block = _zigzag_long(1) + _zigzag_long(len(datum)) + datum + sync_marker
-    return header + block
+    header = (AVRO_MAGIC + _zigzag_long(1) + _avro_bytes(b"avro.schema") + _avro_bytes(schema_text.encode("utf-8"))
+              + _zigzag_long(0) + sync_marker)
+    return header + _zigzag_long(1) + _zigzag_long(len(datum)) + datum + sync_marker
 
 
 def _open_container(data: bytes, reader_schema: Any = None) -> Any:
@@ -334,17 +331,9 @@ def write_instant_avro_1x(schema_name: str, record: Mapping[str, Any], *, sync_m
     simple = simple_name(schema_name)
     if simple not in CHANGED_IN_1X:
         return write_instant_avro(simple, record, sync_marker=sync_marker)
-    if sync_marker is None:
-        sync_marker = os.urandom(16)
-    if len(sync_marker) != 16:
-        raise AvroModelError(f"sync_marker must be 16 bytes, got {len(sync_marker)}")
     buf = io.BytesIO()
     try:
         fastavro.schemaless_writer(buf, _parsed_1x(simple), record, strict_allow_default=True)
     except Exception as exc:  # noqa: BLE001 - fastavro raises ValueError/TypeError/KeyError/...
         raise AvroModelError(f"record does not fit Hudi 1.x schema {NAMESPACE}.{simple}: {exc}") from exc
-    datum = buf.getvalue()
-    schema = avro_schema_json_1x(simple).encode("utf-8")
-    header = (AVRO_MAGIC + _zigzag_long(1) + _avro_bytes(b"avro.schema") + _avro_bytes(schema) + _zigzag_long(0)
-              + sync_marker)
-    return header + _zigzag_long(1) + _zigzag_long(len(datum)) + datum + sync_marker
+    return container_bytes(avro_schema_json_1x(simple), buf.getvalue(), sync_marker)

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
@@ -47,12 +46,12 @@ from typing import Any
 import fastavro
 
 from pyhudi.errors import CorruptFileError
+from pyhudi.model.avro_models import container_bytes
 from pyhudi.model.avro_schemas import NAMESPACE, AvroModelError
 
 AVRO_MAGIC = b"Obj\x01"
 COMMIT_RECORD = "HoodieCommitMetadata"
 REPLACE_RECORD = "HoodieReplaceCommitMetadata"
-_SYNC_SIZE = 16
 
 # ---------------------------------------------------------------------------------------
 # The writer schemas, as the Java-printed trees Hudi 1.0/1.1 embed (HoodieCommitMetadata.avsc,
@@ -278,14 +277,8 @@ def commit_avro_bytes(commit_json: Mapping[str, Any], replace: bool, *, sync_mar
     """The Avro commit file Hudi 1.x's CommitMetadataSerDeV2 writes for `commit_json` (Hudi's JSON form,
     e.g. `CommitMetadata.to_json()` or `json.loads(commit_json_bytes(...))`); `replace` selects
     HoodieReplaceCommitMetadata. `sync_marker` (16 bytes) is random unless given (tests fix it)."""
-    if sync_marker is None:
-        sync_marker = os.urandom(_SYNC_SIZE)
-    if len(sync_marker) != _SYNC_SIZE:
-        raise AvroModelError(f"sync_marker must be {_SYNC_SIZE} bytes, got {len(sync_marker)}")
     datum = _encode(commit_avro_record(commit_json, replace), replace)
-    schema = commit_schema_json(replace).encode("utf-8")
-    header = AVRO_MAGIC + _long(1) + _bytes(b"avro.schema") + _bytes(schema) + _long(0) + sync_marker
-    return header + _long(1) + _long(len(datum)) + datum + sync_marker
+    return container_bytes(commit_schema_json(replace), datum, sync_marker)
 
 
 def _encode(record: Mapping[str, Any], replace: bool) -> bytes:
@@ -299,18 +292,3 @@ def _encode(record: Mapping[str, Any], replace: bool) -> bytes:
             "paths and ids strings, cdcStats a map of integers (build it with CommitMetadata.to_json)"
         ) from exc
     return buf.getvalue()
-
-
-def _long(value: int) -> bytes:
-    """Avro's zig-zag varint."""
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _bytes(value: bytes) -> bytes:
-    return _long(len(value)) + value
