@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import sys
 from typing import Any
@@ -71,10 +72,15 @@ def apply_batch(model: dict[int, tuple[Any, ...]], seed: int, step: int, kind: s
     return out
 
 
+# PYHUDI_CRASH_TABLE_VERSION=8|9: the same kill points on tables created at a Hudi 1.x version (layout 2).
+TABLE_VERSION = os.environ.get("PYHUDI_CRASH_TABLE_VERSION", "6")
+
+
 def table_options(name: str, table_type: str) -> dict[str, str]:
     """Small files (so every partition has several file groups), a short lock lease (a writer killed while
     holding the table lock must not stall the next one for a minute)."""
-    return {
+    version = {"hoodie.write.table.version": TABLE_VERSION} if TABLE_VERSION != "6" else {}
+    return {**version,
         "hoodie.table.name": name,
         "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.partitionpath.field": "city",
