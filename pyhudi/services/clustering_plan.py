@@ -250,12 +250,17 @@ def refuse_bucket_table(view: FileSystemView, cfg: ClusteringConfig) -> None:
         raise UnsupportedTableError(f"cannot cluster a table with hoodie.index.type=BUCKET: {BUCKET_REFUSAL}")
 
 
+PLAUSIBLE_BUCKETS = 10_000  # hoodie.bucket.index.num.buckets of real tables is far below this
+
+
 def refuse_bucket_groups(draft: ClusteringPlanDraft) -> None:
     """A table that does not record its bucket index (Hudi 0.14 does not), clustered without options: when
-    every file group the plan would rewrite is bucket-named (8 digits, then the UUID's rest; 2% of random
-    UUIDs start so, so two or more such groups are a bucket table's), the plan is refused."""
+    every file group the plan would rewrite is bucket-named, the plan is refused. Bucket-named is the
+    bucket number zero-padded to 8 digits, then the UUID's rest; 2% of random UUIDs start with 8 digits,
+    so only bucket numbers below 10,000 count (the first four digits zeros: about 2 in a million random
+    UUIDs), and two or more such groups are a bucket table's."""
     ids = [s.file_id for g in draft.groups for s in g.slices]
-    if len(ids) >= 2 and all(bucket_of_file_id(f) is not None for f in ids):
+    if len(ids) >= 2 and all((b := bucket_of_file_id(f)) is not None and b < PLAUSIBLE_BUCKETS for f in ids):
         raise UnsupportedTableError(
             f"cannot cluster this table: its file groups are bucket file groups (e.g. {ids[0]!r}), so it is "
             f"written with hoodie.index.type=BUCKET, and {BUCKET_REFUSAL}. If the table does not use a bucket "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import time
 from typing import Any
 
 import pyarrow as pa
@@ -18,6 +19,7 @@ import pyhudi
 from pyhudi import faults
 from pyhudi.errors import UnsupportedTableError
 from pyhudi.model.commit_avro import commit_json_bytes, is_avro_container
+from pyhudi.model.instant_time import ms_to_instant
 from pyhudi.model.properties import parse_properties
 from pyhudi.storage import Storage
 from pyhudi.timeline.history import read_history
@@ -303,7 +305,9 @@ def test_upgrade_refuses_live_writes_and_auto_upgrade_false_keeps_version_6(tmp_
     opts = {**BASE, "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
             "hoodie.cleaner.policy.failed.writes": "LAZY"}
     pyhudi.write(rows(("a", 1, "p1", 1.0)), str(root), opts)
-    live = "20990101000000000"
+    # A live writer's instant of just now: a far-future time would move this process's instant clock
+    # (instant_time.new_instant_time is monotonic per process) and every later test's instants with it.
+    live = ms_to_instant(int(time.time() * 1000))
     (root / ".hoodie" / f"{live}.commit.requested").write_bytes(b"")
     (root / ".hoodie" / ".heartbeat").mkdir(exist_ok=True)
     (root / ".hoodie" / ".heartbeat" / live).write_bytes(b"")  # a heartbeat just now: a live writer
