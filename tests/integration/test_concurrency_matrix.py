@@ -327,10 +327,16 @@ CASES += [("MERGE_ON_READ", m, "same", "compact") for m in ("single", "occ")]
 CASES += [(t, "single", "same", "killed") for t in ("COPY_ON_WRITE", "MERGE_ON_READ")]
 
 
-# Writers in different file groups ("apart") run under -m extended: the in-process interleaving matrix
-# (test_interleavings.py) pairs every write kind at every pause point on disjoint and shared groups.
+# Writers in different file groups ("apart"), and single-writer stale/together races, run under -m extended:
+# the in-process interleaving matrix (test_interleavings.py) pairs every write kind at every pause point on
+# disjoint and shared groups in both modes, on version 6 and 8 tables.
+def _extended(case: tuple[str, str, str, str]) -> bool:
+    _, mode, placement, race = case
+    return placement == "apart" or (mode == "single" and race in ("stale", "together"))
+
+
 @pytest.mark.parametrize("table_type,mode,placement,race",
-                         [pytest.param(*c, marks=pytest.mark.extended) if c[2] == "apart" else c for c in CASES],
+                         [pytest.param(*c, marks=pytest.mark.extended) if _extended(c) else c for c in CASES],
                          ids=[f"{t[:3]}-{m}-{p}-{r}" for t, m, p, r in CASES])
 def test_every_acknowledged_write_survives(spark, pool, tmp_path, table_type, mode, placement, race):
     s = Scenario(pool, tmp_path, table_type, mode, placement)

@@ -478,6 +478,7 @@ def recover_and_check(spark, info: dict[str, Any], pending: str, orphans: list[s
     assert_table(spark, path, model)
 
 
+@pytest.mark.extended  # ~40 s; the crash test kills writes at write.before_commit and mid-file on both versions
 @pytest.mark.slow
 def test_write_killed_after_inflight_before_data_files(spark, fleet):
     info = fleet.killed("kill_a")
