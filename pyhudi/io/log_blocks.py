@@ -574,7 +574,14 @@ def delete_records(block: LogBlock) -> list[tuple[str | None, str | None, str | 
         raise _newer_content(block, "delete", version)
     if version != CONTENT_VERSION:
         raise CorruptFileError(f"{where}: unknown delete block version {version}")
-    rec: Any = fastavro.schemaless_reader(io.BytesIO(data), _DELETE_PARSED, None, return_record_name=True)
+    try:
+        rec: Any = fastavro.schemaless_reader(io.BytesIO(data), _DELETE_PARSED, None, return_record_name=True)
+    except Exception as exc:  # noqa: BLE001 - fastavro raises IndexError/EOFError/ValueError/... on foreign data
+        raise UnsupportedTableError(
+            f"{where}: the delete block cannot be decoded ({type(exc).__name__}: {exc}); its ordering values may be "
+            "of a type pyhudi does not know (Hudi 1.1 writes ArrayWrapper values for tables with several ordering "
+            "fields), or the block is damaged. Its deletes cannot be ignored: read the table with Apache Hudi, or "
+            "compact it with Hudi first") from exc
     out: list[tuple[str | None, str | None, str | None, Any]] = []
     for item in rec["deleteRecordList"]:
         wrapped = item["orderingVal"]

@@ -223,3 +223,27 @@ def test_encode_metadata_layout_for_new_keys() -> None:
     """Header maps are int32 count, then int32 ordinal, int32 length, UTF-8 value per entry."""
     raw = encode_metadata({HeaderKey.IS_PARTIAL: "true"})
     assert raw == struct.pack(">iii", 1, 7, 4) + b"true"
+
+
+def test_delete_block_with_an_unknown_ordering_type_is_refused_not_skipped() -> None:
+    """Hudi 1.1 adds ArrayWrapper ordering values (several ordering fields) to HoodieDeleteRecord's union; a
+    block using a union branch pyhudi does not know must stop the read: skipped, its deletes would be lost."""
+
+    def zigzag(n: int) -> bytes:
+        n = (n << 1) ^ (n >> 63)
+        out = bytearray()
+        while n & ~0x7F:
+            out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        out.append(n)
+        return bytes(out)
+
+    def text(s: str) -> bytes:
+        return zigzag(len(s.encode())) + s.encode()
+
+    record = zigzag(1) + text("k1") + zigzag(1) + text("") + zigzag(40) + zigzag(7)  # branch 40: unknown
+    payload = zigzag(1) + record + zigzag(0)  # an array of one record
+    content = struct.pack(">ii", 3, len(payload)) + payload
+    block = only_block(encode_block(BlockType.DELETE_BLOCK, {HeaderKey.INSTANT_TIME: "20250101000000003"}, content))
+    with pytest.raises(UnsupportedTableError, match="delete block cannot be decoded.*ArrayWrapper"):
+        decode_delete_block(block)
