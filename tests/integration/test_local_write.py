@@ -122,8 +122,9 @@ OPS = ["insert", "upsert", "delete", "bulk_insert", "upsert", "insert_overwrite"
 
 @pytest.mark.spark
 @pytest.mark.parametrize("table_type,index", [
-    ("COPY_ON_WRITE", "SIMPLE"), ("MERGE_ON_READ", "BLOOM"), ("MERGE_ON_READ", "GLOBAL_BLOOM"),
-    ("COPY_ON_WRITE", "BUCKET"),
+    ("COPY_ON_WRITE", "SIMPLE"), ("MERGE_ON_READ", "BLOOM"),
+    pytest.param("MERGE_ON_READ", "GLOBAL_BLOOM", marks=pytest.mark.extended),
+    pytest.param("COPY_ON_WRITE", "BUCKET", marks=pytest.mark.extended),
 ])
 def test_arrow_writes_match_spark_writes_and_the_model(spark, tmp_path, table_type, index):
     rng = random.Random(11)

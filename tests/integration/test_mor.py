@@ -157,7 +157,8 @@ def _run(spark, tmp_path, index: str, steps: int, seed: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index,steps,seed", [("SIMPLE", 18, 3), ("BLOOM", 10, 5), ("INMEMORY", 16, 9),
+@pytest.mark.parametrize("index,steps,seed", [("SIMPLE", 18, 3), ("BLOOM", 10, 5),
+                                              pytest.param("INMEMORY", 16, 9, marks=pytest.mark.extended),
                                               ("BUCKET", 12, 13), ("GLOBAL_SIMPLE", 8, 17)])
 def test_randomized_mor(spark, tmp_path, index, steps, seed):
     _run(spark, tmp_path, index, steps, seed)
