@@ -78,6 +78,7 @@ def deleted_by_rollbacks(path: str) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.extended  # ~37 s; the interleaving matrix races merge-on-read writers of one slice at every pause point
 def test_two_mor_writers_of_one_slice_never_overwrite_or_roll_back_each_others_log_files(spark, tmp_path):
     path = str(tmp_path / "mor")
     coord = tmp_path / "coord"

@@ -195,6 +195,7 @@ def _run(spark, tmp_path, table_type: str, steps: int, seed: int) -> None:
     assert any(n.startswith(".commits_.archive") for n in os.listdir(archived)), "archival ran during the run"
 
 
-@pytest.mark.parametrize("table_type,steps,seed", [("COPY_ON_WRITE", 22, 5), ("MERGE_ON_READ", 22, 9)])
+@pytest.mark.parametrize("table_type,steps,seed", [("COPY_ON_WRITE", 22, 5),
+                                                   pytest.param("MERGE_ON_READ", 22, 9, marks=pytest.mark.extended)])
 def test_randomized_with_table_services(spark, tmp_path, table_type, steps, seed):
     _run(spark, tmp_path, table_type, steps, seed)

@@ -205,6 +205,7 @@ def test_randomized_simple_index(spark, tmp_path):
     _run(spark, tmp_path, "SIMPLE", steps=30, seed=7)
 
 
+@pytest.mark.extended  # the distributed path also runs in test_engines_randomized's Spark steps
 def test_randomized_simple_index_distributed_path(spark, tmp_path):
     """The same workload with the one-task path for small batches turned off (every write distributed)."""
     _run(spark, tmp_path, "SIMPLE", steps=16, seed=7, extra={"hoodie.pyhudi.write.single.task.max.bytes": "0"})

@@ -53,7 +53,7 @@ def _completed(uri: str) -> list[str]:
     return [i.timestamp for i in ActiveTimeline.load(Storage(uri)).completed().instants]
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", pytest.param("MERGE_ON_READ", marks=pytest.mark.extended)])
 def test_writes_and_services_in_process(s3: S3Bucket, table_type: str) -> None:
     opts = m.options(table_type, **{"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"},
                      **SERVICE_OPTS)
