@@ -341,10 +341,8 @@ class ActiveTimeline(Timeline):
     def create_new_requested(self, action: Action, content: bytes = b"", local: bool = False) -> Instant:
         """Start an instant of `action` at a fresh time after the timeline's last, taking the next time
         when another writer took it first."""
-        last = self.last()
-        after = max([last.timestamp] if last else [], default=None)
-        if self._completion:  # layout 2: after every completion too, as Hudi's time generator is monotonic
-            after = max(after or "", max(self._completion.values()))
+        # After the last instant and (layout 2) every completion: Hudi's time generator is monotonic.
+        after = max([*self._timestamps[-1:], *self._completion.values()], default=None)
         for _ in range(20):
             ts = new_instant_time(after=after, local=local)
             try:
@@ -496,13 +494,14 @@ def _layout_and_listing(storage: Storage) -> tuple[TimelineLayout, list[FileInfo
     loaded the table's properties (layout_of); otherwise `.hoodie` is listed first to tell."""
     from pyhudi.model.metadata_table import loaded_properties
 
-    if loaded_properties(storage) is None:
+    props = loaded_properties(storage)
+    if props is not None:
+        layout = TimelineLayout.of(props)
+    else:
         meta = storage.list_dir(META_DIR)
         layout = layout_of(storage, meta)
         if not layout.is_v2:
             return layout, meta
-    else:
-        layout = layout_of(storage)
     return layout, storage.list_dir(layout.timeline_dir)
 
 

@@ -344,9 +344,11 @@ class FileSystemView:
 
     @cached_property
     def _archived_completion(self) -> dict[str, str]:
+        """Completion times of the instants before the active timeline: only those are looked up here,
+        so only the history files below its start are read."""
         from pyhudi.timeline.history import history_completion_times
 
-        return history_completion_times(self.storage, self.timeline.layout.history_dir)
+        return history_completion_times(self.storage, self.timeline.layout.history_dir, end=self._first_active)
 
     # -- queries ---------------------------------------------------------------------------
     def live_groups(self, partition: str, as_of: str | None = None) -> list[FileGroup]:

@@ -228,15 +228,7 @@ def test_encode_metadata_layout_for_new_keys() -> None:
 def test_delete_block_with_an_unknown_ordering_type_is_refused_not_skipped() -> None:
     """Hudi 1.1 adds ArrayWrapper ordering values (several ordering fields) to HoodieDeleteRecord's union; a
     block using a union branch pyhudi does not know must stop the read: skipped, its deletes would be lost."""
-
-    def zigzag(n: int) -> bytes:
-        n = (n << 1) ^ (n >> 63)
-        out = bytearray()
-        while n & ~0x7F:
-            out.append((n & 0x7F) | 0x80)
-            n >>= 7
-        out.append(n)
-        return bytes(out)
+    from pyhudi.model.avro_models import _zigzag_long as zigzag
 
     def text(s: str) -> bytes:
         return zigzag(len(s.encode())) + s.encode()
