@@ -99,6 +99,19 @@ class ConditionalWriteUnsupportedError(StorageError):
     needs to be safe with concurrent writers."""
 
 
+class MetaSyncError(HudiError):
+    """A meta sync (Hive Metastore, Glue) failed: Hudi's HoodieMetaSyncException. Raised by a write only
+    after its commit exists (`instant`): the rows are in the table and retrying the write would write them
+    twice; the next commit's sync, or `pyhudi sync`, catches the catalog up. `failures` maps each sync tool
+    that failed to its error."""
+
+    def __init__(self, message: str, instant: str | None = None,
+                 failures: dict[str, BaseException] | None = None) -> None:
+        super().__init__(message)
+        self.instant = instant
+        self.failures = dict(failures or {})
+
+
 _WORKER_ERROR = re.compile(r"pyhudi\.errors\.(\w+): (.*)")
 
 
