@@ -116,6 +116,16 @@ def _refuse(options: Mapping[str, str]) -> None:
     if unknown:
         raise InvalidConfigError(f"unknown Glue sync option(s) {', '.join(unknown)}: pyhudi knows "
                                  f"{', '.join(sorted(KNOWN_GLUE_KEYS))}")
+    if _bool(options, RECREATE_TABLE_ON_ERROR, False):
+        raise InvalidConfigError(f"{RECREATE_TABLE_ON_ERROR}=true is not supported: pyhudi's sync does not drop and "
+                                 "recreate a Glue table whose sync failed; the error is raised (drop the table by "
+                                 "hand and sync again)")
+    for key, general in ((DATABASE_NAME, "hoodie.datasource.hive_sync.database"),
+                         (TABLE_NAME, "hoodie.datasource.hive_sync.table")):
+        value = _text(options.get(key))
+        if value is not None and value != _text(options.get(general)):
+            raise InvalidConfigError(f"{key}={value!r} differs from {general}: pyhudi registers the Glue table "
+                                     f"under {general}; set that instead")
     if _bool(options, PARTITION_INDEX_ENABLE, False):
         raise InvalidConfigError(f"{PARTITION_INDEX_ENABLE}=true is not supported: pyhudi's Glue sync does not "
                                  "manage Glue partition indexes (create them with the Glue API or console)")

@@ -69,11 +69,12 @@ def test_options_parse_with_hudi_defaults() -> None:
         p + "skip_table_archive": "false", p + "metadata_file_listing": "TRUE", p + "catalogId": "999",
         p + "partition_change_parallelism": "4", p + "all_partitions_read_parallelism": "10",
         p + "partition_index_fields": "region;day", p + "partition_index_fields.enable": "false",
-        p + "resource_tags": "team:data, env : test,bad", "hoodie.aws.glue.region": "eu-west-1",
+        p + "resource_tags": "team:data, env : test,bad", p + "database_name": "db",
+        "hoodie.datasource.hive_sync.database": "db", p + "recreate_table_on_error": "false", "hoodie.aws.glue.region": "eu-west-1",
         "hoodie.aws.glue.endpoint": "http://x", "hoodie.aws.role.arn": "arn:r", "hoodie.aws.role.session.name": "s"})
     assert (config.skip_table_archive, config.metadata_listing_flag, config.catalog_id) == (False, "TRUE", "999")
     assert (config.partition_change_parallelism, config.all_partitions_read_parallelism) == (4, 10)
-    assert config.resource_tags == {"team": "data", "env": "test"}
+    assert config.resource_tags == {"team": "data", "env": "test"} and config.database_name == "db"
     assert (config.region, config.endpoint, config.role_arn, config.role_session_name) == (
         "eu-west-1", "http://x", "arn:r", "s")
     assert parse_resource_tags("a:b:c") == {"a": "b:c"}
@@ -86,6 +87,10 @@ def test_options_parse_with_hudi_defaults() -> None:
     ({"hoodie.datasource.meta.sync.glue.skip_table_archive": "yes"}, "true or false"),
     ({"hoodie.datasource.meta.sync.glue.all_partitions_read_parallelism": "11"}, "in [1, 10]"),
     ({"hoodie.datasource.meta.sync.glue.partition_change_parallelism": "0"}, ">= 1"),
+    ({"hoodie.datasource.meta.sync.glue.recreate_table_on_error": "true"}, "recreate_table_on_error"),
+    ({"hoodie.datasource.meta.sync.glue.database_name": "a", "hoodie.datasource.hive_sync.database": "b"},
+     "hive_sync.database"),
+    ({"hoodie.datasource.meta.sync.glue.table_name": "t"}, "hive_sync.table"),
 ])
 def test_options_refused_by_name(options: dict[str, str], text: str) -> None:
     with pytest.raises(InvalidConfigError, match=text.replace("[", r"\[").replace("]", r"\]")):
