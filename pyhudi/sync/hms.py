@@ -28,11 +28,11 @@ import time
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyhudi.errors import MetaSyncError
 from pyhudi.sync import hms_thrift as ht
-from pyhudi.sync.catalog import Column, PartitionDef, TableDef
+from pyhudi.sync.catalog import CatalogClient, Column, PartitionDef, TableDef
 from pyhudi.sync.hms_thrift import (
     AddPartitionsRequestF,
     DatabaseF,
@@ -474,3 +474,6 @@ def partition_def(raw: TStruct) -> PartitionDef:
     return PartitionDef(tuple(_text(v) or "" for v in (values.items if values else [])),
                         _text(sd.get(StorageDescriptorF.LOCATION)) or "")
 
+
+if TYPE_CHECKING:  # mypy checks that the client is a CatalogClient
+    _CLIENT: CatalogClient = HiveMetastoreClient(ConnectionSettings(uris=(), uris_text=""))
