@@ -99,8 +99,12 @@ def ensure_worker_python(spark: object) -> None:
 
     Spark records the worker executable in each Python function it ships, taken
     from `SparkContext.pythonExec`; on local masters that must be this interpreter.
+    Classic-only, guarded: a Spark Connect server picks its workers' Python itself
+    (`spark.pyspark.python` / PYSPARK_PYTHON where the server starts).
     """
-    sc = getattr(spark, "sparkContext", None)
+    if type(spark).__module__.startswith("pyspark.sql.connect."):
+        return
+    sc = getattr(spark, "sparkContext", None)  # a classic session (or a stand-in without one)
     if sc is None:
         return
     master = sc.master or ""

@@ -14,13 +14,13 @@ streamer_*.py (the streamer's landing reads, validation, error table and foreach
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
 from pyhudi.engine.base import TaskInfo
+from pyhudi.engine.spark.runtime import default_parallelism, is_connect, run_tasks
 from pyhudi.errors import from_worker
 from pyhudi.spark_env import ensure_worker_python
 
@@ -28,14 +28,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def _task_info() -> TaskInfo:
-    tc = TaskContext.get()
-    assert tc is not None, "not inside a Spark task"
-    return TaskInfo(tc.partitionId(), tc.stageId(), tc.taskAttemptId())
-
-
 class SparkEngine:
-    """Hudi's HoodieSparkEngineContext."""
+    """Hudi's HoodieSparkEngineContext, on a classic or a Spark Connect session alike: tasks run as a
+    DataFrame of pickled items (runtime.run_tasks), never through the SparkContext."""
 
     name = "spark"
 
@@ -49,33 +44,22 @@ class SparkEngine:
 
     @property
     def parallelism(self) -> int:
-        return max(1, int(self.spark.sparkContext.defaultParallelism))
+        return default_parallelism(self.spark)
 
     def map_tasks(self, fn: Callable[[T, TaskInfo], list[R]], items: Sequence[T],
                   parallelism: int | None = None, description: str = "") -> list[R]:
+        """`description` is not shown: job descriptions need the SparkContext (not there under Connect)."""
         items = list(items)
         if not items:
             return []
         slices = max(1, min(len(items), parallelism or len(items)))
-
-        def run(part: Iterable[T]) -> Iterator[R]:
-            info = _task_info()
-            for item in part:
-                yield from fn(item, info)
-
-        sc = self.spark.sparkContext
-        if description:
-            sc.setJobDescription(description)
         try:
-            return sc.parallelize(items, slices).mapPartitions(run).collect()
+            return run_tasks(self.spark, fn, items, slices)
         except Exception as exc:
             raised = from_worker(exc)  # a HudiError raised in a task arrives as a PythonException
             if raised is None:
                 raise
             raise raised from exc
-        finally:
-            if description:
-                sc.setJobDescription(None)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
-        return f"SparkEngine({self.spark.sparkContext.master})"
+        return f"SparkEngine({'connect' if is_connect(self.spark) else 'classic'})"

@@ -13,6 +13,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import AtomicType, BooleanType, StructField, StructType, TimestampNTZType
 
 from pyhudi.engine.spark.keygen import KeyGenerator
+from pyhudi.engine.spark.runtime import conf_bytes, is_connect
 from pyhudi.engine.spark.schema import avro_to_spark
 from pyhudi.keygen.arrow_keys import supports
 from pyhudi.writer.config import WriteConfig
@@ -43,12 +44,13 @@ def detect(df: DataFrame, cfg: WriteConfig, target_avro: dict[str, Any]) -> Dire
         return None
     delete = cfg.operation is WriteOperation.DELETE
     target = pa.schema([]) if delete else arrow_schema(avro_to_spark(target_avro))
-    conf = df.sparkSession._jsparkSession.sessionState().conf()  # type: ignore[attr-defined]
+    spark = df.sparkSession
     read_types = tuple((f.name, _arrow_type(f)) for f in incoming.fields)
     return DirectInput(
         units=tuple(InputUnit(uri, size) for uri, size in files), read_types=read_types,
         target=target, keygen=keygen, schema=pa.schema(list(read_types)), delete_all=delete,
-        max_split_bytes=int(conf.filesMaxPartitionBytes()), open_cost_bytes=int(conf.filesOpenCostInBytes()))
+        max_split_bytes=conf_bytes(spark, "spark.sql.files.maxPartitionBytes", 128 << 20),
+        open_cost_bytes=conf_bytes(spark, "spark.sql.files.openCostInBytes", 4 << 20))
 
 
 def _readable(schema: StructType) -> bool:
@@ -67,7 +69,12 @@ def arrow_schema(struct: StructType) -> pa.Schema:
 
 
 def _scanned_files(df: DataFrame) -> list[tuple[str, int]] | None:
-    """(uri, size) of every file when the plan is a bare parquet relation; None otherwise."""
+    """(uri, size) of every file when the plan is a bare parquet relation; None otherwise.
+
+    Classic-only optimisation: the analyzed plan is read through the JVM gateway. A Spark Connect
+    client has none (None: the write takes Spark's rows, as for any other input)."""
+    if is_connect(df):
+        return None
     try:
         plan = df._jdf.queryExecution().analyzed()
         if plan.getClass().getSimpleName() != "LogicalRelation":
@@ -82,7 +89,7 @@ def _scanned_files(df: DataFrame) -> list[tuple[str, int]] | None:
         if options - _LISTING_OPTIONS:
             return None
         uris = list(df._jdf.inputFiles())
-    except Exception:  # Spark Connect or an unexpected plan: Spark's rows
+    except Exception:  # an unexpected plan: Spark's rows
         return None
     if not uris:
         return None

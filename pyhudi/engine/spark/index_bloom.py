@@ -26,6 +26,7 @@ from pyhudi.engine.spark.index_simple import (
     with_empty_location,
 )
 from pyhudi.engine.spark.keygen import spark_sort_key
+from pyhudi.engine.spark.runtime import default_parallelism
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, footer_probe
 from pyhudi.io.base_file import parallel_read
 from pyhudi.storage import Storage
@@ -83,7 +84,7 @@ def tag(spark: SparkSession, storage: Storage, keyed: DataFrame, base_files: Seq
         return with_empty_location(keyed)
     files = spark.createDataFrame([(bf.partition, bf.file_id, bf.instant, bf.path) for bf in base_files],
                                   FILES_SCHEMA)
-    files = files.repartition(max(1, min(len(base_files), spark.sparkContext.defaultParallelism * 2)))
+    files = files.repartition(max(1, min(len(base_files), default_parallelism(spark) * 2)))
     if cfg.prune_by_ranges:
         ranges = files.mapInArrow(lambda it: _ranges(storage, it), RANGES_SCHEMA)
     else:

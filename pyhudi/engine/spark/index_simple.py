@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyhudi.engine.spark.runtime import default_parallelism
 from pyhudi.index import log_index, merged_keys
 from pyhudi.index.locations import DELETE_FLAG, LOC_FILE_ID, LOC_INSTANT, LOC_PARTITION, PARTITION, RECORD_KEY
 from pyhudi.reader.log_merge import MergeSpec
@@ -57,7 +58,7 @@ def existing_merged_locations(spark: SparkSession, storage: Storage, base_files:
     if not rows:
         return plain
     df = spark.createDataFrame(rows, merged_keys.SLICES_SCHEMA).repartition(
-        max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2)))
+        max(1, min(len(rows), default_parallelism(spark) * 2)))
     live = df.mapInArrow(lambda it: merged_keys.live_base_keys_batches(storage, spec, it), log_index.KEYS_SCHEMA)
     return live if plain is None else plain.unionByName(live)
 
@@ -70,7 +71,7 @@ def existing_log_aware_locations(spark: SparkSession, storage: Storage,
     if not logs:
         return base
     log_df = spark.createDataFrame(logs, log_index.LOGS_SCHEMA).repartition(
-        max(1, min(len(logs), spark.sparkContext.defaultParallelism * 2)))
+        max(1, min(len(logs), default_parallelism(spark) * 2)))
     in_logs = log_df.mapInArrow(lambda it: log_index.log_keys_batches(storage, it), log_index.KEYS_SCHEMA)
     union = in_logs if base is None else base.unionByName(in_logs)
     return union.dropDuplicates(["_loc_key", LOC_PARTITION, LOC_FILE_ID])

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.functions import pandas_udf
@@ -44,6 +44,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pyhudi.engine.spark.runtime import active_session, session_time_zone
 from pyhudi.errors import InvalidRecordError
 from pyhudi.keygen import timestamp_keygen as TS
 from pyhudi.keygen.path_escape import ESCAPED
@@ -243,15 +244,11 @@ def ntz_micros(col: Column) -> Column:
 
 
 def jvm_default_zone() -> str:
-    """The JVM default time zone id of the active Spark driver (where Hudi would print numeric values
-    without an output zone), or UTC without a session."""
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        return "UTC"
-    try:
-        return str(spark.sparkContext._jvm.java.util.TimeZone.getDefault().getID())  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001 - Spark Connect has no JVM gateway: Hudi's default is moot there
-        return "UTC"
+    """The zone Hudi prints numeric timestamps in without an output zone (the driver JVM's default zone):
+    the active session's `spark.sql.session.timeZone`, whose default is that JVM zone and which Spark
+    itself uses for timestamp-to-string (read through `spark.conf`, so also under Spark Connect); UTC
+    without a session."""
+    return session_time_zone(active_session())
 
 
 # --------------------------------------------------------------------------- paths and key order

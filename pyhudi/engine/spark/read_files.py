@@ -16,6 +16,9 @@ archived) through executors that read them with pyarrow and conform them.
 
 from __future__ import annotations
 
+import threading
+import uuid
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -24,6 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.types import StructType
 
+from pyhudi.engine.spark.runtime import default_parallelism
 from pyhudi.engine.spark.schema import avro_to_spark
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import read_parquet
@@ -70,7 +74,7 @@ def read_base_files(spark: SparkSession, storage: Storage, paths: Sequence[str],
     if arrow:
         assert target is not None
         rows = spark.createDataFrame([(p,) for p in sorted(arrow)], "path string")
-        rows = rows.repartition(max(1, min(len(arrow), spark.sparkContext.defaultParallelism * 4)))
+        rows = rows.repartition(max(1, min(len(arrow), default_parallelism(spark) * 4)))
         target_json = _schema_bytes(target)
         parts.append(rows.mapInArrow(lambda it: _read_task(storage, target_json, it), schema))
     out = parts[0]
@@ -83,37 +87,47 @@ def _scheme(uri: str) -> str:
     return uri.split("://", 1)[0].lower() if "://" in uri else "file"
 
 
-def _hadoop_has(spark: SparkSession, scheme: str) -> bool | None:
-    """Whether the cluster's Hadoop configuration has a file system for `scheme` (None: cannot tell, e.g.
-    Spark Connect, where the driver's JVM is not reachable)."""
+_PROBED: weakref.WeakKeyDictionary[Any, dict[str, bool]] = weakref.WeakKeyDictionary()
+_PROBE_LOCK = threading.Lock()
+_NO_FILESYSTEM = "No FileSystem for scheme"
+
+
+def _hadoop_has(spark: SparkSession, uri: str, scheme: str) -> bool:
+    """Whether the cluster's Hadoop configuration has a file system for `scheme`, asked through the
+    DataFrame API (so also of a Spark Connect server): Spark analyzes a text read of a path that does not
+    exist under `uri` (the table or checkpoint location, with `scheme`), which fails with Hadoop's
+    UnsupportedFileSystemException only when no file system serves the scheme; a missing path (or any
+    other failure, e.g. credentials) means there is one. Remembered per session and scheme."""
+    with _PROBE_LOCK:
+        known = _PROBED.setdefault(spark, {}).get(scheme)
+    if known is not None:
+        return known
+    probe = f"{scheme}://{uri.split('://', 1)[1].rstrip('/')}/.hoodie/.pyhudi-scheme-probe-{uuid.uuid4().hex}"
     try:
-        session: Any = spark  # private handles to the driver's JVM (absent under Spark Connect)
-        jvm, conf = session._jvm, session._jsc.hadoopConfiguration()
-        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
-        return True
-    except AttributeError:
-        return None
-    except Exception:  # noqa: BLE001 - py4j raises Py4JJavaError (UnsupportedFileSystemException) here
-        return False
+        spark.read.format("text").load(probe).schema  # noqa: B018 - analysis resolves the path
+        found = True
+    except Exception as exc:  # noqa: BLE001 - classic (py4j) and Connect raise different types
+        found = _NO_FILESYSTEM not in str(exc)
+    with _PROBE_LOCK:
+        _PROBED.setdefault(spark, {})[scheme] = found
+    return found
 
 
 def spark_reads_scheme(spark: SparkSession, uri: str) -> bool:
     """Whether Spark's own parquet reader can open files under `uri`: local paths always; an object store
     only when the cluster has a connector for it (s3:// is also read through s3a:// when only that is
-    configured, as on a cluster with hadoop-aws). Unknown (Spark Connect): assume it can, since such
-    clusters read their object stores natively; a missing connector then fails loudly, never silently."""
+    configured, as on a cluster with hadoop-aws)."""
     scheme = _scheme(uri)
     if scheme == "file":
         return True
-    found = _hadoop_has(spark, scheme)
-    if found is None or found:
+    if _hadoop_has(spark, uri, scheme):
         return True
-    return scheme == "s3" and bool(_hadoop_has(spark, "s3a"))
+    return scheme == "s3" and _hadoop_has(spark, uri, "s3a")
 
 
 def spark_uri(spark: SparkSession, uri: str) -> str:
     """`uri` as Spark's reader should open it: s3:// becomes s3a:// on a cluster that only knows s3a."""
-    if _scheme(uri) == "s3" and _hadoop_has(spark, "s3") is False and _hadoop_has(spark, "s3a"):
+    if _scheme(uri) == "s3" and not _hadoop_has(spark, uri, "s3") and _hadoop_has(spark, uri, "s3a"):
         return "s3a://" + uri.split("://", 1)[1]
     return uri
 

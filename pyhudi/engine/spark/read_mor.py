@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from pyhudi.engine.spark.read_files import read_base_files
+from pyhudi.engine.spark.runtime import default_parallelism
 from pyhudi.reader.log_merge import MergeSpec, merge_file_slice
 from pyhudi.storage import Storage
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -56,7 +57,7 @@ def read_mor(spark: SparkSession, storage: Storage, slices: list[FileSlice], sch
         rows = [(s.partition, s.file_id, s.base_file.path if s.base_file else None,
                  json.dumps([lf.path for lf in s.log_files])) for s in plan.merged]
         descs = spark.createDataFrame(rows, SLICE_SCHEMA)
-        descs = descs.repartition(max(1, min(len(rows), spark.sparkContext.defaultParallelism * 4)))
+        descs = descs.repartition(max(1, min(len(rows), default_parallelism(spark) * 4)))
         parts.append(descs.mapInArrow(lambda it: _merge_task(storage, spec, it), schema))
     if not parts:
         return spark.createDataFrame([], schema)

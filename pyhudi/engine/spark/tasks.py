@@ -54,9 +54,8 @@ def run_single_task(ctx: HandleContext, layout: TableLayout, batches: Iterator[p
 
 def run_direct_single_task(ctx: HandleContext, layout: TableLayout, direct: DirectInput,
                            units: Iterable[list[InputUnit]]) -> Iterator[tuple[str, str]]:
-    """RDD body: the same, over input files the task reads itself (writer/direct_input.py). The units
-    come as the RDD's input and are consumed to the end: a PySpark worker that leaves its input
-    unread is not reused, and the next batch would pay a fresh worker's imports."""
+    """Task body (runtime.run_tasks): the same, over input files the task reads itself
+    (writer/direct_input.py)."""
     tables = [t for group in units for t in direct.read_prepared(group) if t.num_rows]
     if tables:
         yield from _outcome_rows(ctx, layout, pa.concat_tables(tables))
@@ -87,7 +86,7 @@ def run_bulk_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> Iter
 
 def run_direct_bulk_task(ctx: HandleContext, direct: DirectInput, units: list[InputUnit]
                          ) -> Iterator[tuple[str, str]]:
-    """RDD body over input files the task reads itself: ("stat", json) rows, or one ("error", json)
+    """Task body (runtime.run_tasks) over input files the task reads itself: ("stat", json) rows, or one ("error", json)
     row when a record has no key (rows before it may be written: the driver rolls the instant back)."""
     pid, token = _task_identity()
     refused: list[dict[str, object]] = []

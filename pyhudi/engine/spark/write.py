@@ -22,6 +22,7 @@ from pyhudi.engine.spark import tasks as spark_tasks
 from pyhudi.engine.spark.bulk import layout
 from pyhudi.engine.spark.keygen import PARTITION_COL, RECORD_KEY_COL, KeyGenerator
 from pyhudi.engine.spark.prepare import PreparedBatch, null_ordering_flag, prepare_batch
+from pyhudi.engine.spark.runtime import default_parallelism, is_connect, run_tasks
 from pyhudi.engine.spark.tagging import tag_and_profile
 from pyhudi.engine.spark.tasks import run_bucket_task, run_bulk_task, run_direct_bulk_task
 from pyhudi.engine.spark.udf import arrow_udf
@@ -181,8 +182,8 @@ class SparkWriteClient(WriteClient):
         groups = direct.task_units(self.config.parallelism or None)
         log.info("%s: %d task(s) read %d input file(s) directly", instant, len(groups), len(direct.units))
         ctx = self._handle_context(batch.avro_schema, instant, None, [])
-        rows = self.spark.sparkContext.parallelize(groups, len(groups)).mapPartitions(
-            lambda it: (r for units in it for r in run_direct_bulk_task(ctx, direct, units))).collect()
+        rows = run_tasks(self.spark, lambda units, _task: run_direct_bulk_task(ctx, direct, units), groups,
+                         len(groups))
         return self._task_stats(rows)
 
     def _write_single_task(self, batch: PreparedBatch, records: DataFrame | None,
@@ -195,7 +196,7 @@ class SparkWriteClient(WriteClient):
         if not view.committed_instants:
             return None
         # The batch's one task may use a few of the cores Spark would otherwise spread it over.
-        threads = min(4, max(1, self.spark.sparkContext.defaultParallelism))
+        threads = min(4, default_parallelism(self.spark))
         layout = single_task.table_layout(cfg, view, timeline, threads, partitions)
         if layout.index_files > cfg.single_task_max_index_files:
             return None
@@ -215,8 +216,8 @@ class SparkWriteClient(WriteClient):
         ctx = self._handle_context(batch.avro_schema, instant, None, [], combine=self.config.combine_before_write)
         if direct is not None:  # the task reads the input files itself
             log.info("%s: the task reads %d input file(s) directly", instant, len(direct.units))
-            rows = self.spark.sparkContext.parallelize([list(direct.units)], 1).mapPartitions(
-                lambda units: spark_tasks.run_direct_single_task(ctx, layout, direct, units)).collect()
+            rows = run_tasks(self.spark, lambda units, _task: spark_tasks.run_direct_single_task(
+                ctx, layout, direct, [units]), [list(direct.units)], 1)
         else:
             assert records is not None
             rows = [(r["kind"], r["payload"]) for r in records.coalesce(1).mapInArrow(
@@ -247,11 +248,16 @@ class SparkWriteClient(WriteClient):
 
 
 def estimated_input_bytes(df: DataFrame) -> int | None:
-    """Spark's size estimate of the input (file sizes for a scan; Long.MaxValue when unknown)."""
+    """Spark's size estimate of the input (file sizes for a scan; Long.MaxValue when unknown).
+
+    Classic-only optimisation: the estimate is read off the plan through the JVM gateway, which a Spark
+    Connect client does not have; there (None) the write's count job decides whether one task fits."""
+    if is_connect(df):
+        return None
     try:
         size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
         return int(size if isinstance(size, int) else size.toString())
-    except Exception:  # Spark Connect or an unexpected plan: treat as unknown
+    except Exception:  # an unexpected plan: treat as unknown
         return None
 
 
@@ -261,7 +267,12 @@ _CHEAP_PLAN_NODES = frozenset({"LogicalRelation", "LocalRelation", "InMemoryRela
 def cheap_to_recompute(df: DataFrame, max_nodes: int = 64) -> bool:
     """Whether `df` is a deterministic scan of files, local rows or an already cached DataFrame (e.g. the
     streamer's validated batch), with projections and filters only, so reading it twice costs less than
-    caching it (again): Spark prunes the first read to a few columns."""
+    caching it (again): Spark prunes the first read to a few columns.
+
+    Classic-only optimisation (the plan is walked through the JVM gateway); under Spark Connect the
+    input is cached, the safe choice."""
+    if is_connect(df):
+        return False
     try:
         root = df._jdf.queryExecution().optimizedPlan()
         if not root.deterministic():
@@ -275,7 +286,7 @@ def cheap_to_recompute(df: DataFrame, max_nodes: int = 64) -> bool:
             children = node.children()
             stack.extend(children.apply(i) for i in range(children.size()))
         return True
-    except Exception:  # Spark Connect or an unexpected plan: cache, the safe choice
+    except Exception:  # an unexpected plan: cache, the safe choice
         return False
 
 
