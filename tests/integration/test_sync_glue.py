@@ -303,3 +303,60 @@ def test_default_chain_from_the_environment(glue: GlueCatalog, monkeypatch: pyte
     client = glue_sync.connect({})
     client.create_database(glue.database)
     assert client.database_exists(glue.database)
+
+
+# ---- end to end: a write's meta sync through AwsGlueCatalogSyncTool ------------------------------------------
+
+
+def _tool_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pyhudi.sync.tool") is not None
+
+
+@pytest.mark.skipif(not _tool_available(), reason="the sync tool (pyhudi/sync/tool.py) is not in the tree yet")
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_write_syncs_to_glue(glue: GlueCatalog, tmp_path: Any, table_type: str) -> None:
+    """pyhudi.write with Hudi's sync options registers the table (and _ro/_rt for MOR) and one partition per
+    partition path in Glue, equal to the table; a second write adds its new partition."""
+    import pyarrow as pa
+
+    import pyhudi
+
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("part", pa.string()), ("ts", pa.int64())])
+    path = str(tmp_path / "trips")
+    options = {
+        **glue.options, "hoodie.table.name": "trips", "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.table.type": table_type, "hoodie.datasource.write.operation": "upsert",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.datasource.meta.sync.enable": "true",
+        "hoodie.meta.sync.client.tool.class": "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
+        "hoodie.datasource.hive_sync.database": glue.database,
+    }
+
+    def rows(*items: tuple[int, str, str, int]) -> Any:
+        return pa.Table.from_pylist([dict(zip(schema.names, r)) for r in items], schema=schema)
+
+    pyhudi.write(rows((1, "a", "p1", 1), (2, "b", "p2", 1)), path, options)
+    pyhudi.write(rows((3, "c", "p3", 2), (1, "a2", "p1", 2)), path, options)
+
+    names = ["trips"] if table_type == "COPY_ON_WRITE" else ["trips_ro", "trips_rt"]
+    listed = sorted(t["Name"] for t in glue.raw.get_tables(DatabaseName=glue.database)["TableList"])
+    assert listed == names
+    for name in names:
+        table = glue.raw.get_table(DatabaseName=glue.database, Name=name)["Table"]
+        storage = table["StorageDescriptor"]
+        assert table["TableType"] == "EXTERNAL_TABLE"
+        assert [k["Name"] for k in table["PartitionKeys"]] == ["part"]
+        assert {"id", "name", "ts", "_hoodie_commit_time"} <= {c["Name"] for c in storage["Columns"]}
+        assert storage["Location"].rstrip("/").endswith("/trips")
+        assert table["Parameters"]["hudi.metadata-listing-enabled"] == "FALSE"
+        assert "last_commit_time_sync" in table["Parameters"]
+        parts = glue.raw.get_partitions(DatabaseName=glue.database, TableName=name)["Partitions"]
+        located = {tuple(p["Values"]): p["StorageDescriptor"]["Location"] for p in parts}
+        assert sorted(located) == [("p1",), ("p2",), ("p3",)]
+        for (value,), location in located.items():
+            assert location.rstrip("/").endswith(f"/trips/part={value}")
+        for p in parts:  # each partition carries the table's descriptor with its own location
+            assert {**p["StorageDescriptor"], "Location": ""} == {**storage, "Location": ""}
