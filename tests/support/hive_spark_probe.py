@@ -14,7 +14,8 @@ As a script (what `run_probe` starts):
 
 prints one JSON document on its last stdout line: a list with, per statement, `sql`, `columns` and `rows`
 (values that JSON cannot hold become strings), or `error` (the exception's class and message) for a
-statement that failed; the statements after a failure still run. `--register-pyhudi` calls
+statement that failed; the statements after a failure still run. Besides SQL, `@partitions db.t` and
+`@table db.t` read Spark's external catalog directly (see `_catalog`). `--register-pyhudi` calls
 `pyhudi.spark.register(spark)` first (the `hudi` data source) when that module exists.
 """
 
@@ -79,8 +80,33 @@ def _session(metastore_uri: str, warehouse: str) -> Any:
             .enableHiveSupport().getOrCreate())
 
 
+def _catalog(spark: Any, command: str) -> dict[str, Any]:
+    """`@partitions db.t` / `@table db.t`: what Spark's external catalog (its Hive client) reads from the
+    metastore, without resolving the table's provider: a table synced as a data source
+    (`spark.sql.sources.provider=hudi`) fails SQL lookups in a session without a `hudi` source."""
+    verb, _, name = command[1:].partition(" ")
+    db, _, table = name.strip().partition(".")
+    catalog = spark._jsparkSession.sharedState().externalCatalog()
+    if verb == "partitions":
+        names = catalog.listPartitionNames(db, table, spark._jvm.scala.Option.empty())
+        rows = [[names.apply(i)] for i in range(names.size())]
+        return {"sql": command, "columns": ["partition"], "rows": rows}
+    if verb == "table":
+        t = catalog.getTable(db, table)
+        storage = t.storage()
+        info = {"tableType": t.tableType().name(), "provider": str(t.provider()),
+                "location": str(storage.locationUri()), "inputFormat": str(storage.inputFormat()),
+                "serde": str(storage.serde()), "partitionColumns": str(t.partitionColumnNames()),
+                "schema": t.schema().simpleString(), "properties": str(t.properties()),
+                "storageProperties": str(storage.properties())}
+        return {"sql": command, "columns": ["key", "value"], "rows": [[k, v] for k, v in info.items()]}
+    raise ValueError(f"unknown probe command {command!r}: @partitions db.t or @table db.t")
+
+
 def _run(spark: Any, sql: str) -> dict[str, Any]:
     try:
+        if sql.startswith("@"):
+            return _catalog(spark, sql)
         frame = spark.sql(sql)
         rows = frame.collect()
         return {"sql": sql, "columns": list(frame.columns), "rows": [_jsonable(list(r)) for r in rows]}
