@@ -10,6 +10,7 @@ from pyhudi.errors import (
     InvalidRecordError,
     JavaNotFoundError,
     MalformedRecordError,
+    MetaSyncError,
     SchemaMismatchError,
     TableNotFoundError,
     TimelineError,
@@ -17,6 +18,10 @@ from pyhudi.errors import (
 )
 
 __version__ = "0.1.0"
+
+# `pyhudi.sync(path, options)` is the subpackage pyhudi.sync itself, made callable (a function of that name
+# here would be replaced by the subpackage the first time any of its modules is imported).
+from pyhudi import sync  # noqa: E402
 
 
 def write(data, path, options=None, mode="append", storage_options=None):  # type: ignore[no-untyped-def]
@@ -122,7 +127,8 @@ def read(source, *args, **kwargs):  # type: ignore[no-untyped-def]
 __all__ = [
     "ClusteringUpdateConflictError", "CommitConflictError", "CorruptFileError", "HudiError",
     "InstantNotFoundError", "InvalidConfigError", "InvalidRecordError", "JavaNotFoundError",
-    "MalformedRecordError", "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "archive", "clean", "cluster",
-    "compact", "read", "request_metrics", "restore", "rollback", "savepoint", "wait_for_table_services", "write",
+    "MalformedRecordError", "MetaSyncError", "SchemaMismatchError", "TableNotFoundError", "TimelineError", "UnsupportedTableError", "archive", "clean", "cluster",
+    "compact", "read", "request_metrics", "restore", "rollback", "savepoint", "sync", "wait_for_table_services",
+    "write",
     "write_stream",
 ]

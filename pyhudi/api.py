@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.config import keys as K
@@ -23,6 +23,8 @@ from pyhudi.writer.operation import WriteOperation
 
 if TYPE_CHECKING:  # pyspark only for the Spark path: `import pyhudi.api` works without it (issue 17)
     from pyspark.sql import DataFrame, SparkSession
+
+    from pyhudi.sync.tool import SyncReport
 
 log = logging.getLogger(__name__)
 _MODES = MODES  # the save modes pyhudi.write accepts (writer/entry.py)
@@ -149,7 +151,10 @@ def clean(spark: SparkSession | None, path: str, options: Mapping[str, Any] | No
     table = config.table
     if dry_run:
         return cleaner.dry_run(storage, table, config.clean)
-    return cleaner.clean(storage, table, config.clean, config.lock)
+    results = cleaner.clean(storage, table, config.clean, config.lock)
+    if results:  # a clean can delete a partition (Hudi's isPartitionDeleted): the catalog drops it
+        _sync_after(path, options, results[-1].instant, storage_options)
+    return results
 
 
 def rollback(spark: SparkSession | None, path: str, instant: str, options: Mapping[str, Any] | None = None,
@@ -163,7 +168,11 @@ def rollback(spark: SparkSession | None, path: str, instant: str, options: Mappi
 
     storage, config = _service_config(path, options, storage_options=storage_options)
     lazy = (config.heartbeat_interval_ms, config.heartbeat_tolerable_misses) if config.failed_writes_lazy else None
-    return rs.rollback(storage, instant, config.lock, lazy)
+    result = rs.rollback(storage, instant, config.lock, lazy)
+    # A rolled-back commit may have been synced (its partitions registered): with the sync point gone from
+    # the timeline, the sync compares the catalog with the table in full.
+    _sync_after(path, options, getattr(result, "rollback_instant", None), storage_options)
+    return result
 
 
 def savepoint(spark: SparkSession | None, path: str, instant: str | None = None, user: str | None = None,
@@ -182,7 +191,40 @@ def restore(spark: SparkSession | None, path: str, savepoint: str, options: Mapp
     from pyhudi.services import restore as rs
 
     storage, config = _service_config(path, options, storage_options=storage_options)
-    return rs.restore(storage, savepoint, config.lock)
+    restored = rs.restore(storage, savepoint, config.lock)
+    _sync_after(path, options, restored, storage_options)
+    return restored
+
+
+def _sync_after(path: str, options: Mapping[str, Any] | None, instant: str | None,
+                storage_options: Mapping[str, str] | None) -> None:
+    """Meta sync after a service that changes the table's partitions, when the options enable it (Hudi syncs
+    after writes only; pyhudi also after clean, rollback and restore, so the catalog never keeps a partition
+    they removed). A failure raises MetaSyncError carrying the service's instant."""
+    from pyhudi.sync.hook import after_service
+
+    after_service(path, options, instant, storage_options)
+
+
+def sync(path: str, options: Mapping[str, Any] | None = None, storage_options: Mapping[str, str] | None = None,
+         explain: bool = False, progress: Callable[[str], None] | None = None) -> list[SyncReport]:
+    """Register the Hudi table at `path` in the catalogs of its sync options, now, as a write with meta sync
+    enabled would after its commit (Hudi's HiveSyncTool / AwsGlueCatalogSyncTool run by hand), for a table
+    written by anyone. The sync runs whatever hoodie.datasource.meta.sync.enable says; the catalogs are
+    hoodie.meta.sync.client.tool.class's (default HiveSyncTool, the metastore at
+    hoodie.datasource.hive_sync.metastore.uris).
+
+    Returns one SyncReport per sync tool (`report.lines()` says what changed). With `explain`, nothing in a
+    catalog changes: the reports say what would. `progress` receives one line per step of a long sync.
+    Raises MetaSyncError naming each tool that failed."""
+    from pyhudi.sync.config import sync_options
+    from pyhudi.sync.hook import sync_storage
+
+    storage = Storage(path, storage_options=dict(storage_options or {}))
+    load_table_config(storage)  # TableNotFoundError for a path that is not a table, before any catalog call
+    settings = sync_options(Options.parse(options), force=True)
+    assert settings is not None
+    return sync_storage(storage, settings, explain=explain, progress=progress)
 
 
 def archive(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,
@@ -248,5 +290,5 @@ def _read_spark(spark: SparkSession, path: str | os.PathLike[str], options: Mapp
     return _read(spark, path, dict(options or {}), filters, dict(storage_options or {}))
 
 
-__all__ = ["K", "archive", "clean", "cluster", "compact", "read", "restore", "rollback", "savepoint",
+__all__ = ["K", "archive", "clean", "cluster", "compact", "read", "restore", "rollback", "savepoint", "sync",
            "wait_for_table_services", "write"]

@@ -545,3 +545,6 @@ PARTITIONS_TO_DELETE = declare(
     "delete_partition: comma-separated partition paths to delete (Hudi 0.14: split on ',', no trimming); a "
     "path with '*' matches existing partitions ('*' matches any characters, '/' included). Unset: the "
     "partitions of the DataFrame's records.", Group.WRITE)
+
+# --------------------------------------------------------------------------- meta sync (declared in pyhudi/sync/keys.py)
+from pyhudi.sync import keys as _sync_keys  # noqa: E402,F401

@@ -38,6 +38,7 @@ class Group(str, Enum):
     LOCK = "lock"
     READ = "read"
     STREAMING = "streaming"
+    SYNC = "sync"
 
 
 Parser = Callable[[str, Any], Any]

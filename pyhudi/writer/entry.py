@@ -37,6 +37,9 @@ def write_table(data: Any, path: str, options: Mapping[str, Any] | None, mode: s
     if mode_norm not in MODES:
         raise InvalidConfigError(f"mode={mode!r} is not valid; use one of {', '.join(MODES)}")
     opts = Options.parse(options)
+    from pyhudi.sync import hook as sync_hook
+
+    sync = sync_hook.prepare(opts)  # the sync options are checked before anything is committed
     storage = Storage(path, storage_options=dict(storage_options or {}))
     existing = existing_config(storage)
     if existing is not None and mode_norm == "ignore":
@@ -68,8 +71,22 @@ def write_table(data: Any, path: str, options: Mapping[str, Any] | None, mode: s
         from pyhudi.writer.local_write import LocalWriteClient
 
         client = LocalWriteClient(storage, config, table_exists=existing is not None)
-        return client.write(data, replace_all=replace_all).instant
-    return _spark_write(data, storage, config, replace_all)
+        instant = client.write(data, replace_all=replace_all).instant
+    else:
+        instant = _spark_write(data, storage, config, replace_all)
+    # Hudi's metaSync runs after the commit (and its inline services); a failure raises MetaSyncError
+    # carrying the committed instant, and the commit stays.
+    sync_hook.after_commit(storage, sync, instant, _spark_version(data))
+    return instant
+
+
+def _spark_version(data: Any) -> str | None:
+    """spark.sql.create.version of a Spark write (HoodieSparkSqlWriter passes SPARK_VERSION); None in-process."""
+    if not is_spark_dataframe(data):
+        return None
+    import sys
+
+    return getattr(sys.modules.get("pyspark"), "__version__", None)
 
 
 def _spark_write(df: Any, storage: Storage, config: WriteConfig, replace_all: bool) -> str:
