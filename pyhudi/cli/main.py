@@ -21,6 +21,7 @@ from pyhudi.cli import (
     read_cmd,
     request_cost,
     streamer_cmd,
+    sync_cmd,
     timeline_cmd,
     write_cmd,
 )
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     streamer_cmd.register(sub)
     write_cmd.register(sub)
     delete_partition_cmd.register(sub)
+    sync_cmd.register(sub)
     _register_demo(sub)
     return parser
 

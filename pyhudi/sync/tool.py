@@ -57,6 +57,7 @@ class TableReport:
     updated: list[PartitionDef] = field(default_factory=list)
     dropped: list[PartitionDef] = field(default_factory=list)
     sync_point: str | None = None  # the last_commit_time_sync written (None: left as it was)
+    previous_point: str | None = None  # the one the catalog had
 
     @property
     def partitions_changed(self) -> bool:
@@ -84,7 +85,7 @@ class TableReport:
         how = "full listing" if self.full_listing else "commits since the sync point"
         for label, parts in (("add", self.added), ("update", self.updated), ("drop", self.dropped)):
             out.extend(f"{who}: {label} partition {'/'.join(p.values)} ({p.location}) [{how}]" for p in parts)
-        if self.sync_point:
+        if self.sync_point and self.sync_point != self.previous_point:
             out.append(f"{who}: {LAST_COMMIT_TIME_SYNC}={self.sync_point}")
         return out
 
@@ -164,6 +165,7 @@ def _sync_table(run: _Run, target: SyncTarget, force_full: bool) -> TableReport:
     existing = run.client.get_table(cfg.database, target.name)
     table = _define(run, target, existing, report)
     point = existing.parameters.get(LAST_COMMIT_TIME_SYNC) if existing else None
+    report.previous_point = point
     if cfg.partition_fields:
         catalog = run.client.list_partitions(table) if existing is not None else []
         events = _events(run, point, existing, catalog, force_full, report)
