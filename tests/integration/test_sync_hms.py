@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pathlib
 import socket
+import urllib.parse
 
+import pyarrow as pa
 import pytest
 
+import pyhudi
 from pyhudi.errors import MetaSyncError
 from pyhudi.sync import hms_thrift as ht
 from pyhudi.sync.catalog import Column, PartitionDef, TableDef
@@ -218,3 +221,69 @@ def test_spark_with_hive_lists_the_tables_and_partitions(hive_metastore, client,
     assert info["Type"] == "EXTERNAL" and info["Location"] == table.location
     assert info["InputFormat"] == HUDI_INPUT and info["Serde Library"] == PARQUET_SERDE
     assert "last_commit_time_sync=20240101000000000" in info["Table Properties"]
+
+
+# ---- pyhudi.write with meta sync on: what the sync tool registers, read from the metastore and by Spark ----
+
+ROWS = pa.schema([("id", pa.int64()), ("name", pa.string()), ("part", pa.string()), ("ts", pa.int64())])
+
+
+def _write_opts(hive_metastore, db: str, name: str, table_type: str, hive_style: bool) -> dict[str, str]:
+    return {"hoodie.table.name": name, "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.table.type": table_type, "hoodie.datasource.write.operation": "upsert",
+            "hoodie.datasource.write.hive_style_partitioning": str(hive_style).lower(),
+            "hoodie.datasource.meta.sync.enable": "true", "hoodie.datasource.hive_sync.mode": "hms",
+            "hoodie.datasource.hive_sync.database": db, **hive_metastore.options()}
+
+
+def _write_history(path: str, opts: dict[str, str]) -> tuple[str, set[str]]:
+    """Two commits: the second updates a row and adds a partition. Returns the last instant and the parts."""
+    first = [{"id": i, "name": f"n{i}", "part": f"p{i % 2}", "ts": 1} for i in range(6)]
+    second = [{"id": 1, "name": "updated", "part": "p1", "ts": 2}, {"id": 9, "name": "new", "part": "p2", "ts": 2}]
+    pyhudi.write(pa.Table.from_pylist(first, schema=ROWS), path, opts)
+    instant = pyhudi.write(pa.Table.from_pylist(second, schema=ROWS), path, opts)
+    return instant, {"p0", "p1", "p2"}
+
+
+def test_writes_with_meta_sync_register_cow_and_mor_tables(hive_metastore, client, hms_database, tmp_path):
+    pytest.importorskip("pyhudi.sync.tool", reason="the sync tool (pyhudi/sync/tool.py) is not in the tree yet")
+    db = hms_database
+    expected: dict[str, tuple[str, set[str], str, bool]] = {}  # table -> (base path, parts, instant, hive style)
+    for name, table_type, hive_style, names in (("cow", "COPY_ON_WRITE", True, ["cow"]),
+                                                ("mor", "MERGE_ON_READ", False, ["mor_ro", "mor_rt"])):
+        path = str(tmp_path / name)
+        instant, parts = _write_history(path, _write_opts(hive_metastore, db, name, table_type, hive_style))
+        for synced in names:
+            expected[synced] = (path, parts, instant, hive_style)
+
+    for name, (path, parts, instant, hive_style) in expected.items():
+        table = client.get_table(db, name)
+        assert table is not None, name
+        assert table.parameters["last_commit_time_sync"] == instant
+        assert [c.name for c in table.partition_keys] == ["part"]
+        assert {"id", "name", "ts", "_hoodie_commit_time"} <= {c.name for c in table.columns}
+        assert _path_only(table.location) == path
+        folders = {p: f"part={p}" if hive_style else p for p in parts}
+        got = {p.values: _path_only(p.location) for p in client.list_partitions(table)}
+        assert got == {(p,): f"{path}/{folders[p]}" for p in parts}, name
+    assert expected["mor_ro"][0] == expected["mor_rt"][0]
+    assert client.get_table(db, "mor_ro").input_format != client.get_table(db, "mor_rt").input_format
+
+    results = run_probe(hive_metastore.uri, [f"SHOW TABLES IN {db}"]
+                        + [f"@partitions {db}.{name}" for name in expected]
+                        + [f"@table {db}.{name}" for name in expected], tmp_path / "probe")
+    assert all("error" not in r for r in results), results
+    assert sorted(row[1] for row in results[0]["rows"]) == sorted(expected)
+    for name, result in zip(expected, results[1:1 + len(expected)]):
+        assert sorted(row[0] for row in result["rows"]) == [f"part={p}" for p in sorted(expected[name][1])]
+    for name, result in zip(expected, results[1 + len(expected):]):
+        info = dict(result["rows"])
+        assert info["tableType"] == "EXTERNAL" and info["partitionColumns"] == "List(part)", (name, info)
+        assert _path_only(info["location"].removeprefix("Some(").rstrip(")")) == expected[name][0]
+
+
+def _path_only(location: str) -> str:
+    """A location without scheme and authority (how Hudi compares them: the metastore qualifies paths)."""
+    parsed = urllib.parse.urlsplit(location)
+    return parsed.path.rstrip("/") if parsed.scheme else location.rstrip("/")
