@@ -51,6 +51,17 @@ def hive_site(workdir: pathlib.Path) -> str:
     return f'<?xml version="1.0"?>\n<configuration>\n{body}\n</configuration>\n'
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: on Linux, get SIGTERM when the test process dies, even by SIGKILL (a CI
+    timeout), so that no metastore JVM outlives its test run."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class HiveMetastoreServer:
     """One metastore process (see the module docstring). `startup_s` is how long it took to answer."""
 
@@ -87,7 +98,8 @@ class HiveMetastoreServer:
         started = time.monotonic()
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, cwd=str(self.workdir), start_new_session=True)
+                                          stdin=subprocess.DEVNULL, cwd=str(self.workdir), start_new_session=True,
+                                          preexec_fn=_die_with_parent)
         try:
             self._wait_ready(started)
         except BaseException:
@@ -152,6 +164,7 @@ if __name__ == "__main__":  # a metastore to try things by hand: python -m tests
     import sys
     import tempfile
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the metastore too (it has its own session)
     server = HiveMetastoreServer(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp())).start()
     print(f"{server.uri} up in {server.startup_s:.1f} s, log {server.log_path}", flush=True)
     try:
