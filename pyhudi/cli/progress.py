@@ -12,7 +12,10 @@ failed, elapsed, the Spark stages and tasks it ran). `--no-progress` or
 
 Nothing here starts Spark or holds a session: the poller asks pyspark for
 the active SparkContext on every tick, so the line can say "starting Spark"
-while the session comes up and keeps quiet after it stops. Rendering is
+while the session comes up and keeps quiet after it stops. Under Spark Connect
+(`--master sc://...`) there is no SparkContext: the stages come from the
+progress reports the Connect server sends while an operation runs
+(engine/spark/session.py's ConnectStages). Rendering is
 pure functions of `StageStatus` values, so it is tested without Spark.
 """
 
@@ -124,8 +127,10 @@ def wanted(args: argparse.Namespace | None = None, environ: Any = None) -> bool:
 
 # --------------------------------------------------------------------------- Spark polling
 def _active_context() -> Any:
-    """The running SparkContext, or None; the Spark engine's module is the one that imports pyspark, and
-    only once a command asked for Spark (the status line is shown on the --master path only)."""
+    """The running SparkContext, else the active Spark Connect session's stage tracker (the stages its
+    server reports, every 2 s by default; shown as "stage N on Spark Connect"), else None; the Spark engine's module is the one
+    that imports pyspark, and only once a command asked for Spark (the status line is shown on the
+    --master path only)."""
     from pyhudi.engine.spark.session import active_context
 
     return active_context()
@@ -315,8 +320,8 @@ class Progress:
             return None
 
     def _tracker(self) -> Any:
-        ctx = self._safe_context()
-        if ctx is None or getattr(ctx, "_jsc", None) is None:
+        ctx = self._safe_context()  # a live SparkContext, or a Connect session's ConnectStages
+        if ctx is None:
             return None
         self._saw_context = True
         if self._tally is not None and ctx is not self._tally_ctx:

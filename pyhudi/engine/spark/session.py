@@ -50,7 +50,7 @@ class _StageInfo:
     """What StatusTracker.getStageInfo gives, from a Connect progress report."""
 
     def __init__(self, stage_id: int, num_tasks: int, completed: int, active: int) -> None:
-        self.stageId, self.name, self.numTasks = stage_id, f"stage {stage_id}", num_tasks
+        self.stageId, self.name, self.numTasks = stage_id, "on Spark Connect", num_tasks
         self.numCompletedTasks, self.numActiveTasks, self.numFailedTasks = completed, active, 0
 
 
@@ -58,7 +58,7 @@ class ConnectStages:
     """A StatusTracker look-alike for a Spark Connect session: a progress handler registered on the
     session (`registerProgressHandler`) records the stages the server reports while an operation runs
     (every `spark.connect.progress.reportInterval`, 2 s by default); the status line reads them as it
-    reads a classic StatusTracker. Stage names are not reported: stages show as "stage N"."""
+    reads a classic StatusTracker. Connect reports no stage names: "stage N on Spark Connect"."""
 
     _BY_SESSION: weakref.WeakKeyDictionary[Any, ConnectStages] = weakref.WeakKeyDictionary()
     _LOCK = threading.Lock()
