@@ -14,15 +14,17 @@ from pyhudi.errors import MetaSyncError
 from pyhudi.sync.catalog import CatalogClient
 
 _lock = threading.Lock()
-_overrides: dict[str, CatalogClient] = {}
+_overrides: dict[str, CatalogClient | BaseException] = {}
 
 
 @contextmanager
-def override(catalog: CatalogClient, backends: tuple[str, ...] = ("hms", "glue")) -> Iterator[CatalogClient]:
-    """Within the block, `connect` returns `catalog` for these backends (a test hook)."""
+def override(catalog: CatalogClient, backends: tuple[str, ...] = ("hms", "glue"),
+             connect_error: BaseException | None = None) -> Iterator[CatalogClient]:
+    """Within the block, `connect` returns `catalog` for these backends (a test hook), or raises
+    `connect_error` (a catalog that cannot be reached)."""
     with _lock:
         saved = {b: _overrides.get(b) for b in backends}
-        _overrides.update({b: catalog for b in backends})
+        _overrides.update({b: catalog if connect_error is None else connect_error for b in backends})
     try:
         yield catalog
     finally:
@@ -38,6 +40,8 @@ def connect(backend: str, options: Mapping[str, str]) -> CatalogClient:
     """A connected client of `backend` ("hms" or "glue"); a failure to connect is a MetaSyncError."""
     with _lock:
         chosen = _overrides.get(backend)
+    if isinstance(chosen, BaseException):
+        raise chosen
     if chosen is not None:
         return chosen
     if backend == "hms":

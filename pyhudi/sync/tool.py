@@ -58,6 +58,7 @@ class TableReport:
     dropped: list[PartitionDef] = field(default_factory=list)
     sync_point: str | None = None  # the last_commit_time_sync written (None: left as it was)
     previous_point: str | None = None  # the one the catalog had
+    behind: bool = False  # the catalog's point was ahead of this run's snapshot: another syncer saw more
 
     @property
     def partitions_changed(self) -> bool:
@@ -152,7 +153,7 @@ def _settled(run: _Run, tables: list[TableReport]) -> str | None:
     for t in tables:
         current = run.client.get_table(t.database, t.name)
         found = current.parameters.get(LAST_COMMIT_TIME_SYNC) if current else None
-        if t.sync_point is not None and found != t.sync_point:
+        if t.behind or (t.sync_point is not None and found != t.sync_point):
             return f"another sync moved {LAST_COMMIT_TIME_SYNC} of {t.name} to {found}"
     if run.snap.reloaded_commits() != run.snap.commit_times:
         return "commits completed during the sync"
@@ -275,8 +276,8 @@ def _write_point(run: _Run, table: TableDef, report: TableReport) -> None:
     if current is None:
         raise MetaSyncError(f"table {table.database}.{table.name} disappeared during the sync")
     found = current.parameters.get(LAST_COMMIT_TIME_SYNC)
-    if found is not None and found > snap.last:
-        report.sync_point = None
+    if found is not None and found > snap.last:  # this run's changes may be stale: it runs again, in full
+        report.behind = True
         return
     run.client.update_table(with_sync_point(run.cfg, current, snap.last, snap.last_completion))
     report.sync_point = snap.last
