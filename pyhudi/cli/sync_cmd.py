@@ -34,12 +34,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import pyhudi
+    from pyhudi.api import sync
 
     open_table(args.path)  # a clear error for a path that is not a table, before any catalog call
     options, _ = parse_options(args.options, PROG)
     say = _progress_printer() if progress.wanted(args) else None
-    reports = pyhudi.sync(args.path, options, explain=args.dry_run, progress=say)
+    reports = sync(args.path, options, explain=args.dry_run, progress=say)
     for report in reports:
         _print_report(report, args.dry_run)
     return 0
