@@ -318,7 +318,8 @@ def _tool_available() -> bool:
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_write_syncs_to_glue(glue: GlueCatalog, tmp_path: Any, table_type: str) -> None:
     """pyhudi.write with Hudi's sync options registers the table (and _ro/_rt for MOR) and one partition per
-    partition path in Glue, equal to the table; a second write adds its new partition."""
+    partition path in Glue, equal to the table; a second write adds its new partition, a delete_partition
+    drops one."""
     import pyarrow as pa
 
     import pyhudi
@@ -341,21 +342,34 @@ def test_write_syncs_to_glue(glue: GlueCatalog, tmp_path: Any, table_type: str) 
     pyhudi.write(rows((1, "a", "p1", 1), (2, "b", "p2", 1)), path, options)
     pyhudi.write(rows((3, "c", "p3", 2), (1, "a2", "p1", 2)), path, options)
 
-    names = ["trips"] if table_type == "COPY_ON_WRITE" else ["trips_ro", "trips_rt"]
+    delete = {**options, "hoodie.datasource.write.operation": "delete_partition",
+              "hoodie.datasource.write.partitions.to.delete": "part=p2"}
+    last = pyhudi.write(rows((9, "x", "p2", 3)), path, delete)
+
+    realtime = "org.apache.hudi.hadoop.realtime.HoodieParquetRealtimeInputFormat"
+    formats = {"trips": PARQUET_IN} if table_type == "COPY_ON_WRITE" else {
+        "trips_ro": PARQUET_IN, "trips_rt": realtime}
     listed = sorted(t["Name"] for t in glue.raw.get_tables(DatabaseName=glue.database)["TableList"])
-    assert listed == names
-    for name in names:
+    assert listed == sorted(formats)
+    meta = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
+            "_hoodie_file_name"]
+    for name, input_format in formats.items():
         table = glue.raw.get_table(DatabaseName=glue.database, Name=name)["Table"]
         storage = table["StorageDescriptor"]
         assert table["TableType"] == "EXTERNAL_TABLE"
-        assert [k["Name"] for k in table["PartitionKeys"]] == ["part"]
-        assert {"id", "name", "ts", "_hoodie_commit_time"} <= {c["Name"] for c in storage["Columns"]}
+        assert table["PartitionKeys"] == [{"Name": "part", "Type": "string", "Comment": ""}]
+        assert [(c["Name"], c["Type"]) for c in storage["Columns"]] == [
+            *[(m, "string") for m in meta], ("id", "bigint"), ("name", "string"), ("ts", "bigint")]
+        assert (storage["InputFormat"], storage["OutputFormat"], storage["SerdeInfo"]["SerializationLibrary"]) == (
+            input_format, PARQUET_OUT, PARQUET_SERDE)
+        assert storage["Location"] == storage["SerdeInfo"]["Parameters"]["path"]
         assert storage["Location"].rstrip("/").endswith("/trips")
         assert table["Parameters"]["hudi.metadata-listing-enabled"] == "FALSE"
-        assert "last_commit_time_sync" in table["Parameters"]
+        assert table["Parameters"]["EXTERNAL"] == "TRUE"
+        assert table["Parameters"]["last_commit_time_sync"] == last
         parts = glue.raw.get_partitions(DatabaseName=glue.database, TableName=name)["Partitions"]
         located = {tuple(p["Values"]): p["StorageDescriptor"]["Location"] for p in parts}
-        assert sorted(located) == [("p1",), ("p2",), ("p3",)]
+        assert sorted(located) == [("p1",), ("p3",)]  # p2 dropped by the delete_partition's sync
         for (value,), location in located.items():
             assert location.rstrip("/").endswith(f"/trips/part={value}")
         for p in parts:  # each partition carries the table's descriptor with its own location
