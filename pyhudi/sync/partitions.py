@@ -270,6 +270,11 @@ def dropped_partitions(timeline: ActiveTimeline, window: list[Instant], cleans: 
     return {p for p, ts in deleted.items() if p and (p not in last_write or ts > last_write[p])}
 
 
+def cleaned_partitions(timeline: ActiveTimeline, cleans: list[Instant]) -> list[str]:
+    """Partitions the cleans deleted (a table written by Hudi; pyhudi's cleaner leaves partitions in place)."""
+    return sorted({p for inst in cleans for p in _cleaned_away(timeline, inst) if p})
+
+
 def _cleaned_away(timeline: ActiveTimeline, inst: Instant) -> list[str]:
     """Partitions a completed clean deleted (HoodieCleanPartitionMetadata.isPartitionDeleted)."""
     try:

@@ -21,6 +21,7 @@ from pyhudi.sync.partitions import (
     EventType,
     Layout,
     PartitionEvent,
+    cleaned_partitions,
     dropped_partitions,
     full_events,
     incremental_events,
@@ -230,11 +231,14 @@ def _events(run: _Run, point: str | None, existing: TableDef | None, catalog: li
         return full_events(run.layout, catalog, snap.live_partitions())
     completion = existing.parameters.get(LAST_COMMIT_COMPLETION_TIME_SYNC) if existing else None
     window = snap.window(point, completion)
-    written = written_partitions(snap.timeline, window)
-    if not written:
+    cleans = snap.cleans_after(point)
+    # Hudi only looks at written partitions; a partition a later clean deleted (isPartitionDeleted) is a
+    # candidate too, so that it is dropped even when no write of the window touched it.
+    touched = [*written_partitions(snap.timeline, window), *cleaned_partitions(snap.timeline, cleans)]
+    if not touched:
         return []
-    dropped = dropped_partitions(snap.timeline, window, snap.cleans_after(point))
-    return incremental_events(run.layout, catalog, written, dropped)
+    dropped = dropped_partitions(snap.timeline, window, cleans)
+    return incremental_events(run.layout, catalog, touched, dropped)
 
 
 def _apply(run: _Run, table: TableDef, events: list[PartitionEvent], report: TableReport) -> None:

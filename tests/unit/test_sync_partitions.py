@@ -137,3 +137,24 @@ def test_insert_overwrite_table_drops_the_partitions_it_emptied() -> None:
     metas = {"001": _meta("INSERT_OVERWRITE_TABLE", ["new"], ["old1", "old2", "new"])}
     window = [Instant("001", Action.REPLACE_COMMIT)]
     assert dropped_partitions(FakeTimeline(metas), window, []) == {"old1", "old2"}  # type: ignore[arg-type]
+
+
+def test_a_clean_that_deleted_a_partition_drops_it_unless_rewritten_later() -> None:
+    """TimelineUtils.getDroppedPartitions reads the cleans' HoodieCleanPartitionMetadata.isPartitionDeleted (a
+    table whose partitions Hudi's cleaner deleted)."""
+    from pyhudi.model import avro_models as am
+    from pyhudi.model import avro_records as ar
+    from pyhudi.sync.partitions import cleaned_partitions
+
+    def part(p: str, deleted: bool) -> dict:
+        return ar.clean_partition_metadata(partition_path=p, policy="KEEP_LATEST_COMMITS", delete_path_patterns=[],
+                                           success_delete_files=[], failed_delete_files=[], is_partition_deleted=deleted)
+
+    clean = am.write_instant_avro("HoodieCleanMetadata", ar.clean_metadata(
+        start_clean_time="003", earliest_commit_to_retain="001",
+        partition_metadata={"x": part("x", True), "y": part("y", True), "z": part("z", False)}))
+    timeline = FakeTimeline({"002": _meta("UPSERT", ["a"]), "004": _meta("UPSERT", ["y"])}, {"003": clean})
+    window = [Instant("002", Action.COMMIT), Instant("004", Action.COMMIT)]
+    cleans = [Instant("003", Action.CLEAN)]
+    assert cleaned_partitions(timeline, cleans) == ["x", "y"]  # type: ignore[arg-type]
+    assert dropped_partitions(timeline, window, cleans) == {"x"}  # type: ignore[arg-type]
