@@ -94,6 +94,7 @@ class Snapshot:
     def cleans_after(self, point: str) -> list[Instant]:
         return [i for i in self.timeline.actions(Action.CLEAN).completed() if i.timestamp > point]
 
+    @cached_property
     def live_partitions(self) -> list[str]:
         """The full listing: partitions (directories with a partition metafile) that hold at least one live
         file slice. Hudi lists directories; its cleaner deletes a partition left without file groups, which

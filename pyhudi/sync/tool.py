@@ -228,7 +228,7 @@ def _events(run: _Run, point: str | None, existing: TableDef | None, catalog: li
     report.full_listing = full
     if full or point is None:
         run.progress(f"listing the partitions of {snap.storage.base_uri}")
-        return full_events(run.layout, catalog, snap.live_partitions())
+        return full_events(run.layout, catalog, snap.live_partitions)
     completion = existing.parameters.get(LAST_COMMIT_COMPLETION_TIME_SYNC) if existing else None
     window = snap.window(point, completion)
     cleans = snap.cleans_after(point)
