@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
-from pyspark.sql.datasource import DataSource, DataSourceReader
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
 
 from pyhudi.engine.spark.datasource_read import HudiReader, SourceOptions, table_schema
 
@@ -37,6 +37,11 @@ class HudiDataSource(DataSource):
 
     def reader(self, schema: T.StructType) -> DataSourceReader:
         return HudiReader(self._opts(), schema)
+
+    def writer(self, schema: T.StructType, overwrite: bool) -> DataSourceWriter:
+        from pyhudi.engine.spark.datasource_write import make_writer
+
+        return make_writer(self._opts(), schema, overwrite)
 
 
 def active_session() -> SparkSession | None:
