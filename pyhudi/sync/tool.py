@@ -268,8 +268,8 @@ def _batched(run: _Run, name: str, verb: str, parts: list[PartitionDef],
 
 
 def _write_point(run: _Run, table: TableDef, report: TableReport) -> None:
-    """updateLastCommitTimeSynced, unless conditional sync found nothing changed. Never moves the point back:
-    a point ahead of this snapshot was written by a syncer that saw more (the run then goes again)."""
+    """updateLastCommitTimeSynced, unless conditional sync found nothing changed. Never moves the point back
+    over a commit that exists: such a point was written by a syncer that saw more (the run then goes again)."""
     snap = run.snap
     if snap.last is None or (run.cfg.options.conditional_sync and not report.changed):
         return
@@ -280,8 +280,8 @@ def _write_point(run: _Run, table: TableDef, report: TableReport) -> None:
     if current is None:
         raise MetaSyncError(f"table {table.database}.{table.name} disappeared during the sync")
     found = current.parameters.get(LAST_COMMIT_TIME_SYNC)
-    if found is not None and found > snap.last:  # this run's changes may be stale: it runs again, in full
-        report.behind = True
-        return
+    if found is not None and found > snap.last and found in snap.reloaded_commits():
+        report.behind = True  # another syncer saw a later commit: this run's changes may be stale; it runs again
+        return  # (a point naming a commit no longer on the timeline -- rolled back, restored -- is replaced)
     run.client.update_table(with_sync_point(run.cfg, current, snap.last, snap.last_completion))
     report.sync_point = snap.last

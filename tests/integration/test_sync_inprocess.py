@@ -314,3 +314,19 @@ def test_cli_sync_explain_and_progress(tmp_path: Path, capsys: pytest.CaptureFix
         assert_catalog_equals_table(cat, path, ["trips"])
         assert main(args) == 0
         assert "nothing to change" in capsys.readouterr().out
+
+
+def test_rollback_of_a_synced_commit_removes_its_partition(tmp_path: Path) -> None:
+    """Hudi does not sync after a rollback, and its incremental sync never revisits a synced commit; pyhudi
+    syncs after rollback/restore, and a sync point that left the timeline means a full comparison."""
+    path = str(tmp_path / "trips")
+    opts = _options("COPY_ON_WRITE")
+    rng = random.Random(4)
+    cat = InMemoryCatalog()
+    with factory.override(cat):
+        pyhudi.write(_batch(rng, ["eu"], 10, 1), path, opts)
+        last = pyhudi.write(_batch(rng, ["us"], 10, 2), path, opts)
+        assert ("us",) in cat.partitions[(DB, "trips")]
+        pyhudi.rollback(None, path, last, opts)
+        assert_catalog_equals_table(cat, path, ["trips"])
+        assert ("us",) not in cat.partitions[(DB, "trips")]
