@@ -20,9 +20,11 @@ else:  # pragma: no cover - the project's venv is 3.11
 ROOT = Path(__file__).resolve().parents[2]
 #: import name -> distribution name, where they differ or matter
 DISTRIBUTION = {"pyarrow": "pyarrow", "fastavro": "fastavro", "numpy": "numpy", "pandas": "pandas",
-                "pyspark": "pyspark", "py4j": "pyspark", "matplotlib": "matplotlib", "lance": "pylance"}
+                "pyspark": "pyspark", "py4j": "pyspark", "matplotlib": "matplotlib", "lance": "pylance",
+                "thrift": "thrift", "boto3": "boto3", "botocore": "boto3"}
 #: optional modules: imported only on a path that asks for them (and says which extra to install)
-OPTIONAL = {"pyspark": "spark", "py4j": "spark", "matplotlib": "plot", "lance": "lance"}
+OPTIONAL = {"pyspark": "spark", "py4j": "spark", "matplotlib": "plot", "lance": "lance", "thrift": "hive",
+            "boto3": "glue", "botocore": "glue"}
 
 
 def project() -> dict:  # type: ignore[type-arg]
