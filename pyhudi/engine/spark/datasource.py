@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 
 from pyhudi.engine.spark.datasource_read import HudiReader, SourceOptions, table_schema
 
@@ -42,6 +48,16 @@ class HudiDataSource(DataSource):
         from pyhudi.engine.spark.datasource_write import make_writer
 
         return make_writer(self._opts(), schema, overwrite)
+
+    def streamReader(self, schema: T.StructType) -> DataSourceStreamReader:
+        from pyhudi.engine.spark.datasource_stream import HudiStreamReader
+
+        return HudiStreamReader(self._opts(), schema)
+
+    def streamWriter(self, schema: T.StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from pyhudi.engine.spark.datasource_stream import refuse_stream_write
+
+        raise refuse_stream_write()
 
 
 def active_session() -> SparkSession | None:

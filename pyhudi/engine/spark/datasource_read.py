@@ -138,25 +138,29 @@ class HudiReader(DataSourceReader):
         self.conditions.extend(conditions)
         return iter(rest)
 
-    def plan(self) -> tuple[PlannedRead, ArrowJob]:
+    def partitions(self) -> list[InputPartition]:
         filters = [(c.column, c.op, c.value) for c in self.conditions] or None
         planned = plan_read(self.opts.path, self.opts.hudi, filters, self.opts.storage)
-        return planned, plan_job(planned, self.schema.fieldNames())
-
-    def partitions(self) -> list[InputPartition]:
-        planned, job = self.plan()
-        if job.empty or not job.units:
-            return []  # Spark then runs one task with InputPartition(None): read() returns nothing
-        shared = dataclasses.replace(job, units=[])
-        max_bytes = self.opts.int_option(MAX_PARTITION_BYTES, _DEFAULT_MAX_BYTES)
-        open_cost = self.opts.int_option(OPEN_COST_BYTES, _DEFAULT_OPEN_COST)
-        groups = pack(job.units, unit_sizes(planned, job.units), max_bytes, open_cost)
-        return [SliceGroup(shared, g) for g in groups]
+        return list(group_partitions(self.opts, planned, self.schema))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SliceGroup):
             return iter(())
         return read_units(partition.job, partition.units, self.schema)
+
+
+def group_partitions(opts: SourceOptions, planned: PlannedRead, schema: T.StructType) -> Iterator[SliceGroup]:
+    """The planned read's units packed into read tasks, each carrying the (unit-less) job. A column of
+    `schema` the plan's schema lacks (a stream's schema is the table's latest) is read as nulls."""
+    known = set(planned.plan.schema.names)
+    job = plan_job(planned, [n for n in schema.fieldNames() if n in known])
+    if job.empty or not job.units:
+        return  # no partition: Spark runs one task with InputPartition(None), whose read() returns nothing
+    shared = dataclasses.replace(job, units=[])
+    max_bytes = opts.int_option(MAX_PARTITION_BYTES, _DEFAULT_MAX_BYTES)
+    open_cost = opts.int_option(OPEN_COST_BYTES, _DEFAULT_OPEN_COST)
+    for group in pack(job.units, unit_sizes(planned, job.units), max_bytes, open_cost):
+        yield SliceGroup(shared, group)
 
 
 def read_units(job: ArrowJob, units: list[Unit], schema: T.StructType) -> Iterator[pa.RecordBatch]:
@@ -170,7 +174,11 @@ def read_units(job: ArrowJob, units: list[Unit], schema: T.StructType) -> Iterat
 
 def conform(table: pa.Table, target: pa.Schema) -> pa.Table:
     """`table` cast to Spark's Arrow schema (timestamps in UTC microseconds, Spark's map and list layouts,
-    its nullability); a non-nullable column is declared nullable in the data when Arrow cannot prove it."""
+    its nullability); a non-nullable column is declared nullable in the data when Arrow cannot prove it;
+    a column the table lacks is nulls."""
+    for f in target:
+        if f.name not in table.column_names:
+            table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
     table = table.select(target.names)
     try:
         return table.cast(target)
@@ -212,5 +220,6 @@ def pack(units: list[Unit], sizes: list[int], max_bytes: int, open_cost: int) ->
     return groups
 
 
-__all__ = ["HudiReader", "SliceGroup", "SourceOptions", "conform", "pack", "read_units", "spark_schema",
+__all__ = ["HudiReader", "SliceGroup", "SourceOptions", "conform", "group_partitions", "pack", "read_units",
+           "spark_schema",
            "table_schema", "unit_sizes"]
