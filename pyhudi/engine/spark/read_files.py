@@ -89,15 +89,18 @@ def _scheme(uri: str) -> str:
 
 _PROBED: weakref.WeakKeyDictionary[Any, dict[str, bool]] = weakref.WeakKeyDictionary()
 _PROBE_LOCK = threading.Lock()
-_NO_FILESYSTEM = "No FileSystem for scheme"
+# Hadoop's UnsupportedFileSystemException, and a configured implementation missing from the classpath
+# (fs.s3a.impl is in Hadoop's defaults; hadoop-aws may not be there)
+_NO_FILESYSTEM = ("No FileSystem for scheme", "ClassNotFoundException", "NoClassDefFoundError")
 
 
 def _hadoop_has(spark: SparkSession, uri: str, scheme: str) -> bool:
     """Whether the cluster's Hadoop configuration has a file system for `scheme`, asked through the
     DataFrame API (so also of a Spark Connect server): Spark analyzes a text read of a path that does not
     exist under `uri` (the table or checkpoint location, with `scheme`), which fails with Hadoop's
-    UnsupportedFileSystemException only when no file system serves the scheme; a missing path (or any
-    other failure, e.g. credentials) means there is one. Remembered per session and scheme."""
+    UnsupportedFileSystemException (or the ClassNotFoundException of a configured implementation) only
+    when no file system serves the scheme; a missing path (or any other failure, e.g. credentials) means
+    there is one. Remembered per session and scheme."""
     with _PROBE_LOCK:
         known = _PROBED.setdefault(spark, {}).get(scheme)
     if known is not None:
@@ -107,7 +110,8 @@ def _hadoop_has(spark: SparkSession, uri: str, scheme: str) -> bool:
         spark.read.format("text").load(probe).schema  # noqa: B018 - analysis resolves the path
         found = True
     except Exception as exc:  # noqa: BLE001 - classic (py4j) and Connect raise different types
-        found = _NO_FILESYSTEM not in str(exc)
+        text = str(exc)
+        found = not any(marker in text for marker in _NO_FILESYSTEM)
     with _PROBE_LOCK:
         _PROBED.setdefault(spark, {})[scheme] = found
     return found

@@ -1,8 +1,8 @@
 """What the Spark engine needs of a session, through the DataFrame API only, so a Spark Connect session
 works as a classic one does (one code path): no SparkContext, RDD or JVM gateway.
 
-- `run_tasks`: the engine's tasks (small items: plans, file names, key ranges) as a DataFrame of pickled
-  payloads, one group per partition, run by `mapInArrow`; only the tasks' (pickled) results come back.
+- `run_tasks`: the engine's tasks (small items: plans, file names, key ranges), one group per partition of
+  `spark.range(n)`, run by `mapInArrow`; only the tasks' (pickled) results come back.
 - `default_parallelism`: from `spark.default.parallelism`, else the master (`local[N]`,
   `local-cluster[n,c,m]`), else one probe job; once per session.
 - `conf_bytes` / `session_time_zone`: SQL confs read through `spark.conf`.
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 from pyspark import TaskContext, cloudpickle
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pyhudi.engine.base import TaskInfo
@@ -31,7 +31,6 @@ from pyhudi.engine.base import TaskInfo
 T = TypeVar("T")
 R = TypeVar("R")
 
-_ITEMS_SCHEMA = "_group int, _slot int, _item binary"
 _RESULT_SCHEMA = "_slot int, _seq int, _result binary"
 _RESULT_ARROW = pa.schema([("_slot", pa.int32()), ("_seq", pa.int32()), ("_result", pa.binary())])
 
@@ -173,34 +172,34 @@ def run_tasks(spark: SparkSession, fn: Callable[[T, TaskInfo], Iterable[R]], ite
               slices: int) -> list[R]:
     """`fn(item, task)` for every item on the executors, `slices` tasks, results in item order.
 
-    The items become a small local relation (pickled payloads), broadcast into a `range` with one row
-    per task: a broadcast join keeps the range's partitioning, so task k gets exactly group k (no shuffle,
-    no sampling job). `mapInArrow` runs `fn`; each result comes back pickled."""
+    One job over `spark.range(slices)` with one row per partition (Range splits exactly), run by
+    `mapInArrow`: task k takes group k of the items, which travel pickled inside the task function (they
+    are small: plans, file names, key ranges; Spark ships a stage's function once per executor, not once
+    per task). Each result comes back pickled, tagged with its item's index."""
     items = list(items)
     if not items:
         return []
     slices = max(1, min(len(items), slices))
-    groups = _groups(len(items), slices)
-    rows = [(g, i, cloudpickle.dumps(item)) for i, (g, item) in enumerate(zip(groups, items))]
-    payloads = spark.createDataFrame(rows, _ITEMS_SCHEMA)
-    slots = spark.range(0, slices, 1, slices)
-    work = slots.join(F.broadcast(payloads), F.col("id") == F.col("_group"), "inner").select("_slot", "_item")
+    grouped: list[list[tuple[int, Any]]] = [[] for _ in range(slices)]
+    for i, (g, item) in enumerate(zip(_groups(len(items), slices), items)):
+        grouped[g].append((i, item))
+    payload = cloudpickle.dumps(grouped)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for _ in batches:  # the range's one row; read to the end so the Python worker is reused
+            pass
         info = task_info()
-        for batch in batches:
-            for slot, payload in zip(batch.column("_slot").to_pylist(), batch.column("_item").to_pylist()):
-                out = [cloudpickle.dumps(r) for r in fn(pickle.loads(payload), info)]
-                if out:
-                    yield pa.RecordBatch.from_pydict(
-                        {"_slot": [slot] * len(out), "_seq": list(range(len(out))), "_result": out},
-                        schema=_RESULT_ARROW)
+        slots: list[int] = []
+        seqs: list[int] = []
+        results: list[bytes] = []
+        for slot, item in pickle.loads(payload)[info.partition_id]:
+            for seq, result in enumerate(fn(item, info)):
+                slots.append(slot)
+                seqs.append(seq)
+                results.append(cloudpickle.dumps(result))
+        if results:
+            yield pa.RecordBatch.from_pydict({"_slot": slots, "_seq": seqs, "_result": results}, schema=_RESULT_ARROW)
 
-    collected = _results(work, run)
-    collected.sort(key=lambda r: (r[0], r[1]))
+    rows = spark.range(0, slices, 1, slices).mapInArrow(run, _RESULT_SCHEMA).collect()
+    collected = sorted((int(r["_slot"]), int(r["_seq"]), bytes(r["_result"])) for r in rows)
     return [pickle.loads(r[2]) for r in collected]
-
-
-def _results(work: DataFrame, run: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
-             ) -> list[tuple[int, int, bytes]]:
-    return [(int(r["_slot"]), int(r["_seq"]), bytes(r["_result"])) for r in work.mapInArrow(run, _RESULT_SCHEMA).collect()]
