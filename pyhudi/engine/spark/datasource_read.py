@@ -43,6 +43,14 @@ from pyhudi.view.partitions import Condition
 STORAGE_PREFIX = "storage."  # .option("storage.aws_endpoint", ...): pyhudi.read's storage_options
 MAX_PARTITION_BYTES = "pyhudi.datasource.max.partition.bytes"  # Spark's spark.sql.files.maxPartitionBytes
 OPEN_COST_BYTES = "pyhudi.datasource.open.cost.bytes"  # Spark's spark.sql.files.openCostInBytes
+# Spark (4.1-4.3) resolves a catalog table whose provider is `hudi` (spark.sql.sources.provider, as meta sync
+# registers it) to this source, but hands it no options at all: neither the table's location nor its
+# `path` serde property. Nothing here can tell which table is meant.
+CATALOG_TABLE_HINT = (
+    "the hudi data source was given no options, which is how Spark hands it a catalog table (spark.table, "
+    "SELECT ... FROM db.t): without the table's location. Read catalog tables with "
+    "pyhudi.spark.table(spark, 'db.t') (and .createOrReplaceTempView(...) for SQL), or "
+    "spark.read.format('hudi').load(path)")
 _DEFAULT_MAX_BYTES = 128 << 20
 _DEFAULT_OPEN_COST = 4 << 20
 _OWN = (MAX_PARTITION_BYTES, OPEN_COST_BYTES, "path")
@@ -61,9 +69,11 @@ class SourceOptions:
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
         """Spark hands options with lower-cased keys (Hudi's keys are lower case); `path` is load(path)'s."""
         path = options.get("path")
+        if not path and not options:
+            raise InvalidConfigError(CATALOG_TABLE_HINT)
         if not path:
             raise InvalidConfigError("the hudi data source needs the table's base path: .load(path) or "
-                                     ".option('path', path)")
+                                     f".option('path', path) (options given: {sorted(options)})")
         hudi, storage, own = {}, {}, {}
         for key, value in options.items():
             if key.startswith(STORAGE_PREFIX):
