@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pyhudi
+import pyhudi.spark
 from tests.helpers import same_rows
 
 pytest_plugins = ["tests.support.hms_fixtures"]
@@ -45,7 +46,7 @@ try:
     result["sql_error"] = None
 except Exception as exc:
     result["sql_error"] = str(exc)
-for name in ("cow", "mor_rt", "mor_ro"):
+for name in ("cow", "mor_rt", "mor_ro", "bulk"):
     pq.write_table(pyhudi.spark.table(spark, f"{db}.{name}").toArrow(), f"{out}/{name}.parquet")
 pyhudi.spark.table(spark, f"{db}.cow").createOrReplaceTempView("cow_view")
 rows = spark.sql("SELECT id, name FROM cow_view WHERE part = 'p1' ORDER BY id").collect()
@@ -55,12 +56,16 @@ print("CHILD_RESULT " + json.dumps(result), flush=True)
 """
 
 
-def _write(path: str, hive_metastore, db: str, name: str, table_type: str) -> None:
-    opts = {"hoodie.table.name": name, "hoodie.datasource.write.recordkey.field": "id",
+def _sync_opts(hive_metastore, db: str, name: str, table_type: str) -> dict[str, str]:
+    return {"hoodie.table.name": name, "hoodie.datasource.write.recordkey.field": "id",
             "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
             "hoodie.datasource.write.table.type": table_type, "hoodie.datasource.write.operation": "upsert",
             "hoodie.datasource.meta.sync.enable": "true", "hoodie.datasource.hive_sync.mode": "hms",
             "hoodie.datasource.hive_sync.database": db, **hive_metastore.options()}
+
+
+def _write(path: str, hive_metastore, db: str, name: str, table_type: str) -> None:
+    opts = _sync_opts(hive_metastore, db, name, table_type)
     first = [{"id": i, "name": f"n{i}", "part": f"p{i % 2}", "ts": 1} for i in range(8)]
     second = [{"id": 1, "name": "updated", "part": "p1", "ts": 2}, {"id": 9, "name": "new", "part": "p2", "ts": 2}]
     pyhudi.write(pa.Table.from_pylist(first, schema=ROWS), path, opts)
@@ -79,15 +84,22 @@ def _child(hive_metastore, db: str, workdir: pathlib.Path) -> dict:
     raise AssertionError(f"child failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
 
 
-def test_sql_over_synced_tables(hive_metastore, hms_database, tmp_path):
+def test_sql_over_synced_tables(spark, hive_metastore, hms_database, tmp_path):
     db = hms_database
-    cow, mor = str(tmp_path / "cow"), str(tmp_path / "mor")
+    cow, mor, bulk = str(tmp_path / "cow"), str(tmp_path / "mor"), str(tmp_path / "bulk")
     _write(cow, hive_metastore, db, "cow", "COPY_ON_WRITE")
     _write(mor, hive_metastore, db, "mor", "MERGE_ON_READ")
+    # a bulk_insert through the data source syncs too (after its commit, as pyhudi.write does)
+    pyhudi.spark.register(spark)
+    rows = spark.createDataFrame(pa.Table.from_pylist(
+        [{"id": i, "name": f"b{i}", "part": f"p{i % 3}", "ts": 1} for i in range(12)], schema=ROWS).to_pandas())
+    (rows.repartition(2).write.format("hudi").mode("append")
+     .options(**{**_sync_opts(hive_metastore, db, "bulk", "COPY_ON_WRITE"),
+                 "hoodie.datasource.write.operation": "bulk_insert"}).save(bulk))
     result = _child(hive_metastore, db, tmp_path / "child")
     # Spark hands the source a catalog table without its location: refused, naming the workaround.
     assert result["sql_error"] and "pyhudi.spark.table" in result["sql_error"]
-    expected = {"cow": pyhudi.read(cow), "mor_rt": pyhudi.read(mor),
+    expected = {"cow": pyhudi.read(cow), "mor_rt": pyhudi.read(mor), "bulk": pyhudi.read(bulk),
                 "mor_ro": pyhudi.read(mor, {"hoodie.datasource.query.type": "read_optimized"})}
     assert expected["mor_rt"].num_rows != expected["mor_ro"].num_rows or not same_rows(
         expected["mor_rt"], expected["mor_ro"], DATA)  # the two MOR views differ (logs not compacted)

@@ -29,7 +29,8 @@ starts its markers; tasks prepare their rows with `writer/arrow_prepare.py` (key
 writer schema), refuse null keys, write with `writer/bulk_insert.write_tables`, beat the heartbeat while they
 run and return their write stats; `commit()` reconciles markers (files of failed attempts), checks for
 conflicts and completes under the table lock, then runs the table services a pyhudi write runs after its
-commit (in that worker, in-process); `abort()` rolls the instant back. The heartbeat names no process (the
+commit (in that worker, in-process) and meta sync (hoodie.datasource.meta.sync.enable, checked in `writer()`);
+`abort()` rolls the instant back. The heartbeat names no process (the
 workers that create and complete the instant are not the same): between `writer()` and the first task, and
 after the last task, it ages; a write idle for longer than the heartbeat tolerance may be rolled back by
 another writer, and its `commit()` then fails with CommitConflictError instead of publishing lost files.
@@ -41,6 +42,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import types as T
@@ -115,17 +117,21 @@ class SharedHeartbeat(Heartbeat):
 
 @dataclasses.dataclass
 class _Plan:
-    """What `writer()` decided: checked options, the table's config, how overwrites go."""
+    """What `writer()` decided: checked options, the table's config, how overwrites go, the meta sync."""
 
     config: WriteConfig
     replace_all: bool  # save mode Overwrite over an existing table: replace every file group
     table_exists: bool
+    sync: Any  # sync/hook.prepare's SyncOptions (None: meta sync off)
 
 
 def plan_write(opts: SourceOptions, overwrite: bool) -> _Plan:
     """writer/entry.write_table's save-mode handling with the data source's refusals, all before any change
     (a table of another identity is deleted only once the write is known to be possible)."""
+    from pyhudi.sync import hook as sync_hook
+
     hudi = Options.parse(opts.hudi)
+    sync = sync_hook.prepare(hudi)  # the sync options are checked before anything is written
     requested = WriteOperation(hudi.get(K.OPERATION))
     storage = opts.storage_handle()
     existing = existing_config(storage)
@@ -143,9 +149,13 @@ def plan_write(opts: SourceOptions, overwrite: bool) -> _Plan:
     table = resolve_table_config(hudi, existing)
     config = build_write_config(hudi, table, operation)
     check_config(config)
+    if config.parallelism > 0:
+        log.warning("%s=%d is not applied by the hudi data source: each partition of the DataFrame is one write "
+                    "task; coalesce or repartition the DataFrame to set the number of tasks",
+                    K.BULKINSERT_PARALLELISM.key, config.parallelism)
     if replaces_other:
         delete_table(storage)
-    return _Plan(config, replace_all, existing is not None)
+    return _Plan(config, replace_all, existing is not None, sync)
 
 
 def check_operation(requested: WriteOperation, hudi: Options, overwrite: bool) -> None:
@@ -211,7 +221,7 @@ def make_writer(opts: SourceOptions, schema: T.StructType, overwrite: bool) -> H
         raise
     log.info("hudi data source: %s %s started (%s)", action.value, instant.timestamp, cfg.operation.value)
     return HudiBatchWriter(_Job(storage, cfg, spec, ctx, instant.timestamp, action, plan.replace_all, replaced,
-                                client._known_completed, client._known_instants))
+                                client._known_completed, client._known_instants, plan.sync))
 
 
 def _replaceable(storage: Storage, cfg: WriteConfig, timeline: ActiveTimeline) -> dict[str, list[str]]:
@@ -240,6 +250,7 @@ class _Job:
     replaceable: dict[str, list[str]] | None
     known_completed: frozenset[str]
     known_instants: frozenset[str]
+    sync: Any
 
 
 class HudiBatchWriter(DataSourceArrowWriter):
@@ -363,9 +374,13 @@ def replaced_ids(job: _Job, stats: list[WriteStat]) -> dict[str, list[str]]:
 
 
 def _after_commit(client: _Client, job: _Job) -> None:
-    """Marker cleanup and the table services a pyhudi write runs after its commit. They run here, in the
-    Python worker that commits, on the in-process engine; background (async) services are waited for,
-    since the worker does not outlive the call."""
+    """Marker cleanup, the table services a pyhudi write runs after its commit, then meta sync, as
+    pyhudi.write orders them. They run here, in the Python worker that commits, on the in-process engine;
+    background (async) services are waited for, since the worker does not outlive the call. A failed sync
+    raises MetaSyncError (the commit stays; the next commit's sync catches the catalog up)."""
+    import pyspark
+
+    from pyhudi.sync import hook as sync_hook
     from pyhudi.writer.markers import delete_markers
 
     try:
@@ -376,6 +391,7 @@ def _after_commit(client: _Client, job: _Job) -> None:
     for failure in background.wait(job.storage.base_uri):
         client._post_commit_failed("background service",
                                    failure if isinstance(failure, Exception) else Exception(failure))
+    sync_hook.after_commit(job.storage, job.sync, job.instant, pyspark.__version__)
 
 
 def _drop_heartbeat(job: _Job) -> None:
