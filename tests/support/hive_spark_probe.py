@@ -15,7 +15,8 @@ As a script (what `run_probe` starts):
 prints one JSON document on its last stdout line: a list with, per statement, `sql`, `columns` and `rows`
 (values that JSON cannot hold become strings), or `error` (the exception's class and message) for a
 statement that failed; the statements after a failure still run. Besides SQL, `@partitions db.t` and
-`@table db.t` read Spark's external catalog directly (see `_catalog`). `--register-pyhudi` calls
+`@table db.t` read Spark's external catalog directly (see `_catalog`), and `@pyhudi-table SQL` runs SQL
+whose `db.t` tables are read through `pyhudi.spark.table`. `--register-pyhudi` calls
 `pyhudi.spark.register(spark)` first (the `hudi` data source) when that module exists.
 """
 
@@ -103,8 +104,25 @@ def _catalog(spark: Any, command: str) -> dict[str, Any]:
     raise ValueError(f"unknown probe command {command!r}: @partitions db.t or @table db.t")
 
 
+def _through_pyhudi(spark: Any, command: str) -> dict[str, Any]:
+    """`@pyhudi-table SQL`: the SQL with each `db.t` after FROM/JOIN read through `pyhudi.spark.table`
+    (the documented way to query a synced table, see README), as a temp view named `db__t`."""
+    import re
+
+    import pyhudi.spark
+
+    sql = command.split(" ", 1)[1]
+    for db, table in set(re.findall(r"(?:FROM|JOIN)\s+(\w+)\.(\w+)", sql, flags=re.IGNORECASE)):
+        pyhudi.spark.table(spark, f"{db}.{table}").createOrReplaceTempView(f"{db}__{table}")
+        sql = re.sub(rf"\b{db}\.{table}\b", f"{db}__{table}", sql)
+    frame = spark.sql(sql)
+    return {"sql": command, "columns": list(frame.columns), "rows": [_jsonable(list(r)) for r in frame.collect()]}
+
+
 def _run(spark: Any, sql: str) -> dict[str, Any]:
     try:
+        if sql.startswith("@pyhudi-table "):
+            return _through_pyhudi(spark, sql)
         if sql.startswith("@"):
             return _catalog(spark, sql)
         frame = spark.sql(sql)
