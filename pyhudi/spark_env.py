@@ -144,9 +144,13 @@ def create_session(master: str = "local[2]", app_name: str = "pyhudi", conf: dic
                    quiet: bool = True) -> object:
     """A SparkSession suitable for pyhudi's CLI, demo and tests (settings explained in
     pyhudi.engine.spark.session.build_session). Raises JavaNotFoundError, naming what to install, when
-    pyspark or Java is missing."""
-    check_spark()
-    pin_python_environment()
+    pyspark or Java is missing. `master="sc://host:port"` connects to a Spark Connect server (no local
+    Java needed: the server runs Spark)."""
+    if master.startswith("sc://"):
+        check_pyspark()
+    else:
+        check_spark()
+        pin_python_environment()
     from pyhudi.engine.spark.session import build_session
 
     return build_session(master, app_name, dict(conf or {}), quiet, UDS_KEY)

@@ -56,6 +56,30 @@ def _watch_classic() -> None:
 _CLOCK = [time.monotonic()]
 
 
+SERVER_CONF = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4", "spark.log.level": "ERROR",
+               "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+               "spark.python.unix.domain.socket.enabled": "true"}
+
+
+def start_local_connect(master: str = "local[2]", conf: dict[str, str] | None = None) -> Any:
+    """`SparkSession.builder.remote(master)`, on a free port: the builder always serves a local server on
+    15002, so two such processes at once (parallel test runs) collide. This does what the builder does
+    (pyspark.sql.session.Builder.getOrCreate: start the server in this process, mark the process as a
+    Connect client) with spark.connect.grpc.binding.port set, then connects to that port."""
+    import socket
+
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    opts = {**SERVER_CONF, **(conf or {}), "spark.connect.grpc.binding.port": str(port)}
+    os.environ["SPARK_LOCAL_REMOTE"] = "1"
+    RemoteSparkSession._start_connect_server(master, opts)  # leaves the runtime settings in opts
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    return RemoteSparkSession.builder.remote(f"sc://localhost:{port}").config(map=opts).getOrCreate()
+
+
 def check(name: str, ok: bool, detail: Any = None) -> None:
     now = time.monotonic()
     RESULT.setdefault("seconds", {})[name] = round(now - _CLOCK[0], 1)
@@ -100,8 +124,6 @@ def options(name: str, table_type: str = "COPY_ON_WRITE", **extra: str) -> dict[
 def main(work: str) -> None:
     import warnings
 
-    from pyspark.sql import SparkSession
-
     import pyhudi
 
     # the builder's start-up settings are also sent as session settings, which Connect refuses (harmless)
@@ -110,11 +132,7 @@ def main(work: str) -> None:
     from tests.helpers import hudi_rs
 
     started = time.monotonic()
-    spark = (SparkSession.builder.remote("local[2]")
-             .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "4")
-             .config("spark.log.level", "ERROR").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.python.unix.domain.socket.enabled", "true").getOrCreate())
+    spark = start_local_connect()
     RESULT["server_start_s"] = round(time.monotonic() - started, 1)
     check("connect_session", type(spark).__module__.startswith("pyspark.sql.connect."), type(spark))
     _watch_classic()
@@ -145,7 +163,8 @@ def main(work: str) -> None:
     model2 = apply(model, b2)
     check("cow_upsert_distributed", read(cow) == model2 and rows(hudi_rs(cow)) == model2)
     gone = [r for r in b2 if int(r[0][1:]) % 5 == 0]
-    pyhudi.write(frame(spark, gone), cow, {**o, "hoodie.datasource.write.operation": "delete"})
+    pyhudi.write(frame(spark, gone), cow, {**o, "hoodie.datasource.write.operation": "delete",
+                                           "hoodie.index.type": "GLOBAL_SIMPLE"})
     model3 = {k: v for k, v in model2.items() if k not in {r[0] for r in gone}}
     check("cow_delete", read(cow) == model3 and rows(hudi_rs(cow)) == model3)
     check("cow_time_travel", read(cow, {"as.of.instant": i1}) == model, i1)
@@ -160,6 +179,11 @@ def main(work: str) -> None:
     bulk = os.path.join(work, "bulk")
     pyhudi.write(spark.read.parquet(landing), bulk, options("bulk", **{"hoodie.datasource.write.operation": "bulk_insert"}))
     check("bulk_insert_parquet", read(bulk) == apply({}, recs(range(1000, 1040), 1)))
+    pyhudi.write(spark.createDataFrame([], "x string"), bulk,
+                 options("bulk", **{"hoodie.datasource.write.operation": "delete_partition",
+                                    "hoodie.datasource.write.partitions.to.delete": "la"}))
+    check("delete_partition", read(bulk) == {k: v for k, v in apply({}, recs(range(1000, 1040), 1)).items()
+                                             if v[1] != "la"})
 
     # ---------------------------------------------------------------- services on COW
     sizing = {"hoodie.parquet.small.file.limit": "0",
@@ -187,7 +211,8 @@ def main(work: str) -> None:
 
     # ---------------------------------------------------------------- MOR: log files, compaction
     mor = os.path.join(work, "trips_mor")
-    m = options("trips_mor", "MERGE_ON_READ", **{"hoodie.compact.inline": "false",
+    m = options("trips_mor", "MERGE_ON_READ", **{"hoodie.compact.inline": "false", "hoodie.index.type": "BUCKET",
+                                                   "hoodie.bucket.index.num.buckets": "2",
                                                    "hoodie.datasource.compaction.async.enable": "false"})
     mmodel: dict[str, tuple] = {}
     for ts, ids in ((1, range(0, 50)), (2, range(30, 70)), (3, range(0, 20))):

@@ -16,7 +16,7 @@ from pyhudi.engine.spark import index_bloom as bloom_index
 from pyhudi.engine.spark import index_simple as simple_index
 from pyhudi.index import bucket as bucket_index
 from pyhudi.index.merged_keys import liveness_spec
-from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
+from pyhudi.keygen.spec import PARTITION_COL
 from pyhudi.storage import Storage
 from pyhudi.view.file_system_view import BaseFile, FileSlice, FileSystemView
 from pyhudi.writer.config import WriteConfig
@@ -133,12 +133,11 @@ def _broadcastable(spark: SparkSession, records: int) -> bool:
 
 def _tag_bucket(spark: SparkSession, cfg: WriteConfig, keyed: DataFrame, counts: dict[str, tuple[int, int]],
                 view: FileSystemView | None, level: StorageLevel | None) -> tuple[DataFrame, WorkloadProfile]:
-    from pyhudi.engine.spark.udf import arrow_udf
+    from pyhudi.engine.spark.bulk import with_bucket_ids
 
-    fields = cfg.bucket_hash_fields
-    n = cfg.index.bucket_num
-    bid_udf = arrow_udf(lambda keys: bucket_index.bucket_ids(keys, fields, n), "int")
-    with_bid = keyed.withColumn(BUCKET_COL, bid_udf(F.col(RECORD_KEY_COL)))
+    # The UDF's closure is bound in with_bucket_ids' own scope: Spark Connect pickles a UDF when a plan
+    # using it is sent (each action), so a name rebound here later would change the bucket ids.
+    with_bid = with_bucket_ids(keyed, (cfg.bucket_hash_fields, cfg.index.bucket_num))
     existing = bucket_index.existing_buckets(view, [p for p in counts]) if view is not None else {}
     bases = {}
     if view is not None:
@@ -161,9 +160,9 @@ def _tag_bucket(spark: SparkSession, cfg: WriteConfig, keyed: DataFrame, counts:
     rows = tagged.groupBy(PARTITION_COL, LOC_FILE_ID, LOC_INSTANT, BUCKET_COL) \
         .agg(F.count(F.lit(1)).alias("n")).collect()
     for r in rows:
-        part, n = str(r[PARTITION_COL]), int(r["n"])
-        profile.count(part, r[LOC_FILE_ID], r[LOC_INSTANT], n)
+        part, count = str(r[PARTITION_COL]), int(r["n"])
+        profile.count(part, r[LOC_FILE_ID], r[LOC_INSTANT], count)
         if r[LOC_FILE_ID] is None:
             bucket_inserts = profile.partition(part).bucket_inserts
-            bucket_inserts[int(r[BUCKET_COL])] = bucket_inserts.get(int(r[BUCKET_COL]), 0) + n
+            bucket_inserts[int(r[BUCKET_COL])] = bucket_inserts.get(int(r[BUCKET_COL]), 0) + count
     return tagged.drop(BUCKET_COL), profile
