@@ -158,6 +158,22 @@ def test_refusals_write_nothing(hudi_spark, tmp_path, extra, mode, named):
     assert _instants(path) == before and pyhudi.read(path).num_rows == 30
 
 
+def test_timestamp_partitions_need_a_zone(hudi_spark, tmp_path):
+    """The session time zone Hudi formats timestamp partition paths in is out of the source's sight."""
+    ts_opts = {**_opts("tskg"), "hoodie.datasource.write.partitionpath.field": "ts",
+               "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+               "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+               "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd"}
+    df = _df(hudi_spark, 0, 40).selectExpr("id", "p", "ts * 3600000 ts", "v")
+    with pytest.raises(Exception, match="hoodie.keygen.timebased.timezone"):
+        _save(df, str(tmp_path / "refused"), ts_opts)
+    assert not (tmp_path / "refused" / ".hoodie").exists()
+    zoned = {**ts_opts, "hoodie.keygen.timebased.timezone": "UTC"}
+    _save(df, str(tmp_path / "ds"), zoned)
+    pyhudi.write(df, str(tmp_path / "ref"), zoned)
+    _same_everywhere(str(tmp_path / "ds"), str(tmp_path / "ref"))
+
+
 def test_spark_refuses_error_and_ignore_modes(hudi_spark, tmp_path):
     with pytest.raises(Exception, match="UNSUPPORTED_DATA_SOURCE_SAVE_MODE"):
         _df(hudi_spark, 0, 5).write.format("hudi").options(**_opts("m")).save(str(tmp_path / "t"))

@@ -183,6 +183,23 @@ def check_config(config: WriteConfig) -> None:
                       "that sort mode repartitions the input (a shuffle)")
     if config.combine_before_write:
         raise _refuse("with duplicate combining", "combining duplicate keys needs the records of a key in one task")
+    check_partition_zone(config)
+
+
+def check_partition_zone(config: WriteConfig) -> None:
+    """A timestamp partition field without an output zone is formatted, by Hudi and by pyhudi's Spark writer,
+    in the Spark session's time zone, which no data source code can see (it runs without the session):
+    refused, rather than formatted in another zone, unless the zone is configured."""
+    from pyhudi.keygen.spec import KeySpec
+
+    keys = KeySpec.for_table(config.table)
+    types = keys.partition_types or ("SIMPLE",) * len(keys.partition_fields)
+    if keys.timestamp is not None and "TIMESTAMP" in types and keys.timestamp.zones()[1] is None:
+        raise UnsupportedWriteError(
+            "the hudi data source cannot format timestamp partition paths without a configured zone: Hudi then "
+            "uses the Spark session's time zone (spark.sql.session.timeZone), which a Python data source does not "
+            "see. Set hoodie.keygen.timebased.timezone (or .output.timezone) to that zone, or write with "
+            "pyhudi.write(df, path, options). Nothing was written")
 
 
 class _Client(WriteClient):
