@@ -81,9 +81,12 @@ def check_pyspark() -> None:
             f"(PySpark 4 also needs Java {MIN_JAVA}+), or leave out --master to run in-process.")
 
 
-def check_spark() -> int:
-    """Everything Spark needs (pyspark, then Java); returns the Java major version."""
+def check_spark(master: str | None = None) -> int:
+    """Everything Spark needs (pyspark, then Java); returns the Java major version. A Spark Connect master
+    (`sc://...`) needs no local Java: the server runs the JVM (returns 0)."""
     check_pyspark()
+    if master is not None and master.startswith("sc://"):
+        return 0
     return check_java()
 
 

@@ -478,7 +478,7 @@ def run_execute(args: argparse.Namespace) -> int:
     todo = [args.instant] if args.instant else pending
     what = ", ".join(todo) if todo else "a new clustering"
     if args.master:
-        require_spark()
+        require_spark(args.master)
     verb = f"starting Spark ({args.master}) to run" if args.master else "running"
     print(f"{PROG}: {verb} {what}" + ("" if args.master else " in-process"), file=sys.stderr)
     done_before = {c["instant"] for c in completed_clusterings(tl)}

@@ -143,16 +143,18 @@ def add_option_argument(p: argparse.ArgumentParser, example: str) -> None:
 def add_master_argument(p: argparse.ArgumentParser) -> None:
     """`--master`: Spark only when asked for; without it the command runs in-process (no Java, no pyspark)."""
     p.add_argument("--master", default=None, metavar="URL",
-                   help="run on Spark with this master (e.g. local[2]; needs pip install 'pyhudi[spark]' and "
-                        "Java 17+); default: in-process, no Spark or Java needed")
+                   help="run on Spark with this master (e.g. local[2], needs pip install 'pyhudi[spark]' and "
+                        "Java 17+; or a Spark Connect server sc://host:15002, needs pyhudi[connect]); "
+                        "default: in-process, no Spark or Java needed")
 
 
-def require_spark() -> None:
-    """Before a command says "starting Spark": pyspark and Java are there, else one JavaNotFoundError
-    line naming what to install (and that leaving out --master runs in-process)."""
+def require_spark(master: str | None = None) -> None:
+    """Before a command says "starting Spark": pyspark and Java are there (no Java for a Spark Connect
+    `sc://` master), else one JavaNotFoundError line naming what to install (and that leaving out
+    --master runs in-process)."""
     from pyhudi.spark_env import check_spark
 
-    check_spark()
+    check_spark(master)
 
 
 @contextmanager
@@ -163,7 +165,7 @@ def spark_session(master: str, app_name: str) -> Iterator[Any]:
     from pyhudi.cli import progress
     from pyhudi.spark_env import check_spark, create_session
 
-    check_spark()
+    check_spark(master)
     from pyhudi.engine.spark.session import command_session
 
     with command_session(lambda: create_session(master, app_name=app_name),  # type: ignore[arg-type,return-value]

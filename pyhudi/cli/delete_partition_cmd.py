@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     t = open_table(args.path)  # a clear error for a path that is not a table, before any engine runs
     options = delete_options(args)
     if args.master:
-        require_spark()
+        require_spark(args.master)
         print(f"{PROG}: starting Spark ({args.master}) to delete partitions {args.partitions} of {args.path}",
               file=sys.stderr)
         with progress.status(PROG, enabled=progress.wanted(args)):  # Spark stages: the Spark path only

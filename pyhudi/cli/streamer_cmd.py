@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_rounds(args: argparse.Namespace, props: dict[str, str], stop: threading.Event) -> None:
     """On Spark with --master, else in-process; then background table services finish."""
     if args.master:
-        require_spark()
+        require_spark(args.master)
         from pyhudi.spark_env import create_session
 
         streamer = Streamer(create_session(args.master, "pyhudi-streamer"), args.source_dir, args.source_format,

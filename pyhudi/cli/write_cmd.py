@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     _check_source(args.source)
     options = write_options(args)
     if args.master:
-        require_spark()
+        require_spark(args.master)
         print(f"{PROG}: starting Spark ({args.master}) to write {args.source} into {args.target}", file=sys.stderr)
         with progress.status(PROG, enabled=progress.wanted(args)):  # Spark stages: the Spark path only
             instant, seconds = _write_with_spark(args, options)
