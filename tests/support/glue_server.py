@@ -130,20 +130,11 @@ class MotoGlueServer(LoopbackServer):
         self.strict: _StrictGlue | None = None
 
     def start_in_thread(self) -> MotoGlueServer:
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
-        from werkzeug.serving import make_server
+        from tests.support.s3_server import moto_server
 
-        class QuietHandler(MotoRequestHandler):
-            def log_request(self, *args: Any, **kwargs: Any) -> None:
-                pass
-
-        self.strict = _StrictGlue(DomainDispatcherApplication(create_backend_app))
-        return self._serve(make_server("127.0.0.1", 0, self.strict, threaded=True, request_handler=QuietHandler),
-                           "moto-glue")
+        server = moto_server(_StrictGlue)
+        self.strict = server.app
+        return self._serve(server, "moto-glue")
 
     def fail(self, operation: str, code: str, times: int = 1, status: int = 400) -> None:
         """The next `times` calls of `operation` (e.g. "GetTable") answer `code` without reaching moto."""

@@ -37,6 +37,24 @@ class _SerializedConditionals:
             return list(self.app(environ, start_response))
 
 
+def moto_server(wrap: Callable[[Any], Any]) -> Any:
+    """A quiet, threaded werkzeug server on 127.0.0.1 and a free port for moto's WSGI application wrapped
+    in `wrap` (a middleware: S3's serialized conditionals, Glue's stricter limits)."""
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    class QuietHandler(MotoRequestHandler):
+        def log_request(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    app = wrap(DomainDispatcherApplication(create_backend_app))
+    return make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
+
+
 class MotoS3Server(LoopbackServer):
     """moto's S3 on 127.0.0.1 and a free port, in a child process (so the server does not compete with
     the code under test for this process's GIL); `stop()` ends it."""
@@ -45,19 +63,7 @@ class MotoS3Server(LoopbackServer):
     what = "the moto S3 server"
 
     def start_in_thread(self) -> MotoS3Server:
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
-        from werkzeug.serving import make_server
-
-        class QuietHandler(MotoRequestHandler):
-            def log_request(self, *args: Any, **kwargs: Any) -> None:
-                pass
-
-        app = _SerializedConditionals(DomainDispatcherApplication(create_backend_app))
-        return self._serve(make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler), "moto-s3")
+        return self._serve(moto_server(_SerializedConditionals), "moto-s3")
 
 
 def s3_env(endpoint: str) -> dict[str, str]:
