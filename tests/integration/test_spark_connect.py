@@ -129,9 +129,8 @@ def test_readme_quick_start_on_spark_connect():
     checks = summary["checks"]
     for name in ("cow_insert", "cow_upsert_distributed", "cow_delete", "cow_time_travel", "cow_incremental",
                  "bulk_insert_parquet", "cluster", "rollback", "restore", "clean", "archive", "mor_snapshot",
-                 "compact", "stream", "no_classic_calls"):
+                 "compact", "stream", "datasource", "datasource_write", "datasource_filter", "datasource_stream",
+                 "no_classic_calls"):
         assert checks.get(name) is True, (name, summary)
-    if (ROOT / "pyhudi" / "spark.py").exists():
-        assert checks.get("datasource") is True, summary
     assert summary["classic_calls"] == []
     assert summary["parallelism"] == 2

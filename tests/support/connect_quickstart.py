@@ -249,14 +249,26 @@ def main(work: str) -> None:
     commits = [n for n in os.listdir(os.path.join(stream_path, ".hoodie")) if n.endswith(".commit")]
     check("stream_commits", len(commits) == 2, commits)
 
-    # ---------------------------------------------------------------- the data source, when there is one
-    if os.path.exists(os.path.join(ROOT, "pyhudi", "spark.py")):
-        import pyhudi.spark
+    # ---------------------------------------------------------------- the `hudi` data source
+    import pyhudi.spark
 
-        pyhudi.spark.register(spark)
-        ds = rows(spark.read.format("hudi").load(cow).toArrow())
-        check("datasource", ds == model3, len(ds))
-        RESULT["datasource"] = True
+    pyhudi.spark.register(spark)
+    pyhudi.spark.register(spark)  # idempotent
+    ds = rows(spark.read.format("hudi").load(cow).toArrow())
+    check("datasource", ds == model3, len(ds))
+    ds_path = os.path.join(work, "ds")
+    bulk = {"hoodie.table.name": "connect_ds", "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "p", "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.operation": "bulk_insert"}
+    generated = spark.range(300).selectExpr("concat('k', id) id", "concat('p', id % 3) p", "id ts").repartition(2)
+    generated.write.format("hudi").options(**bulk).mode("append").save(ds_path)
+    check("datasource_write", pyhudi.read(ds_path).num_rows == 300 and hudi_rs(ds_path).num_rows == 300)
+    check("datasource_filter", spark.read.format("hudi").load(ds_path).filter("p = 'p1'").count() == 100)
+    ds_query = (spark.readStream.format("hudi").load(ds_path).writeStream.format("memory").queryName("ds_stream")
+                .trigger(availableNow=True).start())
+    ds_query.awaitTermination(300)
+    check("datasource_stream", spark.sql("SELECT count(*) AS n FROM ds_stream").collect()[0]["n"] == 300)
+    RESULT["datasource"] = True
 
     with progress._lock:
         RESULT["progress_stages"] = len(progress._stages)
