@@ -10,6 +10,9 @@ the instant that last wrote each row) read as Arrow; hudi-rs reads it every few 
 `local` writes only Arrow/pandas data in-process (`pyhudi.write(pyarrow.Table, ...)`); `alternate` picks
 Spark or in-process for each step (seeded), so each engine continues the table the other wrote, table
 services included (`pyhudi.compact(None | spark, ...)`). `spark` is the baseline the other two must match.
+On Spark steps the `hudi` data source is an engine too: it writes the operations its API can give Hudi's
+semantics for (bulk_insert, insert_overwrite, insert_overwrite_table: `df.write.format("hudi")`), and
+every Spark step's table is also read through `spark.read.format("hudi")` and checked against the model.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
 OPS = ["upsert", "insert", "delete", "bulk_insert", "insert_overwrite", "insert_overwrite_table",
        "delete_partition", "empty"]
 WEIGHTS = [40, 15, 12, 8, 6, 3, 4, 4]
+DATASOURCE_OPS = ("bulk_insert", "insert_overwrite", "insert_overwrite_table")  # what df.write.format("hudi") writes
 
 
 def key_of(n: int) -> str:
@@ -75,10 +79,13 @@ class Model:
             self.rows[key] = (name, ts, instant)
 
 
-def generate(rng: random.Random, model: Model, next_id: list[int], step: int) -> tuple[str, list[Row]]:
-    """One operation and its batch: fresh keys for inserts, stored keys for updates and deletes."""
+def generate(rng: random.Random, model: Model, next_id: list[int], step: int,
+             force: str | None = None) -> tuple[str, list[Row]]:
+    """One operation and its batch: fresh keys for inserts, stored keys for updates and deletes. `force`
+    replaces the drawn operation (the draw still happens, so the rest of the run is the same)."""
     existing = sorted(model.rows)
     op = rng.choices(OPS, weights=WEIGHTS)[0]
+    op = force or op
     if not existing and op in ("delete", "insert_overwrite", "delete_partition", "upsert"):
         op = "insert"
     ts = 10 * (step + 1)
@@ -209,11 +216,17 @@ class Engines:
 
     def __init__(self, request: pytest.FixtureRequest) -> None:
         self.request = request
+        self.datasource_writes = 0
 
     def spark(self) -> Any:
         return self.request.getfixturevalue("spark")
 
     def write(self, engine: str, rows: list[Row], path: str, opts: dict[str, str]) -> str | None:
+        op = opts["hoodie.datasource.write.operation"]
+        if engine == "spark" and rows and op in (*DATASOURCE_OPS, "insert"):
+            # fresh keys only in an insert batch: bulk_insert gives the same rows (the source cannot insert)
+            return self._datasource_write(rows, path, {**opts, "hoodie.datasource.write.operation":
+                                                       "bulk_insert" if op == "insert" else op})
         if engine == "spark":
             return pyhudi.write(self.spark().createDataFrame(rows, SPARK_SCHEMA), path, opts)
         data: Any = arrow_batch(rows)
@@ -225,6 +238,30 @@ class Engines:
 
     def session(self, engine: str) -> Any:
         return self.spark() if engine == "spark" else None
+
+    def _datasource_write(self, rows: list[Row], path: str, opts: dict[str, str]) -> str:
+        """Through the `hudi` data source; its instant is the one new completed commit of its operation
+        (inline services may complete others after it)."""
+        import pyhudi.spark
+
+        spark = self.spark()
+        pyhudi.spark.register(spark)
+        op = opts["hoodie.datasource.write.operation"]
+        before = set(completed_commits(path)) if os.path.isdir(timeline_dir(path)) else set()
+        spark.createDataFrame(rows, SPARK_SCHEMA).repartition(2).write.format("hudi").options(**opts).mode(
+            "append").save(path)
+        new = [ts for ts, name in completed_commits(path).items()
+               if ts not in before and commit_json(path, name).get("operationType", "").lower() == op]
+        assert len(new) == 1, (op, new)
+        self.datasource_writes += 1
+        return new[0]
+
+    def datasource_read(self, path: str) -> pa.Table:
+        import pyhudi.spark
+
+        spark = self.spark()
+        pyhudi.spark.register(spark)
+        return spark.read.format("hudi").load(path).toArrow()
 
 
 def run_workload(request: pytest.FixtureRequest, tmp_path: Any, table_type: str, steps: int, seed: int,
@@ -241,12 +278,14 @@ def run_workload(request: pytest.FixtureRequest, tmp_path: Any, table_type: str,
     seen: dict[str, str] = {}
     for step, engine in enumerate(schedule):
         used[engine] = used.get(engine, 0) + 1
-        if step > 2 and rng.random() < 0.12:  # an explicit service run, on the step's engine
+        # Alternating runs: the first Spark step writes through the `hudi` data source (a bulk_insert).
+        first_spark = pick is _alternate and engine == "spark" and step == schedule.index("spark")
+        if step > 2 and rng.random() < 0.12 and not first_spark:  # an explicit service run, on the step's engine
             service = "compact" if table_type == "MERGE_ON_READ" and rng.random() < 0.5 else "cluster"
             getattr(pyhudi, service)(engines.session(engine), path, opts)
             op, instant = service, None
         else:
-            op, rows = generate(rng, model, next_id, step)
+            op, rows = generate(rng, model, next_id, step, "bulk_insert" if first_spark else None)
             write_op = "insert" if op == "empty" else op
             instant = engines.write(engine, rows, path, {**opts, "hoodie.datasource.write.operation": write_op})
             if rows:
@@ -256,6 +295,9 @@ def run_workload(request: pytest.FixtureRequest, tmp_path: Any, table_type: str,
         ours = arrow_read(path, None, engines.spark)
         assert table_rows(ours) == model.snapshot(), f"{where}: pyhudi differs from the model"
         assert commit_times(ours) == {k: v[2] for k, v in model.rows.items()}, f"{where}: commit times differ"
+        if engine == "spark":
+            through = engines.datasource_read(path)
+            assert table_rows(through) == model.snapshot(), f"{where}: the hudi data source differs from the model"
         if instant:
             check_write_stats(path, instant)
         # hudi-rs 0.5 reads a version-8/9 table's active timeline only, so it drops the files of commits
@@ -267,6 +309,7 @@ def run_workload(request: pytest.FixtureRequest, tmp_path: Any, table_type: str,
         want = {"cluster"} | ({"compact"} if table_type == "MERGE_ON_READ" else set())
         assert want <= set(seen.values()), f"services that never ran: {want - set(seen.values())}"
         assert archived_any(path), "archival never ran"
+    used["datasource"] = engines.datasource_writes
     return used
 
 
@@ -316,7 +359,7 @@ def test_randomized_local_engine_hudi_1x_tables(request, tmp_path, table_type, s
 def test_randomized_alternating_engines_hudi_1x_tables(request, tmp_path, table_type, seed, version):
     used = run_workload(request, tmp_path, table_type, steps=9, seed=seed, pick=_alternate,
                         **{"hoodie.write.table.version": version})
-    assert used.get("local", 0) >= 3 and used.get("spark", 0) >= 3, used
+    assert used.get("local", 0) >= 3 and used.get("spark", 0) >= 3 and used["datasource"] >= 1, used
 
 
 @pytest.mark.spark
@@ -324,7 +367,7 @@ def test_randomized_alternating_engines_hudi_1x_tables(request, tmp_path, table_
                                              ("MERGE_ON_READ", 4)])
 def test_randomized_alternating_engines(request, tmp_path, table_type, seed):
     used = run_workload(request, tmp_path, table_type, steps=9, seed=seed, pick=_alternate)
-    assert used.get("local", 0) >= 3 and used.get("spark", 0) >= 3, used
+    assert used.get("local", 0) >= 3 and used.get("spark", 0) >= 3 and used["datasource"] >= 1, used
 
 
 @pytest.mark.extended

@@ -196,3 +196,25 @@ def _sql_equals_model(hive_metastore: Any, database: str, path: str, model: Mode
     assert parts == sorted({f"region={r['region']}" for r in model.values()}), results[1]
     got = sorted(tuple(r) for r in results[2]["rows"])
     assert got == sorted((r["id"], r["region"], r["ts"], r["qty"]) for r in model.values()), results[2]
+
+
+@pytest.mark.spark
+def test_spark_engine_writes_sync_both_catalogs(spark: Any, tmp_path: Path, hive_metastore: Any, hms_database: str,
+                                                glue: Any) -> None:
+    """The same hook on the Spark engine: a DataFrame written by pyhudi.write (executors write, the driver
+    commits) is registered in both catalogs, with Spark's version recorded as Hudi's Spark writer does."""
+    from pyhudi.sync import glue as glue_sync
+    from pyhudi.sync import hms as hms_sync
+
+    path = str(tmp_path / "trips")
+    opts = _options("MERGE_ON_READ", hms_database, hive_metastore.options(), glue.options)
+    rows = _batch(random.Random(3), REGIONS[:3], 20, 1, set())
+    model: Model = {(r["id"], r["region"]): r for r in rows}
+    pyhudi.write(spark.createDataFrame(rows, "id string, region string, ts long, qty int"), path, opts)
+    _check_rows(path, model, ["id", "region", "ts", "qty"])
+    for label, client in (("hms", hms_sync.connect(hive_metastore.options())), ("glue", glue_sync.connect(glue.options))):
+        assert_catalog_equals(client, hms_database, path, "MERGE_ON_READ", model,
+                              [("id", "string"), ("ts", "bigint"), ("qty", "int")], label)
+        table = client.get_table(hms_database, "trips_rt")
+        assert table is not None and table.parameters.get("spark.sql.create.version") == spark.version, label
+        client.close()
