@@ -510,6 +510,7 @@ def test_bulk_insert_killed_after_writing_data_files(spark, fleet):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # the crash test kills upserts mid-file on COW and MOR in the default run
 def test_upsert_killed_while_handles_write(spark, fleet):
     info = fleet.killed("kill_b2")
     pending = assert_pending_state(info)

@@ -109,7 +109,9 @@ def _check_rows(path: str, model: Model, data_columns: list[str]) -> None:
         assert got == want, label
 
 
-@pytest.mark.parametrize(("table_type", "seed"), [("COPY_ON_WRITE", 4), ("MERGE_ON_READ", 9)])
+# COW under -m extended: test_sync_inprocess.py runs COW workloads against every sync rule in the default run.
+@pytest.mark.parametrize(("table_type", "seed"), [pytest.param("COPY_ON_WRITE", 4, marks=pytest.mark.extended),
+                                                  ("MERGE_ON_READ", 9)])
 def test_randomized_workload_keeps_glue_and_the_metastore_equal_to_the_table(
         table_type: str, seed: int, tmp_path: Path, hive_metastore: Any, hms_database: str, glue: Any) -> None:
     from pyhudi.sync import glue as glue_sync
