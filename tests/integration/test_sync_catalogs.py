@@ -220,3 +220,49 @@ def test_spark_engine_writes_sync_both_catalogs(spark: Any, tmp_path: Path, hive
         table = client.get_table(hms_database, "trips_rt")
         assert table is not None and table.parameters.get("spark.sql.create.version") == spark.version, label
         client.close()
+
+
+def test_two_writers_syncing_at_once_leave_both_catalogs_equal_to_the_table(
+        tmp_path: Path, hive_metastore: Any, hms_database: str, glue: Any) -> None:
+    """Two writers (optimistic concurrency, disjoint partitions, one deleting a partition), each syncing to
+    the real metastore and Glue after every commit, their syncs interleaving: afterwards each catalog equals
+    the table."""
+    import threading
+
+    from pyhudi.sync import glue as glue_sync
+    from pyhudi.sync import hms as hms_sync
+
+    path = str(tmp_path / "trips")
+    opts = {**_options("COPY_ON_WRITE", hms_database, hive_metastore.options(), glue.options),
+            "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+            "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.InProcessLockProvider"}
+    errors: list[BaseException] = []
+
+    def writer(regions: list[str], seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for step in range(1, 5):
+                if step == 3:
+                    pyhudi.write(_arrow([], set(), False), path, {
+                        **opts, "hoodie.datasource.write.operation": "delete_partition",
+                        "hoodie.datasource.write.partitions.to.delete": f"region={regions[0]}"})
+                else:
+                    pyhudi.write(_arrow(_batch(rng, regions, 8, step, set()), set(), False), path, opts)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    pyhudi.write(_arrow(_batch(random.Random(1), ["eu"], 8, 0, set()), set(), False), path, opts)
+    threads = [threading.Thread(target=writer, args=(regions, i)) for i, regions in
+               enumerate((["us", "asia"], ["africa", "oceania"]), start=2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    rows = pyhudi.read(path).to_pylist()
+    model: Model = {(r["id"], r["region"]): r for r in rows}
+    assert "eu" in {r["region"] for r in rows} and len(model) == len(rows)
+    for label, client in (("hms", hms_sync.connect(hive_metastore.options())), ("glue", glue_sync.connect(glue.options))):
+        assert_catalog_equals(client, hms_database, path, "COPY_ON_WRITE", model,
+                              [("id", "string"), ("ts", "bigint"), ("qty", "int")], label)
+        client.close()
