@@ -12,7 +12,7 @@ partition path, delete flag, bad-key flag. Nothing here imports pyspark.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,14 @@ from pyhudi.keygen.spec import KeySpec
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.direct_input import prepare_table
 from pyhudi.writer.operation import WriteOperation
-from pyhudi.writer.prepare import BAD_KEY, META_COLUMNS, ordering_required, precombine_missing, writer_schema
+from pyhudi.writer.prepare import (
+    BAD_KEY,
+    META_COLUMNS,
+    null_ordering_error,
+    ordering_required,
+    precombine_missing,
+    writer_schema,
+)
 
 ACCEPTED = ("pyspark.sql.DataFrame, pyarrow.Table, pyarrow.RecordBatch, pyarrow.RecordBatchReader, "
             "pandas.DataFrame, or an object with __arrow_c_stream__ (polars DataFrame, DuckDB relation)")
@@ -169,3 +176,22 @@ def typed_null_columns(incoming: pa.Schema, table_avro: dict[str, Any] | None) -
 
 def bad_key_count(prepared: pa.Table) -> int:
     return int(pc.sum(prepared.column(BAD_KEY).cast(pa.int64())).as_py() or 0)
+
+
+def checked_batches(spec: ArrowBatchSpec, config: WriteConfig, batches: Iterable[pa.RecordBatch],
+                    bad_keys: Callable[[int], HudiError],
+                    refuse: Callable[[HudiError], BaseException] = lambda exc: exc) -> Iterator[pa.Table]:
+    """Each non-empty batch prepared (keys, partition path, the writer schema); a null or empty key
+    (`bad_keys(count)`) or a null required ordering value refuses the write, raised as `refuse(error)`
+    (the in-process streamed insert withdraws its instant; a data-source task fails its job)."""
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        prepared = spec.prepare(batch)
+        bad = bad_key_count(prepared)
+        if bad:
+            raise refuse(bad_keys(bad))
+        missing = spec.null_ordering(prepared)
+        if missing:
+            raise refuse(null_ordering_error(config, missing))
+        yield prepared.drop_columns([BAD_KEY])

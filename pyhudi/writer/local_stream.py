@@ -61,7 +61,7 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
-from pyhudi.writer.arrow_prepare import ArrowBatchSpec, ArrowSource, bad_key_count
+from pyhudi.writer.arrow_prepare import ArrowBatchSpec, ArrowSource, bad_key_count, checked_batches
 from pyhudi.writer.bulk_insert import by_partition, write_tables
 from pyhudi.writer.client import WriteClient, WriteResult, _Rejected
 from pyhudi.writer.config import WriteConfig
@@ -98,17 +98,7 @@ class StreamedInsert(WriteClient):
     def _checked_batches(self, spec: ArrowBatchSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
         """Each non-empty batch prepared; a null key or null required precombine value refuses the write
         (`_Rejected`: the instant is withdrawn, or rolled back once files exist)."""
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            prepared = spec.prepare(batch)
-            bad = bad_key_count(prepared)
-            if bad:
-                raise _Rejected(self._bad_keys(bad))
-            missing = spec.null_ordering(prepared)
-            if missing:
-                raise _Rejected(null_ordering_error(self.config, missing))
-            yield prepared.drop_columns([BAD_KEY])
+        return checked_batches(spec, self.config, batches, self._bad_keys, _Rejected)
 
     def _first_chunk(self, spec: ArrowBatchSpec, source: ArrowSource, timeline: ActiveTimeline | None
                      ) -> tuple[pa.Table, Iterator[pa.RecordBatch] | None]:

@@ -63,14 +63,13 @@ from pyhudi.timeline.table_schema import table_schema
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.transaction.heartbeat import Heartbeat
 from pyhudi.view.builder import build_view
-from pyhudi.writer.arrow_prepare import ArrowBatchSpec, bad_key_count, prepare_spec
+from pyhudi.writer.arrow_prepare import ArrowBatchSpec, checked_batches, prepare_spec
 from pyhudi.writer.bulk_insert import write_tables
 from pyhudi.writer.client import WriteClient, WriteResult
 from pyhudi.writer.config import WriteConfig, build_write_config, resolve_table_config
 from pyhudi.writer.entry import combines, delete_table, existing_config
 from pyhudi.writer.handles import HandleContext
 from pyhudi.writer.operation import WriteOperation
-from pyhudi.writer.prepare import BAD_KEY, null_ordering_error
 from pyhudi.writer.profile import WorkloadProfile
 
 log = logging.getLogger(__name__)
@@ -300,19 +299,9 @@ class HudiBatchWriter(DataSourceArrowWriter):
 
 
 def checked(spec: ArrowBatchSpec, config: WriteConfig, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
-    """Each batch prepared (keys, partition path, the writer schema); a null key or a missing required
-    ordering value fails the task (the job aborts: the instant is rolled back)."""
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        prepared = spec.prepare(batch)
-        bad = bad_key_count(prepared)
-        if bad:
-            raise bad_keys_error(config, bad)
-        missing = spec.null_ordering(prepared)
-        if missing:
-            raise null_ordering_error(config, missing)
-        yield prepared.drop_columns([BAD_KEY])
+    """Each batch prepared; a null key or a missing required ordering value fails the task (the job
+    aborts: the instant is rolled back)."""
+    return checked_batches(spec, config, batches, lambda count: bad_keys_error(config, count))
 
 
 def bad_keys_error(config: WriteConfig, count: int) -> InvalidRecordError:
