@@ -16,6 +16,9 @@ from pyhudi.config.registry import Options
 from pyhudi.engine import engine_for
 from pyhudi.model.table_config import load_table_config
 from pyhudi.storage import Storage
+from pyhudi.sync.hook import (
+    after_service as _sync_after_service,  # clean, rollback, restore: sync as writes do
+)
 from pyhudi.writer.config import WriteConfig, build_write_config
 from pyhudi.writer.entry import MODES, write_table
 from pyhudi.writer.entry import existing_config as _existing_config
@@ -153,7 +156,7 @@ def clean(spark: SparkSession | None, path: str, options: Mapping[str, Any] | No
         return cleaner.dry_run(storage, table, config.clean)
     results = cleaner.clean(storage, table, config.clean, config.lock)
     if results:  # a clean can delete a partition (Hudi's isPartitionDeleted): the catalog drops it
-        _sync_after(path, options, results[-1].instant, storage_options)
+        _sync_after_service(path, options, results[-1].instant, storage_options)
     return results
 
 
@@ -171,7 +174,7 @@ def rollback(spark: SparkSession | None, path: str, instant: str, options: Mappi
     result = rs.rollback(storage, instant, config.lock, lazy)
     # A rolled-back commit may have been synced (its partitions registered): with the sync point gone from
     # the timeline, the sync compares the catalog with the table in full.
-    _sync_after(path, options, getattr(result, "rollback_instant", None), storage_options)
+    _sync_after_service(path, options, getattr(result, "rollback_instant", None), storage_options)
     return result
 
 
@@ -192,18 +195,8 @@ def restore(spark: SparkSession | None, path: str, savepoint: str, options: Mapp
 
     storage, config = _service_config(path, options, storage_options=storage_options)
     restored = rs.restore(storage, savepoint, config.lock)
-    _sync_after(path, options, restored, storage_options)
+    _sync_after_service(path, options, restored, storage_options)
     return restored
-
-
-def _sync_after(path: str, options: Mapping[str, Any] | None, instant: str | None,
-                storage_options: Mapping[str, str] | None) -> None:
-    """Meta sync after a service that changes the table's partitions, when the options enable it (Hudi syncs
-    after writes only; pyhudi also after clean, rollback and restore, so the catalog never keeps a partition
-    they removed). A failure raises MetaSyncError carrying the service's instant."""
-    from pyhudi.sync.hook import after_service
-
-    after_service(path, options, instant, storage_options)
 
 
 def sync(path: str, options: Mapping[str, Any] | None = None, storage_options: Mapping[str, str] | None = None,
@@ -220,11 +213,11 @@ def sync(path: str, options: Mapping[str, Any] | None = None, storage_options: M
     from pyhudi.sync.config import sync_options
     from pyhudi.sync.hook import sync_storage
 
-    storage = Storage(path, storage_options=dict(storage_options or {}))
-    load_table_config(storage)  # TableNotFoundError for a path that is not a table, before any catalog call
     settings = sync_options(Options.parse(options), force=True)
     assert settings is not None
-    return sync_storage(storage, settings, explain=explain, progress=progress)
+    # sync_storage reads hoodie.properties first: TableNotFoundError before any catalog call
+    return sync_storage(Storage(path, storage_options=dict(storage_options or {})), settings, explain=explain,
+                        progress=progress)
 
 
 def archive(spark: SparkSession | None, path: str, options: Mapping[str, Any] | None = None,

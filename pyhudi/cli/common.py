@@ -58,14 +58,21 @@ def open_table(path: str) -> OpenTable:
     """Load config and timeline; a missing table gets a hint when a child directory is a table
     (a common slip with unzipped samples, whose table sits one level down)."""
     storage = Storage(path)
-    try:
+    with table_hint(storage):
         config = load_table_config(storage)
+    return OpenTable(storage, config, ActiveTimeline.load(storage))
+
+
+@contextmanager
+def table_hint(storage: Storage) -> Iterator[None]:
+    """A TableNotFoundError raised inside gets the hint of `open_table` (a child directory that is a table)."""
+    try:
+        yield
     except TableNotFoundError as exc:
         hint = _child_table_hint(storage)
         if hint:
             raise TableNotFoundError(f"{exc} (did you mean {hint}?)") from exc
         raise
-    return OpenTable(storage, config, ActiveTimeline.load(storage))
 
 
 def _child_table_hint(storage: Storage) -> str | None:

@@ -14,7 +14,8 @@ import sys
 from typing import Any
 
 from pyhudi.cli import progress
-from pyhudi.cli.common import add_option_argument, open_table, parse_options
+from pyhudi.cli.common import add_option_argument, parse_options, table_hint
+from pyhudi.storage import Storage
 
 PROG = "pyhudi sync"
 
@@ -36,10 +37,10 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pyhudi.api import sync
 
-    open_table(args.path)  # a clear error for a path that is not a table, before any catalog call
     options, _ = parse_options(args.options, PROG)
     say = _progress_printer() if progress.wanted(args) else None
-    reports = sync(args.path, options, explain=args.dry_run, progress=say)
+    with table_hint(Storage(args.path)):  # the sync reads hoodie.properties before any catalog call
+        reports = sync(args.path, options, explain=args.dry_run, progress=say)
     for report in reports:
         _print_report(report, args.dry_run)
     return 0

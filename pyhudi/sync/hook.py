@@ -106,12 +106,9 @@ def after_commit(storage: Storage, options: SyncOptions | None, instant: str | N
         options = replace(options, spark_version=spark_version)
     try:
         sync_storage(storage, options, instant=instant)
-    except MetaSyncError as exc:
-        if exc.instant is None:
-            raise MetaSyncError(_message({"meta sync": exc}, instant, storage.base_uri), instant, {"meta sync": exc}) \
-                from exc
-        raise
     except Exception as exc:
+        if isinstance(exc, MetaSyncError) and exc.instant is not None:
+            raise  # the tools' failures, already naming the committed instant
         raise MetaSyncError(_message({"meta sync": exc}, instant, storage.base_uri), instant,
                             {"meta sync": exc}) from exc
 

@@ -72,7 +72,7 @@ from pyhudi.writer.partitioner import (
     plan_bucket_index,
     plan_buckets,
 )
-from pyhudi.writer.prepare import null_ordering_error, ordering_required
+from pyhudi.writer.prepare import bad_keys_error, null_ordering_error, ordering_required
 from pyhudi.writer.profile import WorkloadProfile
 from pyhudi.writer.record_size import average_record_size
 from pyhudi.writer.small_files import small_file_candidates
@@ -370,10 +370,7 @@ class WriteClient:
         return HudiError(f"the write task refused the batch: {error}")
 
     def _bad_keys(self, count: int) -> InvalidRecordError:
-        fields = ",".join(self.config.table.record_key_fields)
-        return InvalidRecordError(
-            f"{count} record(s) have a null or empty record key (field(s) {fields}); every record needs a "
-            "key. Filter or fill them before writing. Nothing was written.")
+        return bad_keys_error(self.config, count)
 
     def _clustering_service(self) -> None:
         table_services.clustering_service(self.engine, self.storage, self.config)

@@ -51,6 +51,15 @@ def ordering_required(config: WriteConfig) -> bool:
     return op is WriteOperation.UPSERT or (op in _COMBINING_INSERTS and config.combine_before_write)
 
 
+def bad_keys_error(config: WriteConfig, count: int, outcome: str = "Nothing was written.") -> InvalidRecordError:
+    """The refusal of records with a null or empty record key (Hudi's key generator refuses them too);
+    `outcome` says what became of the write (refused before anything existed, or rolled back)."""
+    fields = ",".join(config.table.record_key_fields)
+    return InvalidRecordError(
+        f"{count} record(s) have a null or empty record key (field(s) {fields}); every record needs a key. "
+        f"Filter or fill them before writing. {outcome}")
+
+
 def null_ordering_error(config: WriteConfig, count: int) -> InvalidRecordError:
     field = config.precombine_field
     return InvalidRecordError(

@@ -52,7 +52,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyhudi.config import keys as K
 from pyhudi.config.registry import Options
 from pyhudi.engine.spark.datasource_read import SourceOptions
-from pyhudi.errors import InvalidConfigError, InvalidRecordError
+from pyhudi.errors import InvalidConfigError
 from pyhudi.model import avro_models as am
 from pyhudi.model.upgrade import upgrade_for_write
 from pyhudi.model.write_stat import WriteStat
@@ -70,6 +70,7 @@ from pyhudi.writer.config import WriteConfig, build_write_config, resolve_table_
 from pyhudi.writer.entry import combines, delete_table, existing_config
 from pyhudi.writer.handles import HandleContext
 from pyhudi.writer.operation import WriteOperation
+from pyhudi.writer.prepare import bad_keys_error
 from pyhudi.writer.profile import WorkloadProfile
 
 log = logging.getLogger(__name__)
@@ -301,15 +302,7 @@ class HudiBatchWriter(DataSourceArrowWriter):
 def checked(spec: ArrowBatchSpec, config: WriteConfig, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
     """Each batch prepared; a null key or a missing required ordering value fails the task (the job
     aborts: the instant is rolled back)."""
-    return checked_batches(spec, config, batches, lambda count: bad_keys_error(config, count))
-
-
-def bad_keys_error(config: WriteConfig, count: int) -> InvalidRecordError:
-    """The write client's refusal of null or empty keys (found by a task here: the instant is rolled back)."""
-    fields = ",".join(config.table.record_key_fields)
-    return InvalidRecordError(
-        f"{count} record(s) have a null or empty record key (field(s) {fields}); every record needs a key. "
-        "Filter or fill them before writing. The write was rolled back.")
+    return checked_batches(spec, config, batches, lambda count: bad_keys_error(config, count, "The write was rolled back."))
 
 
 def _sorted(tables: list[pa.Table]) -> list[pa.Table]:
