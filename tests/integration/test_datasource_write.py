@@ -52,6 +52,12 @@ def _instants(path: str) -> list[str]:
     return [f"{i.timestamp}.{i.action.value}.{i.state.value}" for i in ActiveTimeline.load(Storage(path)).instants]
 
 
+def pyhudi_filter_v(low: int, high: int) -> object:
+    import pyarrow.compute as pc
+
+    return (pc.field("v") >= low) & (pc.field("v") < high)
+
+
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 def test_bulk_insert_equals_pyhudi_write_then_upserts(hudi_spark, tmp_path, table_type):
     ds, ref = str(tmp_path / "ds"), str(tmp_path / "ref")
@@ -70,6 +76,10 @@ def test_bulk_insert_equals_pyhudi_write_then_upserts(hudi_spark, tmp_path, tabl
         assert 0 < s.file_size_in_bytes < 10 << 20 and s.num_writes > 0
         assert os.path.getsize(os.path.join(ds, s.path)) == s.file_size_in_bytes
     assert not os.listdir(os.path.join(ds, ".hoodie", ".heartbeat"))
+    # Spark's own parquet reader, with pushdown, reads the source's base files as pyhudi reads the table
+    raw = hudi_spark.read.parquet(*(os.path.join(ds, s.path) for s in files))
+    assert raw.count() == 3000 and raw.filter("v >= 100 AND v < 200").count() == 100 == \
+        pyhudi.read(ds).filter(pyhudi_filter_v(100, 200)).num_rows
     up = _df(hudi_spark, 0, 3000, ts=100).filter("v % 7 = 0")
     upsert = {**opts, OP: "upsert"}
     pyhudi.write(up, ds, upsert)
