@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Shared set-up for scripts/demo.sh and scripts/test.sh: Java check, Python check, .venv, install.
 # Sourced, not executed. Idempotent: re-installs only when pyproject.toml changed.
-# The extras (`ensure_venv "spark,plot,test"`): pyspark and matplotlib are optional for users (the base
-# install runs in-process without Java), but the demo and the tests need them.
+# The extras: `ensure_venv "spark,plot,test"` for the tests (Spark, PNG plots, pytest, hudi-rs, the local
+# S3/Glue/Azure servers); `ensure_venv ""` is the base install, all the demo's in-process main job needs.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,15 +46,16 @@ find_python() {
 }
 
 ensure_venv() {
-  local extras="$1" stamp
+  local extras="$1" stamp target
   if [ ! -x "$VENV/bin/python" ]; then
     echo "[pyhudi] creating $VENV" >&2
     "$(find_python)" -m venv "$VENV"
   fi
   stamp="$VENV/.installed-${extras//,/-}"
+  target="$ROOT${extras:+[$extras]}"
   if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
-    echo "[pyhudi] installing pyhudi[$extras] and its dependencies into .venv (first run downloads PySpark, ~400 MB)" >&2
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[$extras]"
+    echo "[pyhudi] installing pyhudi${extras:+[$extras]} and its dependencies into .venv${extras:+ (first run downloads PySpark, ~400 MB)}" >&2
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$target"
     touch "$stamp"
   fi
   if [[ ",$extras," == *",test,"* ]]; then ensure_azurite; fi
