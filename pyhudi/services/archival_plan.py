@@ -20,8 +20,11 @@ It never archives at or after:
   file-system view would show the replaced and the replacing files side by side;
 * the slices and delta commits a pending compaction still needs, and (MOR, NUM_COMMITS trigger)
   the delta commits Hudi keeps so the compaction trigger can still count them;
-* the files of a write that never completed (an orphan older than the new start of the timeline
-  would look archived, hence committed, to every reader);
+* the files of a write that never completed and that a rollback or restore on the active timeline
+  undid (an orphan a partial rollback left, older than the new start of the timeline, would look
+  archived, hence committed, to every reader). Only then are data files listed, and only in the
+  partitions that rollback or restore names (`_Planner.orphan_bound`); a file with no trace in any
+  timeline file is not looked for (see there: what this gives up, and that Hudi lists nothing);
 * actions pyhudi does not archive (restore, indexing).
 
 Cleans and rollbacks older than the first commit kept go with the commits. The result is always a
@@ -80,7 +83,8 @@ J:HoodieFileGroup.isFileSliceCommitted):
 6. a replacecommit whose replaced file groups still have files on storage stays (rule 3c trusts the
    cleaner to have removed them; a failed delete would let the replaced files reappear);
 7. the files of a write that never completed in the range about to go (an orphan) stop archival before
-   it, and the commit before it stays.
+   it, and the commit before it stays; looked for only when a rollback or restore undid a write in that
+   range, in the partitions it names (`_Planner.orphan_bound`).
 
 Differences from pyhudi's layout-1 (0.14) rules above: the keep limits follow the cleaner (rule 1; pyhudi's
 config refuses hoodie.keep.min.commits <= hoodie.cleaner.commits.retained for both layouts, so this binds with
@@ -343,14 +347,32 @@ class _Planner:
         return out
 
     def orphan_bound(self, last_selected: str) -> _Bound | None:
-        """Data files of writes that never completed, in the range about to leave the timeline."""
+        """Data files a rollback or restore left behind of a write in the range about to leave the timeline.
+
+        Option (b) of pyhudi issue 31: data files are listed only when the range holds a write that a
+        rollback or restore undid, and only in the partitions that rollback or restore names (cost follows
+        the work); otherwise nothing is listed. A write that never completed leaves a trace in the timeline:
+        while its requested or inflight file exists it is a pending instant, which already bounds archival;
+        once rolled back, the rollback (or the restore) names it and its partitions, and a partial rollback is
+        the one way its files outlive that trace. What (b) gives up: a file with no trace in any timeline
+        file (a writer that crashed before creating its requested instant, whose instant files were deleted
+        by hand, or that a rollback naming no partition left behind) is not looked for; if older than the
+        new start of the timeline, readers would take it for archived, hence committed, data. Hudi's archiver
+        lists no data files at all (J:TimelineArchiverV2 / HoodieTimelineArchiver: failed writes are left to
+        the marker-based rollback), so pyhudi still finds more than Hudi does."""
         first_write = next((g.timestamp for g in self.groups if g.action in WRITE_ACTIONS
                             or g.action in (Action.COMPACTION, Action.LOG_COMPACTION)), None)
         if first_write is None:
             return None
+        undone = self.undone_writes(first_write, last_selected)
+        if not undone:
+            return None
+        named: set[str] = set()
+        for parts in undone.values():
+            named |= parts if parts is not None else set(self.view.partition_paths)
         committed = {c.timestamp for c in self.commits}
         oldest: tuple[str, str] | None = None
-        for partition in self.view.partition_paths:
+        for partition in sorted(named):
             for name in self._files(partition):
                 base = parse_base_file(name)
                 lf = parse_log_file(name) if base is None else None
@@ -367,9 +389,64 @@ class _Planner:
         # timeline's first write (which is what "archived, hence committed" means to readers).
         before = [c for c in self.commits if c.timestamp < oldest[0]]
         return _Bound(before[-1].timestamp if before else oldest[0],
-                      f"{oldest[1]} was written by {oldest[0]}, which never completed (an orphan the cleaner has "
-                      "not removed; the timeline must keep starting before it, or readers would take it for "
-                      "archived data)")
+                      f"{oldest[1]} was written by {oldest[0]}, which never completed and was rolled back (an "
+                      "orphan the rollback left and the cleaner has not removed; the timeline must keep starting "
+                      "before it, or readers would take it for archived data)")
+
+    def undone_writes(self, first_write: str, last_selected: str) -> dict[str, set[str] | None]:
+        """Instants in [first_write, last_selected] that a rollback or restore on the active timeline undid
+        (completed or pending), with the partitions it names (None: every partition, when the rollback or
+        restore cannot be read or does not say). Only rollbacks and restores after `first_write` are read:
+        one is always requested after the instant it undoes."""
+        out: dict[str, set[str] | None] = {}
+
+        def note(instant: str, parts: set[str] | None) -> None:
+            if first_write <= instant <= last_selected:
+                known = out.get(instant, set())
+                out[instant] = None if parts is None or known is None else known | parts
+
+        for g in self.groups:
+            if g.action not in (Action.ROLLBACK, Action.RESTORE) or g.timestamp <= first_write:
+                continue
+            try:
+                record = self._trace_record(g)
+            except (HudiError, OSError, ValueError) as exc:
+                log.warning("archival: %s is unreadable (%s); listing every partition for orphans", g, exc)
+                note(last_selected, None)
+                continue
+            for instant, parts in _undone_by(g, record):
+                note(instant, parts)
+        return out
+
+    def _trace_record(self, g: InstantGroup) -> dict:
+        """A completed rollback's or restore's metadata, else its plan."""
+        inst = g.instant if g.completed else Instant(g.timestamp, g.action, State.REQUESTED)
+        return am.read_instant_avro(self.storage.read_bytes(f"{self.table.timeline_dir}/{inst.file_name}"))
+
+
+def _undone_by(g: InstantGroup, record: dict) -> list[tuple[str, set[str] | None]]:
+    """(instant undone, partitions named) of one rollback or restore record (metadata or plan)."""
+    def rollback_parts(meta: dict) -> set[str]:
+        return {str(p) for p in (meta.get("partitionMetadata") or {})}
+
+    if g.action is Action.ROLLBACK and g.completed:
+        parts = rollback_parts(record)
+        undone = [str(i) for i in record.get("commitsRollback") or []]
+        undone += [str(i.get("commitTime")) for i in record.get("instantsRollback") or [] if isinstance(i, dict)]
+        return [(i, parts) for i in undone]
+    if g.action is Action.ROLLBACK:
+        target = str((record.get("instantToRollback") or {}).get("commitTime") or "")
+        requests = record.get("RollbackRequests") or record.get("rollbackRequests") or []
+        return [(target, {str(r.get("partitionPath") or "") for r in requests})] if target else []
+    if g.completed:  # a restore: its rollbacks' metadata per undone instant
+        by_instant = record.get("hoodieRestoreMetadata") or {}
+        out: list[tuple[str, set[str] | None]] = [
+            (str(i), set().union(*[rollback_parts(m) for m in metas]) if metas else set())
+            for i, metas in by_instant.items()]
+        listed = [str(i.get("commitTime")) if isinstance(i, dict) else str(i) for i in record.get("instantsToRollback") or []]
+        return out + [(i, None) for i in listed if i not in by_instant]
+    # a pending restore: which partitions its rollbacks will name is not known yet
+    return [(str(i.get("commitTime")), None) for i in record.get("instantsToRollback") or [] if isinstance(i, dict)]
 
 
 def plan_archival(storage: Storage, table: TableConfig, cfg: ArchivalConfig, clean_cfg: CleanConfig,

@@ -85,12 +85,21 @@ class ArchTable(Table):
             self.avro(f"{ts}.clean", "HoodieCleanMetadata", am.clean_metadata(
                 start_clean_time=ts, earliest_commit_to_retain=retained, partition_metadata={}))
 
-    def rollback(self, ts: str, target: str) -> None:
+    def rollback(self, ts: str, target: str, partitions: tuple[str, ...] = (), failed: tuple[str, ...] = (),
+                 state: str = "completed") -> None:
+        """A rollback of `target` naming `partitions` (its files that could not be deleted: `failed`)."""
         self.avro(f"{ts}.rollback.requested", "HoodieRollbackPlan", am.rollback_plan(
-            instant_to_rollback=am.instant_info(target, "commit"), rollback_requests=[]))
+            instant_to_rollback=am.instant_info(target, "commit"), rollback_requests=[am.rollback_request(
+                partition_path=p, file_id="", latest_base_instant="", files_to_be_deleted=[],
+                log_blocks_to_be_deleted={}) for p in partitions]))
+        if state == "requested":
+            return
         (self.hoodie / f"{ts}.rollback.inflight").write_bytes(b"")
         self.avro(f"{ts}.rollback", "HoodieRollbackMetadata", am.rollback_metadata(
-            start_rollback_time=ts, instants_rollback=[am.instant_info(target, "commit")], partition_metadata={}))
+            start_rollback_time=ts, instants_rollback=[am.instant_info(target, "commit")],
+            partition_metadata={p: am.rollback_partition_metadata(partition_path=p, success_delete_files=[],
+                                                                  failed_delete_files=list(failed))
+                                for p in partitions}))
 
     def savepoint(self, ts: str) -> None:
         (self.hoodie / f"{ts}.savepoint.inflight").write_bytes(b"")
@@ -278,15 +287,59 @@ def test_keeps_the_delta_commits_the_compaction_trigger_counts(tmp_path: Path) -
         assert result is not None and len(result.archived) == 35 - kept, name
 
 
-def test_stops_before_files_of_a_write_that_never_completed(table: ArchTable) -> None:
+def _listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every directory the code under test lists (Storage.list_dir)."""
+    seen: list[str] = []
+    orig = Storage.list_dir
+
+    def spy(self: Storage, rel: str) -> Any:
+        seen.append(rel.strip("/"))
+        return orig(self, rel)
+    monkeypatch.setattr(Storage, "list_dir", spy)
+    return seen
+
+
+@pytest.mark.parametrize("state", ["completed", "requested"])
+def test_stops_before_files_a_rollback_left_of_a_write_that_never_completed(
+        table: ArchTable, monkeypatch: pytest.MonkeyPatch, state: str) -> None:
+    """Option (b): a rollback (completed, or still pending) of a write in the range names the write's partition;
+    a file of that write it left behind holds archival back, found by listing that partition only."""
     table.commits(1, 35)
-    table.base(PART, "orphan", X(5, 3))
+    orphan = table.base(PART, "orphan", X(5, 3))
+    table.base("p=other", "live", C(2))
+    table.rollback(X(8), X(5, 3), partitions=(PART,), failed=(orphan,), state=state)
+    listed = _listed(monkeypatch)
     result = run(table)
     # C(5), the last commit before the orphan, stays: the active timeline must start before it.
     assert result is not None and [i.timestamp for i in result.archived] == [C(n) for n in range(1, 5)]
     assert "never completed" in (result.stopped_by or "")
+    assert PART in listed and "p=other" not in listed, listed
     view = table.view()
     assert not view.is_committed(X(5, 3)) and view.is_committed(C(1))
+
+
+def test_a_rollback_that_left_nothing_lets_archival_pass(table: ArchTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    table.commits(1, 35)
+    table.rollback(X(8), X(5, 3), partitions=(PART,))
+    listed = _listed(monkeypatch)
+    result = run(table)
+    assert result is not None and result.stopped_by is None
+    assert [i.timestamp for i in result.archived if i.action is Action.COMMIT] == [C(n) for n in range(1, 16)]
+    assert listed.count(PART) == 1, listed
+
+
+def test_without_a_rollback_no_data_file_is_listed(table: ArchTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What option (b) gives up, written down: a file whose write left no trace in any timeline file (no
+    requested or inflight instant, no rollback) is not looked for, so archival passes it. Nothing but the
+    timeline is listed."""
+    table.commits(1, 35)
+    table.base(PART, "no-trace", X(5, 3))
+    table.rollback(X(0, 7), X(0, 6), partitions=(PART,))  # a rollback of an instant outside the range
+    listed = _listed(monkeypatch)
+    result = run(table)
+    assert result is not None and result.stopped_by is None
+    assert [i.timestamp for i in result.archived if i.action is Action.COMMIT] == [C(n) for n in range(1, 16)]
+    assert PART not in listed, listed
 
 
 def test_stops_before_an_action_it_does_not_archive(table: ArchTable) -> None:

@@ -111,12 +111,14 @@ class V2Table:
             self.avro(f"{ts}_{done(ts)}.clean", "HoodieCleanMetadata", am.clean_metadata(
                 start_clean_time=ts, earliest_commit_to_retain=retained, partition_metadata={}))
 
-    def rollback(self, ts: str, target: str) -> None:
+    def rollback(self, ts: str, target: str, partitions: tuple[str, ...] = ()) -> None:
         self.avro(f"{ts}.rollback.requested", "HoodieRollbackPlan", am.rollback_plan(
             instant_to_rollback=am.instant_info(target, "commit"), rollback_requests=[]))
         self.put(f"{ts}.rollback.inflight")
         self.avro(f"{ts}_{done(ts)}.rollback", "HoodieRollbackMetadata", am.rollback_metadata(
-            start_rollback_time=ts, instants_rollback=[am.instant_info(target, "commit")], partition_metadata={}))
+            start_rollback_time=ts, instants_rollback=[am.instant_info(target, "commit")],
+            partition_metadata={p: am.rollback_partition_metadata(partition_path=p, success_delete_files=[],
+                                                                  failed_delete_files=[]) for p in partitions}))
 
     def savepoint(self, ts: str) -> None:
         self.put(f"{ts}.savepoint.inflight")
@@ -300,6 +302,22 @@ def test_replacecommit_with_replaced_files_still_on_storage_stays(table: V2Table
     assert [g.timestamp for g in plan.groups] == [C(1)] and "still on storage" in (plan.stopped_by or "")
     (table.root / PART / f"old_0-1-1_{C(1)}.parquet").unlink()
     assert C(2) in [g.timestamp for g in dry_run(table.storage, table.config, KEEP, NO_CLEANER).groups]
+
+
+def test_files_a_rollback_left_of_a_failed_write_hold_archival(table: V2Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule 7 under option (b): only a rollback of a write in the range makes archival list data files, in the
+    partitions it names; the failed write's file it left keeps the commit before it on the active timeline."""
+    table.commits(1, 8)
+    table.base("orphan", X(2, 3))
+    listed: list[str] = []
+    orig = Storage.list_dir
+    monkeypatch.setattr(Storage, "list_dir", lambda self, rel: listed.append(rel) or orig(self, rel))
+    plan = dry_run(table.storage, table.config, KEEP, NO_CLEANER)  # no rollback: the file has no trace
+    assert [g.timestamp for g in plan.groups] == [C(n) for n in range(1, 6)] and PART not in listed
+    table.rollback(X(7), X(2, 3), partitions=(PART,))
+    plan = dry_run(table.storage, table.config, KEEP, NO_CLEANER)
+    assert [g.timestamp for g in plan.groups] == [C(1)] and "never completed" in (plan.stopped_by or "")  # C(2) stays
+    assert PART in listed
 
 
 def test_savepoint_named_in_the_clean_plan_holds_replacecommits(table: V2Table) -> None:
