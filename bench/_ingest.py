@@ -144,6 +144,18 @@ class PyhudiSink(Sink):
         return {"bytes": self.ledger.total(), "by_kind": self.ledger.by_kind()}
 
 
+@dataclass
+class ArrowPyhudiSink(PyhudiSink):
+    """pyhudi with the in-process engine: the staged batch is read with pyarrow inside the timed region
+    (as the delta-rs sink does) and written as an Arrow table; maintenance gets no SparkSession."""
+
+    def write(self, spark: Any, batch: Batch) -> None:
+        import pyhudi
+
+        op = "insert" if batch.phase == PHASE_INSERT else "upsert"
+        pyhudi.write(pq.read_table(batch.staged), self.path, {**self.options, "hoodie.datasource.write.operation": op})
+
+
 # --------------------------------------------------------------------------- delta-rs
 
 

@@ -1,0 +1,159 @@
+"""Headline, targets and tables of `bench/stream_grid.py` (Arrow streams vs delta-rs on every shape)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common import fmt_bytes, format_table, median
+
+NAME = "stream_grid"
+TITLE = "Arrow streams vs delta-rs on every shape"
+LIMITS = {1: 1.5}  # ratio limit per file size (MB); every other size: 1.0
+SIZING_PCT, OPEN_SMALL_MAX = 95.0, 1
+
+
+def limit(size_mb: int) -> float:
+    return LIMITS.get(size_mb, 1.0)
+
+
+def _nan(v: Any) -> bool:
+    return not isinstance(v, (int, float)) or v != v
+
+
+def _ok(c: dict[str, Any]) -> bool:
+    return not _nan(c["ratio"])
+
+
+def top_steps(c: dict[str, Any], n: int = 3) -> str:
+    """pyhudi's largest write steps in the cell, as shares of its end-to-end time."""
+    steps = dict(c["pyhudi"].get("steps") or {})
+    total = c["pyhudi"]["end_to_end_seconds"] or 1.0
+    steps["other"] = max(0.0, total - sum(steps.values()))
+    best = sorted(steps.items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{k} {v / total:.0%}" for k, v in best)
+
+
+def headline(r: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    cells = r.get("cells") or []
+    h: dict[str, Any] = {"sizes": {}}
+    targets: list[dict[str, Any]] = []
+    for size in sorted({c["size_mb"] for c in cells}):
+        sel = [c for c in cells if c["size_mb"] == size and _ok(c)]
+        if not sel:
+            continue
+        worst = max(sel, key=lambda c: c["ratio"])
+        lim = limit(size)
+        missed = [c["id"] for c in sel if c["ratio"] > lim]
+        h["sizes"][str(size)] = {"worst": worst["ratio"], "worst_cell": worst["id"], "limit": lim,
+                                 "median": median([c["ratio"] for c in sel]), "cells": len(sel), "missed": missed}
+        targets.append({"target": f"Arrow stream grid, {size} MB files: every cell <= {lim:g} x delta-rs merge + "
+                                  "optimize.compact (end-to-end)",
+                        "measured": f"worst {worst['ratio']:.2f}x ({worst['id']}), median "
+                                    f"{h['sizes'][str(size)]['median']:.2f}x, {len(sel) - len(missed)}/{len(sel)} "
+                                    "cells met",
+                        "met": not missed})
+    sized = [c for c in cells if not _nan(c["sizing"].get("well_sized_pct"))]
+    if sized:
+        worst = min(sized, key=lambda c: c["sizing"]["well_sized_pct"])
+        v = worst["sizing"]["well_sized_pct"]
+        h["sizing_worst"] = {"pct": v, "cell": worst["id"]}
+        targets.append({"target": f"Arrow stream grid: >= {SIZING_PCT:g}% of pyhudi's bytes well sized in every "
+                                  "cell (each partition's one open file aside; live log bytes count as not well sized)",
+                        "measured": f"worst {v:.1f}% ({worst['id']}), {len(sized)} cells with a full file",
+                        "met": v >= SIZING_PCT})
+    opened = [c for c in cells if "open_small_max" in c["sizing"]]
+    if opened:
+        worst = max(opened, key=lambda c: c["sizing"]["open_small_max"])
+        v = worst["sizing"]["open_small_max"]
+        h["open_small_worst"] = {"files": v, "cell": worst["id"]}
+        targets.append({"target": f"Arrow stream grid: at most {OPEN_SMALL_MAX} open small file per partition",
+                        "measured": f"at most {v} ({worst['id']})", "met": v <= OPEN_SMALL_MAX})
+    return h, targets
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _ratio_cell(c: dict[str, Any] | None, markdown: bool) -> str:
+    if c is None:
+        return "-"
+    if _nan(c["ratio"]):
+        return "error"
+    text = f"{c['ratio']:.2f}"
+    return f"**{text}**" if markdown and c["ratio"] > limit(c["size_mb"]) else text
+
+
+def ratio_table(r: dict[str, Any], markdown: bool) -> str:
+    cells = r.get("cells") or []
+    by = {(c["partitions"], c["update_fraction"], c["window"], c["size_mb"], c["type"]): c for c in cells}
+    cols = [(t, s) for t in ("cow", "mor") for s in sorted({c["size_mb"] for c in cells})
+            if any(c["type"] == t and c["size_mb"] == s for c in cells)]
+    shapes = sorted({(c["partitions"], c["update_fraction"], c["window"]) for c in cells})
+    rows = [[str(p), f"{u:.0%}", w] + [_ratio_cell(by.get((p, u, w, s, t)), markdown) for t, s in cols]
+            for p, u, w in shapes]
+    return format_table(["partitions", "updates", "keys"] + [f"{t.upper()} {s} MB" for t, s in cols], rows,
+                        markdown=markdown)
+
+
+def missed_table(r: dict[str, Any], markdown: bool) -> str:
+    cells = [c for c in r.get("cells") or [] if _ok(c) and c["ratio"] > limit(c["size_mb"])]
+    rows = [[c["id"], f"{c['ratio']:.2f}", f"{c['pyhudi']['end_to_end_seconds']:.2f}",
+             f"{c['delta']['ingest_seconds']:.2f} + {c['delta']['maintenance_seconds']:.2f}", top_steps(c)]
+            for c in sorted(cells, key=lambda c: -c["ratio"])]
+    return format_table(["cell", "ratio", "pyhudi s", "delta-rs s (writes + optimize)",
+                         "pyhudi's largest steps (share of its time)"], rows, markdown=markdown) if rows else \
+        "(no cell missed its limit)"
+
+
+def sizing_table(r: dict[str, Any], markdown: bool) -> str:
+    cells = [c for c in r.get("cells") or [] if c["sizing"]]
+    rows = []
+    for c in sorted(cells, key=lambda c: c["sizing"].get("well_sized_pct", 101.0)
+                    if not _nan(c["sizing"].get("well_sized_pct")) else 101.0)[:12]:
+        s = c["sizing"]
+        pct = s.get("well_sized_pct")
+        rows.append([c["id"], "n/a" if _nan(pct) else f"{pct:.1f}%", f"{s.get('well_sized_pct_raw', float('nan')):.1f}%",
+                     str(s.get("files")), fmt_bytes(s.get("total", 0)), str(s.get("log_files")),
+                     fmt_bytes(s.get("open_bytes", 0)), str(s.get("open_small_max"))])
+    return format_table(["cell", "% well sized (open files aside)", "% well sized (all bytes)", "base files",
+                         "base bytes", "log files", "open-file bytes", "max small files in a partition"], rows,
+                        markdown=markdown)
+
+
+def _run_line(r: dict[str, Any]) -> str:
+    cfg, m, load = r["config"], r["machine"], r["load"]
+    return (f"Run {r['finished']} on {m['cores']} cores ({m['cpu']}), Python {m['python']}, pyarrow {m['pyarrow']}, "
+            f"pyhudi {m['pyhudi_commit']}; {len(r.get('cells') or [])} cells, {cfg['batches']} batches of "
+            f"{cfg['rows_per_batch']:,} rows per stream, MOR compaction every {cfg['compact_every']} deltacommits, "
+            f"delta-rs optimize {'every ' + str(cfg['delta_optimize_every']) + ' batches and ' if cfg['delta_optimize_every'] else ''}"
+            f"at the end. Load: {load['note']}.")
+
+
+def _sections(r: dict[str, Any], markdown: bool) -> list[str]:
+    h = r.get("headline") or {}
+    summary = [f"{s} MB files: worst {v['worst']:.2f}x ({v['worst_cell']}), median {v['median']:.2f}x, "
+               f"{v['cells'] - len(v['missed'])}/{v['cells']} cells <= {v['limit']:g}x"
+               for s, v in (h.get("sizes") or {}).items()]
+    return [
+        "Ratios pyhudi end-to-end / delta-rs end-to-end (lower is better; target <= 1.0 at 8 MB and up, "
+        "<= 1.5 at 1 MB" + ("; missed cells in bold" if markdown else "") + "):",
+        ratio_table(r, markdown),
+        "Per size class: " + "; ".join(summary) + ".",
+        "Missed cells, and where pyhudi's time goes in them (step wall times from wrapping pyhudi's write steps):",
+        missed_table(r, markdown),
+        "pyhudi's sizing, worst cells first (cells where no partition holds more than its open file are `n/a`):",
+        sizing_table(r, markdown),
+    ]
+
+
+def render_text(r: dict[str, Any]) -> str:
+    return "\n\n".join([f"{TITLE}", _run_line(r), *_sections(r, False)])
+
+
+def render_markdown(r: dict[str, Any]) -> str:
+    doc = (__import__("stream_grid").__doc__ or "").split("\n\n")
+    method = "\n\n".join(doc[1:])
+    problems = r["verification"]["problems"]
+    verdict = ("Every table read back equal to the generator's keys and versions." if not problems else
+               "**Correctness problems:** " + "; ".join(problems))
+    return "\n\n".join([f"`{r['command']}`", _run_line(r), method.strip(), verdict, *_sections(r, True)])
