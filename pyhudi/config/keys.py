@@ -443,11 +443,24 @@ CLEANER_FILEVERSIONS_RETAINED = declare("hoodie.cleaner.fileversions.retained", 
                                         "File versions kept per file group.", Group.CLEAN)
 CLEANER_INCREMENTAL = declare("hoodie.cleaner.incremental.mode", "bool", True,
                               "Only scan partitions written since the last clean.", Group.CLEAN)
+
+
+def _empty_clean_interval(key: str, value: int) -> None:
+    if value == 0 or value < -1:
+        raise InvalidConfigError(f"{key}={value} is neither -1 (no empty cleans, Hudi's default) nor a positive "
+                                 "interval; use -1 or at least 1")
+
+
 EMPTY_CLEAN_DURATION_MS = declare(
-    "hoodie.write.empty.clean.create.duration.ms", "int", 0,
-    "With nothing to clean, write an empty clean (it records the earliest retained commit, where the next "
-    "incremental clean starts) when the last clean is older than this; -1 never (Hudi's default). pyhudi "
-    "defaults to 0: an append-only table otherwise scans every partition on every clean.", Group.CLEAN)
+    "hoodie.write.empty.clean.create.duration.ms", "int", -1,
+    "With nothing to clean, still write a clean (an empty one, recording the earliest retained commit where the "
+    "next incremental clean starts) when no clean completed within this many ms; -1 never (Hudi's default). "
+    "Not needed for cheap cleans: without any clean, only partitions where a commit superseded a file version "
+    "are scanned.", Group.CLEAN, validator=_empty_clean_interval)
+EMPTY_CLEAN_INTERVAL_HOURS = declare(
+    "hoodie.write.empty.clean.interval.hours", "int", -1,
+    "The same in hours, under the name Hudi 1.2.0 released; hoodie.write.empty.clean.create.duration.ms wins "
+    "when both are set.", Group.CLEAN, validator=_empty_clean_interval)
 
 # --------------------------------------------------------------------------- archival
 KEEP_MAX_COMMITS = declare("hoodie.keep.max.commits", "int", 30,

@@ -13,9 +13,12 @@ It never archives at or after:
 * the earliest commit the latest completed clean retains. Hudi's incremental cleaner finds the
   partitions to scan from the commits after that point, so they must stay readable. When the
   cleaner has nothing left to delete, the retained point the cleaner would record now is used instead
-  (Hudi records it with an empty clean; pyhudi writes no empty cleans, and without this the
-  archive would freeze behind the last clean of a table that only appends). With no clean ever and
-  the cleaner enabled, the point the cleaner would retain now bounds archival;
+  (Hudi records it with an empty clean, hoodie.write.empty.clean.create.duration.ms; at its default
+  of -1 there is none, and without this the archive would freeze behind the last clean of a table
+  that only appends). With no clean on the active timeline and the cleaner enabled, the point the
+  cleaner would retain now bounds archival, and so does the first commit that superseded a file
+  version the cleaner has not deleted yet (`no_clean_bound`: the cleaner, finding no clean, trusts
+  archived commits to have left nothing to clean);
 * a replacecommit whose replaced file groups still have files on storage: without its metadata the
   file-system view would show the replaced and the replacing files side by side;
 * the slices and delta commits a pending compaction still needs, and (MOR, NUM_COMMITS trigger)
@@ -76,7 +79,7 @@ as requested times. Rules (J: = apache/hudi):
    last of them (J:getCleanAndRollbackInstantsToArchive), whatever their number. Restores, indexing,
    savepoints and pending instants stay.
 
-pyhudi adds two bounds Hudi 1.x does not have; both only ever archive less, and both protect readers
+pyhudi adds three bounds Hudi 1.x does not have; all only ever archive less; 6 and 7 protect readers
 (Hudi's and pyhudi's treat anything older than the first active write as committed,
 J:HoodieFileGroup.isFileSliceCommitted):
 
@@ -85,6 +88,10 @@ J:HoodieFileGroup.isFileSliceCommitted):
 7. the files of a write that never completed in the range about to go (an orphan) stop archival before
    it, and the commit before it stays; looked for only when a rollback or restore undid a write in that
    range, in the partitions it names (`_Planner.orphan_bound`).
+8. with no clean on the active timeline and the cleaner on, nothing at or after the commit the cleaner
+   retains now, nor from the first commit that superseded a file version the cleaner has not deleted yet
+   (`_Planner.no_clean_bound`; the cleaner, finding no clean, scans only the partitions the active
+   timeline's superseding commits name, and trusts archived ones to have left nothing).
 
 Differences from pyhudi's layout-1 (0.14) rules above: the keep limits follow the cleaner (rule 1; pyhudi's
 config refuses hoodie.keep.min.commits <= hoodie.cleaner.commits.retained for both layouts, so this binds with
@@ -297,13 +304,7 @@ class _Planner:
     def clean_bound(self, tentative_last: str) -> _Bound | None:
         latest = next((g for g in reversed(self.groups) if g.completed and g.action is Action.CLEAN), None)
         if latest is None:
-            if not self.clean_cfg.automatic:
-                return None
-            from pyhudi.services.clean_plan import earliest_commit_to_retain
-
-            now = earliest_commit_to_retain(self.timeline, self.clean_cfg, self.table.local_timezone)
-            return _Bound(now.timestamp, "the earliest commit the cleaner retains (no clean has run yet)") \
-                if now else None
+            return self.no_clean_bound(tentative_last)
         try:
             meta = am.read_instant_avro(self.storage.read_bytes(f"{META_DIR}/{latest.instant.file_name}"))
         except (HudiError, OSError) as exc:
@@ -325,6 +326,37 @@ class _Planner:
                                          "clean)") if now else None
         return _Bound(retained, f"the earliest commit the latest clean {latest.timestamp} retains ({retained}); "
                                 f"the cleaner still has {len(draft.files)} file(s) to delete")
+
+    def no_clean_bound(self, tentative_last: str) -> _Bound | None:
+        """With no clean on the active timeline (and the cleaner on): nothing at or after the commit the
+        cleaner retains now, and no commit that superseded a file version still on storage.
+
+        The second part is what lets the cleaner trust archived history (`clean_plan.scope_without_clean`
+        scans only the partitions the active timeline's superseding commits name): a candidate commit that
+        wrote a new version of a file group, or replaced one, goes only once the cleaner has nothing left to
+        delete in the partitions it did so. Only those partitions are listed (none on an append-only
+        table); the inline cleaner ran just before, so normally nothing is left."""
+        if not self.clean_cfg.automatic:
+            return None
+        from pyhudi.services.clean_plan import earliest_commit_to_retain, plan_clean, superseded_in
+
+        now = earliest_commit_to_retain(self.timeline, self.clean_cfg, self.table.local_timezone)
+        if now is None:
+            return None
+        bound = _Bound(now.timestamp, "the earliest commit the cleaner retains (no clean has run yet)")
+        by_commit = {c.timestamp: superseded_in(self.timeline, c)
+                     for c in self.timeline.completed() if c.action in WRITE_ACTIONS
+                     and c.timestamp <= tentative_last and c.timestamp < now.timestamp}
+        partitions = sorted(set().union(*by_commit.values())) if by_commit else []
+        if not partitions:
+            return bound
+        draft = plan_clean(self.storage, self.view, self.clean_cfg, partitions=partitions)
+        left = {f.partition for f in draft.files}
+        first = next((ts for ts, parts in sorted(by_commit.items()) if parts & left), None)
+        if first is None or first >= bound.timestamp:
+            return bound
+        return _Bound(first, f"commit {first} superseded file versions the cleaner has not deleted yet (no clean has "
+                             f"run yet; e.g. {draft.files[0].path})")
 
     def replace_bound(self, candidates: list[InstantGroup]) -> _Bound | None:
         for g in candidates:
@@ -700,9 +732,12 @@ def _commits_to_archive(p: _PlannerV2) -> tuple[int, str | None]:
     bounds = [b for b in (p.pending_bound(), p.compaction_bound_v2(), p.clustering_bound(),
                           p.metadata_table_bound(), p.savepoint_bound()) if b is not None]
     k, stop = _count(p, bounds, len(p.commits) - low)
-    if k:  # rules 6 and 7 read more (commit metadata, listings): only for what is left to archive
+    if k:  # rules 6 to 8 read more (commit metadata, listings): only for what is left to archive
         replace = p.replace_bound(p.commits[:k])
         k, stop = _count(p, bounds + ([replace] if replace else []), k, stop)
+    if k and not any(g.completed and g.action is Action.CLEAN for g in p.groups):
+        cleaner = p.no_clean_bound(p.commits[k - 1].timestamp)
+        k, stop = _count(p, bounds + ([cleaner] if cleaner else []), k, stop)
     if k:
         orphan = p.orphan_bound(p.commits[k - 1].timestamp)
         k, stop = _count(p, bounds + ([orphan] if orphan else []), k, stop)

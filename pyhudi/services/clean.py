@@ -80,13 +80,14 @@ def _schedule(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: Lock
         note(f"clean: {draft.scope}")
         if draft.empty and not empty_clean_due(timeline, draft, cfg, table.local_timezone):
             return None
-        if draft.empty and draft.earliest_to_retain is not None:
+        earliest = draft.earliest_to_retain
+        if draft.empty and earliest is not None:
+            earliest = _not_backwards(timeline, earliest)
             note(f"clean: nothing to delete; an empty clean records the earliest retained commit "
-                 f"{draft.earliest_to_retain.timestamp} for the next incremental clean")
+                 f"{earliest.timestamp} for the next incremental clean")
         by_partition: dict[str, list[dict[str, object]]] = defaultdict(list)
         for f in draft.files:
             by_partition[f.partition].append(am.clean_file_info(storage.uri(f.path)))
-        earliest = draft.earliest_to_retain
         plan = am.cleaner_plan(
             policy=cfg.policy, file_paths_to_be_deleted_per_partition=by_partition,
             earliest_instant_to_retain=am.action_instant(earliest.timestamp, earliest.action.value)
@@ -120,22 +121,35 @@ def _instant_avro(timeline: ActiveTimeline, schema: str, record: dict[str, Any],
 
 def empty_clean_due(timeline: ActiveTimeline, draft: CleanPlanDraft, cfg: CleanConfig, local_tz: bool,
                     now_ms: int | None = None) -> bool:
-    """Whether a clean with nothing to delete is still written (Hudi's empty clean, apache/hudi#18337):
-    it records the earliest retained commit, where the next incremental clean starts. Without it an
-    append-only table, whose cleans never delete anything, scans every partition on every clean
-    (hudi#6953). Only where the next clean can start from it (incremental, by commits or hours), only
-    when that commit moved on, and at most once per `hoodie.write.empty.clean.create.duration.ms`."""
+    """Whether a clean with nothing to delete is still written: Hudi's empty clean (apache/hudi#18337,
+    J:CleanPlanActionExecutor#requestClean), which records the earliest retained commit where the next
+    incremental clean starts. As Hudi: only with hoodie.cleaner.incremental.mode on, a positive
+    `hoodie.write.empty.clean.create.duration.ms` (-1, the default, never) and an earliest commit to
+    retain in the plan (none under KEEP_LATEST_FILE_VERSIONS); then when there is no completed clean, or
+    the last one was requested more than the duration ago. Hudi writes it whether or not that commit moved
+    on since the last clean (its earliest retained commit never goes back: `_not_backwards`).
+
+    Not needed for an append-only table's cleans to stay cheap: without any clean, the cleaner scans only
+    the partitions where a commit superseded a file version (`clean_plan.scope_without_clean`)."""
     earliest = draft.earliest_to_retain
-    if cfg.empty_clean_after_ms < 0 or earliest is None or not cfg.incremental \
-            or cfg.policy not in ("KEEP_LATEST_COMMITS", "KEEP_LATEST_BY_HOURS"):
+    if cfg.empty_clean_after_ms <= 0 or earliest is None or not cfg.incremental or not draft.empty:
         return False
     last = timeline.completed().actions(Action.CLEAN).last()
     if last is None:
         return True
-    if last_clean_retained(timeline) == earliest.timestamp:
-        return False
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     return now - instant_to_ms(last.timestamp, zone(local_tz)) > cfg.empty_clean_after_ms
+
+
+def _not_backwards(timeline: ActiveTimeline, earliest: Instant) -> Instant:
+    """An empty clean's earliest retained commit is never older than the last clean's (Hudi's adjustment
+    after apache/hudi#18587: a changed cleaner configuration could otherwise move it back)."""
+    previous = last_clean_retained(timeline)
+    if previous and earliest.timestamp < previous:
+        log.warning("empty clean: keeping the last clean's earliest retained commit %s instead of %s (the cleaner "
+                    "configuration changed?)", previous, earliest.timestamp)
+        return Instant(previous, earliest.action, earliest.state)
+    return earliest
 
 
 def execute(storage: Storage, instant: str, scheduled: _Scheduled | None = None) -> CleanResult:

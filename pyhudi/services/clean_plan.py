@@ -17,10 +17,14 @@ Also deleted: orphans, data files of instants that never completed and are no
 longer pending (left by crashed writers whose rollback could not name them).
 
 Which partitions are scanned (`partitions_to_clean`) follows Hudi's CleanPlanner with
-hoodie.cleaner.incremental.mode (default true): by commits or hours, only the partitions that
-completed writes between the last clean's earliest retained commit and the new one touched
-(nothing else can have a newly cleanable file), and none while there is no commit to retain; a full
-scan for file versions, with the mode off, without a usable last clean, or while a savepoint exists
+hoodie.cleaner.incremental.mode (default true): by commits or hours, only the partitions where
+completed writes between the last clean's earliest retained commit and the new one superseded or
+replaced a file version (nothing else can have a newly cleanable file; Hudi takes every partition
+they wrote, apache/hudi#18014 proposes the same narrowing), and none while there is no commit to
+retain. With no clean on the active timeline (Hudi: a full scan), the partitions where any commit
+before the earliest retained one superseded or replaced a version, or a rollback deleted files
+(`scope_without_clean`, which says why that is the whole history). A full scan for file versions,
+with the mode off, with a last clean that recorded no earliest retained commit, or while a savepoint exists
 (its removal can free files in partitions no write touched); on timeline layout 2 also when a
 savepoint the last clean recorded was deleted since (Hudi 1.x's CleanPlanner#isAnySavepointDeleted).
 Orphans are looked for in the partitions scanned.
@@ -43,7 +47,7 @@ from pyhudi.errors import HudiError
 from pyhudi.model import avro_models as am
 from pyhudi.model.file_names import parse_base_file, parse_log_file
 from pyhudi.model.instant_time import instant_minus, now_instant
-from pyhudi.services.plan_scope import partitions_written
+from pyhudi.services.plan_scope import commit_json, partitions_rolled_back, partitions_written
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant
 from pyhudi.timeline.timeline import ActiveTimeline
@@ -291,7 +295,8 @@ def partitions_to_clean(view: FileSystemView, cfg: CleanConfig, earliest: Instan
     of its group lands before the earliest retained commit, and every slice, log or replacement is
     written by a completed commit, deltacommit, replacecommit or compaction, whose metadata names its
     partitions. The last clean already deleted what was cleanable at its earliest retained commit E1,
-    so the partitions written by commits in [E1, E) are all that can hold something new at E.
+    so the partitions where commits in [E1, E) superseded or replaced a file version are all that can
+    hold something new at E.
     """
     return clean_scope(view, cfg, earliest)[0]
 
@@ -306,10 +311,12 @@ def clean_scope(view: FileSystemView, cfg: CleanConfig, earliest: Instant | None
         return [], "no partition: no commit is retained yet, so nothing is older than it"
     timeline = view.timeline
     assert isinstance(timeline, ActiveTimeline)
+    if timeline.completed().actions(Action.CLEAN).last() is None:
+        return scope_without_clean(timeline, earliest)
     previous = last_clean_retained(timeline)
     first = timeline.commits().completed().first()
     if previous is None or first is None:
-        return None, "full scan: no earlier clean recorded an earliest retained commit"
+        return None, "full scan: the last clean recorded no earliest retained commit"
     if previous < first.timestamp:
         return None, f"full scan: the last clean's earliest retained commit {previous} was archived"
     if timeline.savepoints():
@@ -317,6 +324,87 @@ def clean_scope(view: FileSystemView, cfg: CleanConfig, earliest: Instant | None
     deleted = savepoint_deleted_since_last_clean(timeline) if timeline.layout.is_v2 else None
     if deleted is not None:  # Hudi 1.x's CleanPlanner#isAnySavepointDeleted
         return None, f"full scan: savepoint {deleted}, recorded by the last clean, was deleted since"
-    touched = partitions_written(timeline, previous, earliest.timestamp)
-    return sorted(touched), (f"incremental: {len(touched)} partition(s) written by commits in [{previous}, "
-                             f"{earliest.timestamp})")
+    # Of those commits, only the ones that superseded or replaced a file version (`superseded_in`) can have
+    # made anything cleanable: a commit of new file groups only frees nothing (Hudi's open apache/hudi#18014).
+    touched = partitions_written(timeline, previous, earliest.timestamp,
+                                 only=lambda inst, _: set(superseded_in(timeline, inst)))
+    return sorted(touched), (f"incremental: {len(touched)} partition(s) where commits in [{previous}, "
+                             f"{earliest.timestamp}) superseded or replaced a file version")
+
+
+def scope_without_clean(timeline: ActiveTimeline, earliest: Instant) -> tuple[list[str] | None, str]:
+    """The partitions to scan while no clean is on the active timeline (by commits or hours, incremental).
+
+    Hudi scans every partition here (CleanPlanner#getPartitionPathsForFullCleaning), so an append-only
+    table, whose cleans never delete anything and (with hoodie.write.empty.clean.create.duration.ms=-1,
+    Hudi's default) never leave a clean instant, lists the whole table after every commit (hudi#6953).
+    pyhudi scans only the partitions where something can have become cleanable:
+
+    * a file version becomes cleanable only when a later commit writes a new version of its file group
+      (a base-file write stat with a previous commit: update, merge, small-file top-up; any stat of a
+      compaction), replaces its group (a replacecommit's partitionToReplaceFileIds: clustering,
+      insert_overwrite, delete_partition), or by a rollback or restore (files of failed writes, the
+      cleaner's orphans). A log appended to a slice starts no new slice, so it frees nothing (on layout 2 a
+      pending compaction's slice frees the older one only once that compaction completes, as a commit);
+    * under KEEP_LATEST_COMMITS / KEEP_LATEST_BY_HOURS a version superseded by a commit at or after the
+      earliest commit to retain is still kept (it is what readers at that commit read), so only commits
+      before it count. Every commit's metadata names its partitions, so the partitions to scan are exactly
+      those these commits name, plus the partitions of the rollbacks on the timeline; none means nothing is
+      listed at all;
+    * that is the whole history while nothing is archived. Archived commits are covered by archival: with no
+      clean on the timeline pyhudi's archival moves a commit out only once the versions it superseded are
+      gone (`archival_plan._Planner.clean_bound`), so an archived commit leaves nothing to clean. What that
+      does not cover is written in docs/architecture.md: history archived by Hudi, or by pyhudi with its
+      cleaner off, while versions it superseded were still there; one clean with
+      hoodie.cleaner.incremental.mode=false scans everything;
+    * a savepoint (its removal frees files no write touched) or a restore (rollbacks of completed
+      commits, and layout 2 drops the rollback instants) make it a full scan; so does an unreadable rollback.
+
+    Savepointed slices, pending compactions and clusterings, MOR log files and the retention policy are
+    applied to the scanned partitions exactly as in a full scan; KEEP_LATEST_FILE_VERSIONS and
+    hoodie.cleaner.incremental.mode=false never come here (`clean_scope`). Each commit's answer is kept for
+    the process (completed instant files never change), so a long-running writer reads each commit once."""
+    if timeline.savepoints():
+        return None, "full scan: no clean yet and a savepoint exists (removing one frees files no write touched)"
+    restores = list(timeline.actions(Action.RESTORE))
+    if restores:
+        return None, f"full scan: no clean yet and restore {restores[0].timestamp} is on the timeline"
+    rolled = partitions_rolled_back(timeline, "")
+    if rolled is None:
+        return None, "full scan: no clean yet and a rollback is unreadable"
+    superseding: set[str] = set()
+    for inst in timeline.completed():
+        if inst.action in WRITE_ACTIONS and inst.timestamp < earliest.timestamp:
+            superseding |= superseded_in(timeline, inst)
+    scope = sorted(superseding | rolled)
+    return scope, (f"no clean yet: {len(scope)} partition(s) where commits before the earliest retained commit "
+                   f"{earliest.timestamp} superseded or replaced a file version ({len(superseding)}) or a rollback "
+                   f"deleted files ({len(rolled)})")
+
+
+_SUPERSEDED_CACHE_MAX = 8192
+_superseded: dict[tuple[str, str], frozenset[str]] = {}
+
+
+def superseded_in(timeline: ActiveTimeline, inst: Instant) -> frozenset[str]:
+    """Partitions where completed write `inst` wrote a new version of an existing file group or replaced
+    one (`scope_without_clean`); kept per process by table and instant file."""
+    key = (timeline.storage.base_uri, inst.file_name)
+    found = _superseded.get(key)
+    if found is not None:
+        return found
+    meta = commit_json(timeline, inst)
+    compaction = inst.timestamp in timeline.compaction_commits \
+        or meta.get("operationType") in ("COMPACT", "LOG_COMPACT")
+    out = {str(p) for p, ids in (meta.get("partitionToReplaceFileIds") or {}).items() if ids}
+    for part, stats in (meta.get("partitionToWriteStats") or {}).items():
+        for stat in stats or []:
+            path = str(stat.get("path") or "")
+            prev = str(stat.get("prevCommit") or "null")
+            if compaction or (prev != "null" and parse_log_file(path.rsplit("/", 1)[-1]) is None):
+                out.add(str(part))
+                break
+    if len(_superseded) >= _SUPERSEDED_CACHE_MAX:
+        _superseded.clear()
+    _superseded[key] = found = frozenset(out)
+    return found

@@ -566,7 +566,7 @@ class CleanConfig:
     hours_retained: int = 24
     file_versions_retained: int = 3
     incremental: bool = True
-    empty_clean_after_ms: int = 0  # -1: never
+    empty_clean_after_ms: int = -1  # -1: never (Hudi's default)
 
     @classmethod
     def from_options(cls, o: Options) -> CleanConfig:
@@ -575,7 +575,8 @@ class CleanConfig:
             policy=o.get(K.CLEANER_POLICY), commits_retained=o.get(K.CLEANER_COMMITS_RETAINED),
             hours_retained=o.get(K.CLEANER_HOURS_RETAINED),
             file_versions_retained=o.get(K.CLEANER_FILEVERSIONS_RETAINED), incremental=o.get(K.CLEANER_INCREMENTAL),
-            empty_clean_after_ms=o.get(K.EMPTY_CLEAN_DURATION_MS),
+            empty_clean_after_ms=o.get(K.EMPTY_CLEAN_DURATION_MS) if o.is_set(K.EMPTY_CLEAN_DURATION_MS)
+            or not o.is_set(K.EMPTY_CLEAN_INTERVAL_HOURS) else o.get(K.EMPTY_CLEAN_INTERVAL_HOURS) * 3_600_000,
         )
         cfg.validate()
         return cfg

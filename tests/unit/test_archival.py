@@ -252,6 +252,21 @@ def test_without_any_clean_an_enabled_cleaner_does_not_block(table: ArchTable) -
     assert result is not None and len(result.archived) == 15
 
 
+def test_without_a_clean_a_superseded_version_still_there_holds_its_commit(table: ArchTable) -> None:
+    """No clean on the timeline: a commit that wrote a new version of a file group stays while the version it
+    superseded is on storage (the cleaner, finding no clean, trusts archived commits to have left nothing)."""
+    table.write(C(1), files=("g",))
+    table.commits(2, 2)
+    table.write(C(3), files=("g",), prev=C(1))
+    table.commits(4, 35)
+    cleaner = CleanConfig(commits_retained=10)
+    plan = archival.dry_run(table.storage, table.config, KEEP, cleaner)
+    assert [g.timestamp for g in plan.groups] == [C(1), C(2)] and "superseded" in (plan.stopped_by or "")
+    (table.root / PART / f"g_0-1-1_{C(1)}.parquet").unlink()  # what the cleaner deletes
+    result = run(table, clean=cleaner)
+    assert result is not None and [i.timestamp for i in result.archived] == [C(n) for n in range(1, 16)]
+
+
 def test_stops_at_a_replacecommit_whose_replaced_files_are_still_there(table: ArchTable) -> None:
     table.write(C(1), files=("old",))
     table.commits(2, 4)

@@ -71,12 +71,12 @@ class V2Table:
         self.put(name, am.write_instant_avro(schema, record))
 
     def write(self, ts: str, action: str = "commit", state: str = "completed", files: tuple[str, ...] = (),
-              replaced: dict[str, list[str]] | None = None, pending: str | None = None) -> None:
+              replaced: dict[str, list[str]] | None = None, pending: str | None = None, prev: str = "null") -> None:
         """A write instant whose stats name base files `files` (file ids) in PART, created on disk."""
         meta = CommitMetadata(operation_type="UPSERT" if replaced is None else "INSERT_OVERWRITE")
         for fid in files:
             name = self.base(fid, ts)
-            meta.add(WriteStat(file_id=fid, path=f"{PART}/{name}", partition_path=PART, prev_commit="null",
+            meta.add(WriteStat(file_id=fid, path=f"{PART}/{name}", partition_path=PART, prev_commit=prev,
                                num_writes=1, total_write_bytes=10, file_size_in_bytes=10))
         if replaced is not None:
             meta.partition_to_replace_file_ids = replaced
@@ -318,6 +318,19 @@ def test_files_a_rollback_left_of_a_failed_write_hold_archival(table: V2Table, m
     plan = dry_run(table.storage, table.config, KEEP, NO_CLEANER)
     assert [g.timestamp for g in plan.groups] == [C(1)] and "never completed" in (plan.stopped_by or "")  # C(2) stays
     assert PART in listed
+
+
+def test_without_a_clean_a_superseded_version_still_there_holds_its_commit(table: V2Table) -> None:
+    """pyhudi's rule 8: no clean on the timeline, the cleaner on: a commit that wrote a new version of a file
+    group stays while the version it superseded is on storage."""
+    table.write(C(1), files=("g",))
+    table.write(C(2), files=("g",), prev=C(1))
+    table.commits(3, 8)
+    cleaner = CleanConfig(commits_retained=2)
+    plan = dry_run(table.storage, table.config, KEEP, cleaner)
+    assert [g.timestamp for g in plan.groups] == [C(1)] and "superseded" in (plan.stopped_by or "")
+    (table.root / PART / f"g_0-1-1_{C(1)}.parquet").unlink()
+    assert [g.timestamp for g in dry_run(table.storage, table.config, KEEP, cleaner).groups] == [C(n) for n in range(1, 6)]
 
 
 def test_savepoint_named_in_the_clean_plan_holds_replacecommits(table: V2Table) -> None:

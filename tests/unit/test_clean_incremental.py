@@ -202,14 +202,16 @@ def test_clean_lists_only_partitions_written_since_last_clean(tmp_path: Path) ->
 
 
 def test_full_scan_when_incremental_cannot_be_trusted(tmp_path: Path) -> None:
-    """No clean yet, the mode off, file versions, or a savepoint: every partition is scanned."""
+    """The mode off, file versions, or a savepoint: every partition is scanned (no clean yet: the partitions
+    where commits before the earliest retained one superseded a version, `scope_without_clean`)."""
     h = Hand(tmp_path / "t")
-    for n in range(1, 5):
+    h.write(T(1), bases=(("p=1", "a"), ("p=2", "b"), ("p=3", "c")))  # p=3: one version only
+    for n in range(2, 5):
         h.write(T(n), bases=(("p=1", "a"), ("p=2", "b")))
     timeline = ActiveTimeline.load(h.storage)
     view = build_view(h.storage, h.config, timeline)
     earliest = _earliest(timeline, 1)
-    assert partitions_to_clean(view, _cfg(True, 1), earliest) is None  # no clean yet
+    assert partitions_to_clean(view, _cfg(True, 1), earliest) == ["p=1", "p=2"]  # no clean yet
     assert partitions_to_clean(view, _cfg(True, 1), None) == []  # nothing retained: Hudi scans nothing
     assert partitions_to_clean(view, _cfg(False, 1), earliest) is None
     assert partitions_to_clean(view, CleanConfig(policy="KEEP_LATEST_FILE_VERSIONS"), earliest) is None

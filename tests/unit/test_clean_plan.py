@@ -60,17 +60,23 @@ class Hand(Table):
         super().__init__(root, table_type)
         self.storage = Storage(str(root))
         save_table_config(self.storage, self.config)
+        self.versions: dict[tuple[str, str], str] = {}  # (partition, fid) -> its latest base file's instant
 
     def write(self, ts: str, *, bases: tuple = (), logs: tuple = (), replaced: dict | None = None,
               action: str | None = None, state: str = "completed") -> None:
-        """A write of `ts`: `bases` (partition, fid) -> `<fid>_0-1-1_<ts>.parquet`, `logs`
+        """A write of `ts`: `bases` (partition, fid) -> `<fid>_0-1-1_<ts>.parquet`, a new version of a group
+        this table wrote before naming its previous version in prevCommit, as Hudi's merge handle does; `logs`
         (partition, fid, slice base instant, version) -> `.<fid>_<base>.log.<v>_0-1-1`."""
         op = "INSERT_OVERWRITE" if replaced else "UPSERT"
         meta = CommitMetadata(operation_type=op, extra_metadata={"schema": "{}"},
                               partition_to_replace_file_ids=replaced)
         for part, fid in bases:
             name = self.base(part, fid, ts)
-            meta.add(WriteStat(file_id=fid, path=f"{part}/{name}", partition_path=part, num_writes=1))
+            prev = self.versions.get((part, fid), "null")
+            if state == "completed":
+                self.versions[(part, fid)] = ts
+            meta.add(WriteStat(file_id=fid, path=f"{part}/{name}", partition_path=part, num_writes=1,
+                               prev_commit=prev))
         for part, fid, base_ts, version in logs:
             name = self.log(part, fid, base_ts, version)
             meta.add(WriteStat(file_id=fid, path=f"{part}/{name}", partition_path=part, prev_commit=base_ts,
@@ -97,7 +103,9 @@ class Hand(Table):
             meta = CommitMetadata(compacted=True, operation_type="COMPACT", extra_metadata={"schema": "{}"})
             for part, fid in ops:
                 name = self.base(part, fid, ts)
-                meta.add(WriteStat(file_id=fid, path=f"{part}/{name}", partition_path=part, num_writes=1))
+                meta.add(WriteStat(file_id=fid, path=f"{part}/{name}", partition_path=part, num_writes=1,
+                                   prev_commit=self.versions.get((part, fid), "null")))
+                self.versions[(part, fid)] = ts
             (self.hoodie / f"{ts}.commit").write_bytes(meta.to_bytes())
 
     def clustering(self, ts: str, groups: list[tuple[str, str]]) -> None:
