@@ -8,7 +8,7 @@ from recent keys (the last 4 batches) or from all keys (0 % is one shape, not tw
 1 MB, 8 MB, 128 MB x pyhudi copy-on-write (auto-sizing) and merge-on-read with inline compaction
 (`hoodie.compact.inline.max.delta.commits`, Hudi's default 5).
 
-Per (partitions, updates, window, size) group, one stream of `--batches` batches of `--rows-per-batch`
+Per (partitions, updates, window, size) group, one stream of `--batches` (5) batches of `--rows-per-batch` (20,000)
 rows (small_batches.py's generator; `_stream_grid_data.py` adds the `part` column) goes into pyhudi COW,
 pyhudi MOR and delta-rs, batch by batch in rotating order, all in this one process (no Spark; an
 unmeasured tiny stream warms every system first). Every batch is read from its staged parquet with
@@ -289,7 +289,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--windows", default="recent,all", help="recent = keys of the last 4 batches, all = any key")
     p.add_argument("--sizes", default="1,8,128", help="target file sizes in MB")
     p.add_argument("--types", default="cow,mor")
-    p.add_argument("--batches", type=int, default=10, help="batches per stream (the first inserts only)")
+    p.add_argument("--batches", type=int, default=5, help="batches per stream (the first inserts only)")
     p.add_argument("--rows-per-batch", type=int, default=None, help="default 20,000 x --scale")
     p.add_argument("--compact-every", type=int, default=5, help="MOR: hoodie.compact.inline.max.delta.commits")
     p.add_argument("--delta-optimize-every", type=int, default=0,
