@@ -98,11 +98,20 @@ def ratio_table(r: dict[str, Any], markdown: bool) -> str:
 def missed_table(r: dict[str, Any], markdown: bool) -> str:
     cells = [c for c in r.get("cells") or [] if _ok(c) and c["ratio"] > limit(c["size_mb"])]
     rows = [[c["id"], f"{c['ratio']:.2f}", f"{c['pyhudi']['end_to_end_seconds']:.2f}",
-             f"{c['delta']['ingest_seconds']:.2f} + {c['delta']['maintenance_seconds']:.2f}", top_steps(c)]
+             f"{c['delta']['ingest_seconds']:.2f} + {c['delta']['maintenance_seconds']:.2f}", _written(c), top_steps(c)]
             for c in sorted(cells, key=lambda c: -c["ratio"])]
     return format_table(["cell", "ratio", "pyhudi s", "delta-rs s (writes + optimize)",
-                         "pyhudi's largest steps (share of its time)"], rows, markdown=markdown) if rows else \
-        "(no cell missed its limit)"
+                         "written: pyhudi / delta-rs (files)", "pyhudi's largest steps (share of its time)"], rows,
+                        markdown=markdown) if rows else "(no cell missed its limit)"
+
+
+def _written(c: dict[str, Any]) -> str:
+    """Bytes (and files) each system wrote over the stream: pyhudi's write amplification against delta-rs'."""
+    p, d = c["pyhudi"].get("written"), c["delta"].get("written")
+    if not p or not d:
+        return "-"
+    return (f"{fmt_bytes(p['bytes'])} ({p['files']}) / {fmt_bytes(d['bytes'])} ({d['files']}) = "
+            f"{p['bytes'] / d['bytes']:.1f}x" if d["bytes"] else "-")
 
 
 def sizing_table(r: dict[str, Any], markdown: bool) -> str:

@@ -130,6 +130,19 @@ def sizing(path: str, small_limit: int, max_size: int) -> dict[str, Any]:
             "partitions_with_more_than_one_small": sum(1 for c in small_counts if c > 1)}
 
 
+def written(kind: str, path: str) -> dict[str, int]:
+    """Bytes and files every commit of the table wrote (Hudi: totalWriteBytes of each completed instant,
+    compaction included; delta-rs: the add actions of its log, optimize included): write amplification."""
+    if kind == "delta":
+        d = _tables.delta_bytes_written(path)
+        files = sum(1 for f in (Path(path) / "_delta_log").glob("*.json")
+                    for line in f.read_text().splitlines() if line.startswith('{"add"'))
+        return {"bytes": int(d["bytes"]), "files": files}
+    ledger = _tables.HudiWriteLedger(path)
+    ledger.update()
+    return {"bytes": ledger.total(), "files": sum(i["files"] for i in ledger.instants.values())}
+
+
 # --------------------------------------------------------------------------- one group
 
 
@@ -249,6 +262,9 @@ def run_grid(args: argparse.Namespace, work: Path, monitor: common.LoadMonitor,
                 res = run_group(sinks, batches, args, phases)
             sizes = {k: sizing(sk.path, s * MB * 100 // 120, s * MB) for k, sk in sinks.items()
                      if k != "delta" and not res[k]["error"]}
+            for k, sk in sinks.items():
+                if not res[k]["error"]:
+                    res[k]["written"] = written(k, sk.path)
             ok = verify(sinks, expected, gid, problems) if not args.no_verify else {}
             for k, r in res.items():
                 if r["error"]:
