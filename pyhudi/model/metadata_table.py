@@ -33,7 +33,7 @@ import weakref
 from pyhudi.errors import UnsupportedTableError
 from pyhudi.faults import fault_point
 from pyhudi.model.properties import format_properties, parse_properties
-from pyhudi.storage import Storage
+from pyhudi.storage import FileInfo, Storage
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,22 @@ def remember_properties(storage: Storage, props: dict[str, str]) -> None:
     _loaded[storage] = dict(props)
 
 
+# A listing of `.hoodie` (layout 1: the timeline folder) taken while loading the table's properties, for
+# the one timeline load that asks for it (`take_listing`); any other load discards it.
+_listings: weakref.WeakKeyDictionary[Storage, list[FileInfo]] = weakref.WeakKeyDictionary()
+
+
+def remember_listing(storage: Storage, listing: list[FileInfo]) -> None:
+    _listings[storage] = listing
+
+
+def take_listing(storage: Storage, reuse: bool) -> list[FileInfo] | None:
+    """The `.hoodie` listing `load_table_config` took through `storage`, if `reuse` and not yet taken; it is
+    forgotten either way, so it serves at most the first timeline load after it, and only one that asked."""
+    found = _listings.pop(storage, None)
+    return found if reuse else None
+
+
 def loaded_properties(storage: Storage) -> dict[str, str] | None:
     """The properties this operation loaded through `storage`, if it loaded them (timeline/layout.py
     finds the timeline's folder from them without another GET)."""
@@ -111,7 +127,7 @@ def loaded_properties(storage: Storage) -> dict[str, str] | None:
     return dict(found) if found is not None else None
 
 
-def drop_metadata_table(storage: Storage) -> list[str]:
+def drop_metadata_table(storage: Storage, folder_listed: bool | None = None) -> list[str]:
     """Remove the metadata table if the table has one; returns what was removed (empty: nothing).
 
     Called before every completion (under the table lock), so a metadata table a Hudi writer created
@@ -120,9 +136,12 @@ def drop_metadata_table(storage: Storage) -> list[str]:
     initializes the metadata table's own meta client first, then marks each partition done), and removes
     the names before the folder, as pyhudi does; so names without a folder arise only from someone
     deleting the folder by hand, which the properties loaded at the start of the operation show. Only when
-    either says so is `hoodie.properties` read again (fresh) and the removal done."""
+    either says so is `hoodie.properties` read again (fresh) and the removal done. `folder_listed`: whether
+    a listing of `.hoodie` the caller took under the same table lock showed the folder (None: not known,
+    LIST it)."""
     known = _loaded.get(storage)
-    if known is not None and not listed_partitions(known) and not storage.folder_exists(METADATA_DIR):
+    if known is not None and not listed_partitions(known) and not (
+            storage.folder_exists(METADATA_DIR) if folder_listed is None else folder_listed):
         return []
     try:
         props = parse_properties(storage.read_bytes(PROPERTIES_FILE).decode("utf-8"))

@@ -15,7 +15,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 
 from pyhudi.errors import CorruptFileError, TableNotFoundError, UnsupportedTableError
-from pyhudi.model.metadata_table import remember_properties
+from pyhudi.model.metadata_table import remember_listing, remember_properties
 from pyhudi.model.properties import format_properties, parse_properties
 from pyhudi.model.table_features import (
     KEYGEN_TYPES,
@@ -411,7 +411,23 @@ def load_table_config(storage: Storage) -> TableConfig:
     # Every read, write, service and CLI command loads the table here: refuse features pyhudi would
     # misread (model/table_features.py); writes check more in writer/config.build_write_config.
     check_readable(config, storage)
-    return config.evolve(features=on_disk_features(storage))
+    return config.evolve(features=_features(storage, props))
+
+
+def _features(storage: Storage, props: dict[str, str]) -> frozenset[str]:
+    """`on_disk_features`, on layout 1 from one listing of `.hoodie` (the timeline folder): its
+    sub-folders show whether `.bucket_index` exists at all, and the write that loads its timeline next
+    reuses the listing (timeline.ActiveTimeline.load's `reuse_listing`), so the check costs no request of
+    its own; only a table with a `.bucket_index` folder has it listed too."""
+    from pyhudi.timeline.layout import META_DIR, TimelineLayout
+
+    if TimelineLayout.of(props).timeline_dir != META_DIR:
+        return on_disk_features(storage)
+    listing = storage.list_dir(META_DIR)
+    remember_listing(storage, listing)
+    if not any(i.is_dir and i.name == ".bucket_index" for i in listing):
+        return frozenset()
+    return on_disk_features(storage)
 
 
 def save_table_config(storage: Storage, config: TableConfig) -> None:

@@ -230,6 +230,9 @@ class MergeSpec:
     mode: MergeMode | None = None
     ordering_fields: tuple[str, ...] = ()
     delete_marker: tuple[str, str] | None = None
+    # Every column is wanted (compaction): on an object store a base file up to WHOLE_READ_MAX_BYTES comes
+    # in one GET, not a footer read plus a GET per column chunk.
+    whole_base: bool = False
 
     def __post_init__(self) -> None:
         if not self.ordering_fields:
@@ -332,7 +335,7 @@ def merge_file_slice(
     mode = spec.merge_mode
     ord_type = _ordering_type(spec)
     blocks = _valid_blocks(storage, _sorted_logs(log_paths), spec, stats)
-    raw_base = _read_base(storage, base_path, target) if base_path else target.empty_table()
+    raw_base = _read_base(storage, base_path, target, spec.whole_base) if base_path else target.empty_table()
     base = _conform(raw_base, target)
     if not blocks:  # nothing to merge: the base file is the answer (Hudi does not dedupe it either)
         return base, stats
@@ -373,12 +376,15 @@ def merge_file_slice(
     return data.take(pa.array(src[keep][order])), stats
 
 
-def _read_base(storage: Storage, base_path: str, target: pa.Schema) -> pa.Table:
+def _read_base(storage: Storage, base_path: str, target: pa.Schema, whole: bool = False) -> pa.Table:
     """The base file's columns the target schema knows (plus the stored record key): a projected read
-    (`spec.target_schema` narrowed to what a query needs) decodes only those. Lance base files: Hudi 1.2."""
+    (`spec.target_schema` narrowed to what a query needs) decodes only those; `whole`: see
+    `MergeSpec.whole_base`. Lance base files: Hudi 1.2."""
     if is_lance_file(base_path):
         return read_lance_base_file(storage, base_path, list(dict.fromkeys([*target.names, RECORD_KEY])))
-    with storage.open_input_file(base_path) as f:
+    from pyhudi.io.base_file import WHOLE_READ_MAX_BYTES
+
+    with storage.open_input_file(base_path, whole_below=WHOLE_READ_MAX_BYTES if whole else 0) as f:
         pf = pq.ParquetFile(f)
         present = set(pf.schema_arrow.names)
         columns = [n for n in target.names if n in present]
@@ -398,6 +404,9 @@ def _sorted_logs(log_paths: list[str]) -> list[str]:
     return [log_paths[i] for i in sorted(range(len(log_paths)), key=keys.__getitem__)]
 
 
+LOG_WHOLE_READ_MAX_BYTES = 16 * 1024 * 1024
+
+
 def _valid_blocks(storage: Storage, log_paths: list[str], spec: MergeSpec, stats: MergeStats) -> list[LogBlock]:
     """Two passes: locate every block (headers only) and collect rollback targets, then load survivors.
 
@@ -406,9 +415,15 @@ def _valid_blocks(storage: Storage, log_paths: list[str], spec: MergeSpec, stats
     """
     located: list[tuple[str, LogBlock]] = []
     rolled_back: set[str] = set()
+    held: dict[str, pa.Buffer] = {}  # log files fetched whole (object stores): the second pass reads these
     for path in log_paths:
         stats.log_files_read += 1
-        with storage.open_input_file(path) as fh:
+        # A log file is read header by header (a ranged GET each on an object store, ~15 for one block):
+        # one up to LOG_WHOLE_READ_MAX_BYTES is fetched whole, by one GET, and kept for the second pass.
+        with storage.open_input_file(path, whole_below=LOG_WHOLE_READ_MAX_BYTES) as fh:
+            if isinstance(fh, pa.BufferReader):
+                held[path] = fh.read_buffer()
+                fh.seek(0)
             stats.log_bytes_read += int(fh.size())
             for block in iter_blocks(fh, load_content=False, where=path):
                 stats.total_log_blocks += 1
@@ -426,7 +441,7 @@ def _valid_blocks(storage: Storage, log_paths: list[str], spec: MergeSpec, stats
                     located.append((path, block))
     out: list[LogBlock] = []
     for path, group in _by_path([(p, b) for p, b in located if b.instant_time not in rolled_back]):
-        with storage.open_input_file(path) as fh:
+        with (pa.BufferReader(held[path]) if path in held else storage.open_input_file(path)) as fh:
             for block in group:
                 if block.block_type not in _DATA_BLOCKS and block.block_type != BlockType.DELETE_BLOCK:
                     raise UnsupportedTableError(

@@ -473,7 +473,7 @@ def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: Act
                      as_of=instant, **table_merge_rules(table).spec_options(),
                      target_schema=S.avro_to_arrow(S.with_meta_fields(avro)),
                      populate_meta=table.populate_meta_fields, record_key_fields=table.record_key_fields,
-                     committed_before=first.timestamp if first else None)
+                     committed_before=first.timestamp if first else None, whole_base=True)
     ctx = CompactContext(storage, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet,
                          begin_markers(storage, instant, marker_type), timeline.layout.is_v2)
     ops = [{"partition": o["partitionPath"] or "", "file_id": o["fileId"], "base_instant": o["baseInstantTime"],

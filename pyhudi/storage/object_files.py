@@ -101,13 +101,16 @@ def open_output_file(backend: ObjectBackend, rel: str) -> pa.NativeFile:
     return ObjectOutputFile(_PutOnClose(backend, rel), mode="w")
 
 
-def open_input_file(backend: ObjectBackend, rel: str, whole_below: int = 0) -> pa.NativeFile:
-    """A random-access pyarrow file over `rel`; FileNotFoundError if it does not exist. A file of at most
-    `whole_below` bytes is read whole by one GET (see the module docstring)."""
-    meta = backend.head(rel)
-    if meta is None:
-        raise FileNotFoundError(f"{backend.describe(rel)} does not exist")
-    size = int(meta["size"])
+def open_input_file(backend: ObjectBackend, rel: str, whole_below: int = 0, size: int | None = None
+                    ) -> pa.NativeFile:
+    """A random-access pyarrow file over `rel`; FileNotFoundError if it does not exist (at the HEAD, or
+    with a known `size` from a listing, at the first read). A file of at most `whole_below` bytes is read
+    whole by one GET (see the module docstring)."""
+    if size is None:
+        meta = backend.head(rel)
+        if meta is None:
+            raise FileNotFoundError(f"{backend.describe(rel)} does not exist")
+        size = int(meta["size"])
     if 0 < size <= whole_below:
         return pa.BufferReader(pa.py_buffer(backend.read_range(rel, 0, size)))
     return pa.PythonFile(_RangeReader(backend, rel, size), mode="r")

@@ -58,6 +58,7 @@ class FileInfo:
     size: int
     is_dir: bool
     mtime_ns: int = 0
+    etag: str | None = None  # object stores: the listed version's ETag (changes with every write of the key)
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:
@@ -119,6 +120,9 @@ class Storage:
         self._shipped: dict[str, str] = {}  # resolved settings of the process that pickled this object
         self._loc: Location = parse_location(self.base_uri)
         self._obj: ObjectBackend | None = None
+        # Object-store data files (outside .hoodie/) this Storage object listed, with their sizes: a data
+        # file is written once under its name, so its size opens it without a HEAD (`known_size`).
+        self._listed: dict[str, int] = {}
         self._explicit_fs = filesystem is not None
         if filesystem is not None:
             self._fs: pafs.FileSystem | None = filesystem
@@ -169,6 +173,12 @@ class Storage:
 
             self._obj = ObjectBackend(self._loc, self._resolved())
         return self._obj
+
+    @property
+    def is_object_store(self) -> bool:
+        """Whether requests go to an object store through obstore (S3, GCS, Azure), where a folder is
+        only the prefix of its objects."""
+        return self._object is not None
 
     @property
     def is_local(self) -> bool:
@@ -249,8 +259,17 @@ class Storage:
         if self._object is not None:
             from pyhudi.storage.object_files import open_input_file
 
-            return open_input_file(self._object, rel, whole_below)
+            return open_input_file(self._object, rel, whole_below, self.known_size(rel))
         return self.fs.open_input_file(self.full_path(rel))
+
+    def known_size(self, rel: str) -> int | None:
+        """The size of data file `rel` (outside `.hoodie/`) as a listing through this object found it, on
+        an object store; None when not listed (or not an object store). Data files are written once under
+        their names (a base file's name carries its write token and instant, a log file on an object
+        store is never appended to), so the listing stands for a HEAD: opening a listed file costs no
+        HEAD, and a listed `.hoodie_partition_metadata` is known to exist. A file deleted since is still
+        a FileNotFoundError at its first read."""
+        return self._listed.get(rel.strip("/"))
 
     @staticmethod
     def is_native_file(f: pa.NativeFile) -> bool:
@@ -290,7 +309,10 @@ class Storage:
             if path == rel.strip("/"):
                 continue  # a directory marker object written by another tool
             out.append(FileInfo(path=path, name=posixpath.basename(path), size=int(o["size"]), is_dir=False,
-                                mtime_ns=int(o["last_modified"].timestamp() * 1_000_000) * 1000))
+                                mtime_ns=int(o["last_modified"].timestamp() * 1_000_000) * 1000,
+                                etag=o.get("e_tag")))
+            if not path.startswith(".hoodie/"):
+                self._listed[path] = int(o["size"])
         return out
 
     # -- writes ------------------------------------------------------------------------
@@ -432,6 +454,16 @@ class Storage:
             if not self.exists(rel):
                 return False
             raise
+
+    def delete_files(self, rels: list[str]) -> None:
+        """Delete the given files (missing ones are not an error): on an object store in batches of 1000
+        keys per request, without listing anything first."""
+        if self._object is not None:
+            if rels:
+                self._object.delete_many(rels)
+            return
+        for rel in rels:
+            self.delete(rel)
 
     def delete_dir(self, rel: str) -> None:
         if self._object is not None:

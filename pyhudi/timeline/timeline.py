@@ -15,6 +15,8 @@ lost after it took effect) and counts as done.
 from __future__ import annotations
 
 import bisect
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -55,6 +57,41 @@ _CACHED_DETAILS_MAX_FILES = 256
 # A completed commit larger than this is first read from its tail for top-level values (`top_level`).
 _TAIL_READ_ABOVE = 256 << 10
 _AVRO_MAGIC = b"Obj\x01"
+
+
+class _SharedDetails:
+    """Completed instant files read from an object store, kept across operations of this process by
+    (table, path, ETag): a streaming writer's record-size walk and schema lookup read the same commits on
+    every write. A key is one version of one object (every store gives each write of a key a new ETag), and
+    a timeline asks by the ETag its own listing showed, so it gets exactly the bytes that listing saw; an
+    entry is stored under the ETag of the GET that returned it. Bounded (least recently used goes first)."""
+
+    MAX_BYTES = 32 << 20
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str]) -> bytes | None:
+        with self._lock:
+            data = self._entries.get(key)
+            if data is not None:
+                self._entries.move_to_end(key)
+            return data
+
+    def put(self, key: tuple[str, str, str], data: bytes) -> None:
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = data
+            self._bytes += len(data)
+            while self._bytes > self.MAX_BYTES:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= len(dropped)
+
+
+_SHARED_DETAILS = _SharedDetails()
 
 
 class Timeline:
@@ -151,17 +188,26 @@ class ActiveTimeline(Timeline):
         self._completion = dict(completion_times or {})
         self._files = files
         self._sizes = dict(sizes or {})  # file name -> size, from the listing that found it
+        self._etags: dict[str, str] = {}  # file name -> ETag, from an object store's listing
         self._completed_details: dict[str, bytes] = {}  # see `details`
         self._replaced: dict[str, ReplacedIds] = {}  # see `replaced_ids`
         self._tails: dict[str, bytes] = {}  # see `top_level`
+        # Sub-folders the listing showed (layout 1 lists `.hoodie` itself: `metadata`, `.bucket_index`, ...);
+        # None when the listing could not show them (layout 2 lists `.hoodie/timeline`).
+        self.listed_dirs: frozenset[str] | None = None
 
     @classmethod
-    def load(cls, storage: Storage) -> ActiveTimeline:
-        layout, listing = _layout_and_listing(storage)
+    def load(cls, storage: Storage, reuse_listing: bool = False) -> ActiveTimeline:
+        """The timeline as listed now. `reuse_listing`: a write's first load, right after it loaded the
+        table's properties, takes the `.hoodie` listing that load took (layout 1), if any, instead of
+        listing again: it is as fresh as the start of the write, which is what that load stands for (what
+        completes later is checked under the lock at commit, on a listing of its own)."""
+        layout, listing = _layout_and_listing(storage, reuse_listing)
         by_ts: dict[str, list[Instant]] = {}
         files: dict[str, set[str]] = {}
         sizes: dict[str, int] = {}
         completion: dict[str, str] = {}
+        etags: dict[str, str] = {}
         tz = zone(True)  # Java formats a legacy file's mtime in the JVM's zone, whatever the table's
         for info in listing:
             inst = None if info.is_dir else parse_instant_file(info.name)
@@ -170,6 +216,8 @@ class ActiveTimeline(Timeline):
             by_ts.setdefault(inst.timestamp, []).append(inst)
             files.setdefault(inst.timestamp, set()).add(info.name)
             sizes[info.name] = info.size
+            if info.etag:
+                etags[info.name] = info.etag
             if layout.is_v2 and inst.is_completed and inst.action is not Action.SAVEPOINT:
                 # A legacy completed name (no `_`) completes at its file's modification time, as Hudi
                 # 1.x's InstantGeneratorV2 takes it.
@@ -180,7 +228,11 @@ class ActiveTimeline(Timeline):
             latest.append(_latest_state(found))
             if any(i.action is Action.COMPACTION for i in found):
                 compactions.add(ts)
-        return cls(storage, latest, frozenset(compactions), files, sizes, layout, completion)
+        loaded = cls(storage, latest, frozenset(compactions), files, sizes, layout, completion)
+        loaded._etags = etags
+        if layout.timeline_dir == META_DIR:
+            loaded.listed_dirs = frozenset(info.name for info in listing if info.is_dir)
+        return loaded
 
     def reload(self) -> ActiveTimeline:
         return ActiveTimeline.load(self.storage)
@@ -216,8 +268,18 @@ class ActiveTimeline(Timeline):
         cached = self._completed_details.get(path)
         if cached is not None:
             return cached
+        shared = self._shared_key(instant, path, self._etags.get(path.rsplit("/", 1)[-1]))
+        if shared is not None:
+            cached = _SHARED_DETAILS.get(shared)
+            if cached is not None:
+                self._keep(instant, path, cached)
+                return cached
         try:
-            data = self.storage.read_bytes(path)
+            if shared is not None:  # the GET's own ETag names the version it returned
+                data, etag = self.storage.read_with_etag(path)
+                shared = self._shared_key(instant, path, etag)
+            else:
+                data = self.storage.read_bytes(path)
         except FileNotFoundError as exc:
             raise InstantNotFoundError(
                 f"instant {instant} has no file {path} in {self.storage.base_uri}; "
@@ -228,10 +290,22 @@ class ActiveTimeline(Timeline):
             from pyhudi.model.commit_avro import commit_json_bytes
 
             data = commit_json_bytes(data, path)
+        self._keep(instant, path, data)
+        if shared is not None and len(data) <= _CACHED_DETAILS_MAX_BYTES:
+            _SHARED_DETAILS.put(shared, data)
+        return data
+
+    def _keep(self, instant: Instant, path: str, data: bytes) -> None:
         if instant.is_completed and len(data) <= _CACHED_DETAILS_MAX_BYTES \
                 and len(self._completed_details) < _CACHED_DETAILS_MAX_FILES:
             self._completed_details[path] = data
-        return data
+
+    def _shared_key(self, instant: Instant, path: str, etag: str | None) -> tuple[str, str, str] | None:
+        """The process-wide cache's key for a completed instant's file on an object store (`_SharedDetails`);
+        None when it does not apply (a local table, a pending instant, no ETag)."""
+        if not etag or not instant.is_completed or not self.storage.is_object_store:
+            return None
+        return (self.storage.base_uri, path, etag)
 
     def replaced_ids(self, instant: Instant) -> ReplacedIds:
         """A completed replacecommit's replaced file ids, found once per timeline (views, the clean plan
@@ -353,9 +427,11 @@ class ActiveTimeline(Timeline):
                             "storage misbehaving?")
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        """requested -> inflight. The requested file is looked for once, after the inflight file is created
+        (a HEAD): missing then, it was missing before too or was rolled back meanwhile, and either way the
+        inflight file is withdrawn; a check before the create as well would cost a second HEAD and tell
+        nothing the one after does not."""
         requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
-        if not self.storage.exists(self._rel(requested.file_name)):
-            raise TimelineError(f"cannot move {instant} to inflight: {requested.file_name} is missing")
         inflight = requested.with_state(State.INFLIGHT)
         fault_point("timeline.before_inflight")
         if not self._create_once(inflight, self._encoded(inflight, content)):
@@ -364,19 +440,28 @@ class ActiveTimeline(Timeline):
                 f"in {self.storage.base_uri}/{self.layout.timeline_dir} (another process started this "
                 "instant); let that process finish, or roll the instant back")
         if not self.storage.exists(self._rel(requested.file_name)):
-            # A rollback or restore removed the instant between the check above and the create: the
+            # Never requested, or a rollback or restore removed the instant before or since the create: the
             # inflight file would be an orphan that later readers and writers take for a live instant.
             self.storage.delete(self._rel(inflight.file_name))
-            raise TimelineError(f"cannot move {instant} to inflight: it was rolled back meanwhile "
-                                f"({requested.file_name} is gone)")
+            raise TimelineError(f"cannot move {instant} to inflight: {requested.file_name} is missing (never "
+                                "requested, or rolled back meanwhile)")
         return inflight
 
-    def complete(self, instant: Instant, content: bytes) -> Instant:
+    def complete(self, instant: Instant, content: bytes, listed_under_lock: bool = False) -> Instant:
+        """inflight -> completed. `listed_under_lock`: this timeline was loaded under the table lock the
+        caller still holds, and the caller checked from it that the instant is inflight (rollbacks and
+        restores of other writers run under that lock, so nothing removed it since): the listing then
+        stands for the HEAD of the inflight file, and on layout 1 (where the listing of `.hoodie` shows
+        its `metadata` folder) for the LIST of the metadata table's folder too."""
         inflight = Instant(instant.timestamp, instant.action, State.INFLIGHT)
-        if not self.storage.exists(self._rel(inflight.file_name)):
+        listed = listed_under_lock and (found := self.find(instant.timestamp)) is not None \
+            and found.state is State.INFLIGHT and found.action is instant.action
+        if not listed and not self.storage.exists(self._rel(inflight.file_name)):
             raise TimelineError(f"cannot complete {instant}: {inflight.file_name} is missing")
         done = inflight.with_state(State.COMPLETED)
-        drop_metadata_table(self.storage)  # Hudi's writers must never trust a metadata table without it
+        # Hudi's writers must never trust a metadata table without it
+        folder = None if not listed or self.listed_dirs is None else "metadata" in self.listed_dirs
+        drop_metadata_table(self.storage, folder_listed=folder)
         body = self._encoded(done, content)
         created = self._complete_v2(done, body) if self.layout.is_v2 else \
             (done if self._create_once(done, body) else None)
@@ -489,14 +574,18 @@ def _same_time(name: str, ts: str) -> bool:
     return name.startswith((ts + ".", ts + "_"))
 
 
-def _layout_and_listing(storage: Storage) -> tuple[TimelineLayout, list[FileInfo]]:
+def _layout_and_listing(storage: Storage, reuse: bool = False) -> tuple[TimelineLayout, list[FileInfo]]:
     """The table's layout and the listing of its timeline folder: one LIST when the operation has
-    loaded the table's properties (layout_of); otherwise `.hoodie` is listed first to tell."""
-    from pyhudi.model.metadata_table import loaded_properties
+    loaded the table's properties (layout_of); otherwise `.hoodie` is listed first to tell. `reuse`: see
+    `ActiveTimeline.load`."""
+    from pyhudi.model.metadata_table import loaded_properties, take_listing
 
     props = loaded_properties(storage)
+    taken = take_listing(storage, reuse)
     if props is not None:
         layout = TimelineLayout.of(props)
+        if taken is not None and layout.timeline_dir == META_DIR:
+            return layout, taken
     else:
         meta = storage.list_dir(META_DIR)
         layout = layout_of(storage, meta)

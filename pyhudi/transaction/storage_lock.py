@@ -86,6 +86,14 @@ class LockData:
         return self.expired or now_ms > self.valid_until_ms + CLOCK_DRIFT_S * 1000
 
 
+# The ETag of the lock object as this process last released it, per lock file. An If-Match write on that
+# ETag succeeds only while the object is still exactly our released (expired) lock, that is while nobody
+# took the lock since, so a process taking the lock again (a streaming writer: every commit and clean) tries
+# that write first and skips the read; any other answer sends it the usual way (read, then write).
+_RELEASED: dict[str, str] = {}
+_RELEASED_LOCK = threading.Lock()
+
+
 def check_settings(settings: LockSettings) -> None:
     """Hudi demands validity >= 10x the renew interval (>= 10 s); pyhudi needs validity >= 3x, so at
     least two renewals may fail before the lease lapses (see docs/architecture.md, "Table lock")."""
@@ -172,20 +180,44 @@ class StorageBasedLockProvider:
 
     # -- acquire ---------------------------------------------------------------------------------
     def try_acquire(self) -> bool:
-        """One attempt: read, and if the lock is absent or free, take it with one conditional write."""
+        """One attempt: read, and if the lock is absent or free, take it with one conditional write (or,
+        when this process released it last, first one conditional write on that release's ETag, no read:
+        see `_RELEASED`)."""
         if self.still_held():
             return True  # reentrant, as Hudi's tryLock
-        current = self._read()
-        if current is not None and not current[0].is_free(int(time.time() * 1000)):
-            self._last_holder = f"{current[0].owner} until {current[0].valid_until_ms}"
-            return False
         data, start = self._new_data()
-        etag = self._write(data, None if current is None else current[1])
-        if etag is None:
-            return False
+        etag = self._take_released(data)
+        current = self._read() if etag is None else None
+        if current is not None and current[0] == data:
+            etag = current[1]  # that write took effect, its answer was lost (a retry got 412)
+        elif etag is None:
+            if current is not None and not current[0].is_free(int(time.time() * 1000)):
+                self._last_holder = f"{current[0].owner} until {current[0].valid_until_ms}"
+                return False
+            data, start = self._new_data()
+            etag = self._write(data, None if current is None else current[1])
+            if etag is None:
+                return False
         self._take(data, etag, start)
         self._start_heartbeat()
         return True
+
+    def _take_released(self, data: LockData) -> str | None:
+        """Our new ETag if the lock object is still exactly what this process released last (one If-Match
+        PUT); None otherwise (nothing released here, or taken since: the caller reads it). A retried PUT
+        answered 412 although it took effect is not told apart here: the caller's read then finds our own
+        bytes (`try_acquire`)."""
+        with _RELEASED_LOCK:
+            released = _RELEASED.pop(self.uri, None)
+        if released is None:
+            return None
+        payload = data.to_bytes()
+        try:
+            return self.storage.put_if_match(LOCK_FILE, payload, released)
+        except ConditionalWriteUnsupportedError:
+            raise
+        except StorageError:
+            return None  # the usual way decides (and reports) it
 
     def acquire(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -290,8 +322,12 @@ class StorageBasedLockProvider:
         assert self._data is not None and self._etag is not None
         done = LockData(True, self._data.valid_until_ms, self.owner)
         try:
-            if self._write(done, self._etag) is None:
+            etag = self._write(done, self._etag)
+            if etag is None:
                 log.warning("table lock %s: another writer replaced it before our release", self.uri)
+            else:
+                with _RELEASED_LOCK:
+                    _RELEASED[self.uri] = etag
         except StorageError as exc:
             log.warning("could not release the table lock %s (%s); it frees itself after %s", self.uri, exc,
                         VALIDITY_KEY)

@@ -211,12 +211,14 @@ class WriteClient:
 
     # ------------------------------------------------------------------ steps
     def _timeline(self) -> ActiveTimeline | None:
+        """The timeline this write starts from; the `.hoodie` listing of the properties' load just before
+        stands for it (ActiveTimeline.load's `reuse_listing`)."""
         if not self._table_exists:
             try:
                 load_table_config(self.storage)
             except TableNotFoundError:
                 return None
-        return ActiveTimeline.load(self.storage)
+        return ActiveTimeline.load(self.storage, reuse_listing=True)
 
     def _ensure_table(self) -> None:
         if self._table_exists:  # writer/entry.py read hoodie.properties at the start of this write
@@ -336,7 +338,7 @@ class WriteClient:
         for service, failure in after_commit:
             self._post_commit_failed(service, failure)
         try:
-            delete_markers(self.storage, instant)
+            delete_markers(self.storage, instant, in_process=self._in_process)
         except Exception as exc:
             self._post_commit_failed("marker cleanup", exc)
         log.info("completed %s %s: %d files written", action.value, instant, len(stats))
@@ -401,7 +403,9 @@ class WriteClient:
             except CommitConflictError:
                 rollback_pending_write(self.storage, timeline, Instant(instant, action, State.INFLIGHT))
                 raise
-            timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes(instant))
+            # `timeline` was listed under this lock and showed the instant inflight (_check_not_rolled_back)
+            timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes(instant),
+                              listed_under_lock=True)
             fault_point("write.after_commit")
 
     def _check_not_rolled_back(self, timeline: ActiveTimeline, instant: str) -> None:
@@ -528,6 +532,12 @@ class WriteClient:
         """bulk_insert's files (the engine's data path)."""
         raise NotImplementedError
 
+    @property
+    def _in_process(self) -> bool:
+        """Whether every task of this write runs in this process (the in-process engine), so the markers
+        this process wrote are all there are (writer/markers.py: no LIST and GET of them at commit)."""
+        return getattr(self.engine, "name", "") == "local"
+
     def _handle_context(self, avro_schema: dict[str, Any], instant: str, plan: BucketPlan | None,
                         salts: list[int], combine: bool | None = None) -> HandleContext:
         cfg = self.config
@@ -548,7 +558,7 @@ class WriteClient:
     def _reconcile_markers(self, instant: str, stats: list[WriteStat]) -> None:
         """Delete data files that markers name but no write stat does (failed or speculative attempts)."""
         written: set[str | None] = {s.path for s in stats if s.path}
-        for rel in unreported_files(self.storage, instant, written):
+        for rel in unreported_files(self.storage, instant, written, in_process=self._in_process):
             log.info("deleting %s: written by a failed or duplicate task attempt", rel)
             self.storage.delete(rel)
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 import enum
 import logging
 import random
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from pyhudi.faults import fault_point
 from pyhudi.io.log_format import LogBlock, iter_blocks
@@ -45,6 +46,39 @@ DEFAULT_MARKER_TYPE = BATCHED  # hoodie.write.markers.type, as in Hudi
 # Hudi's timeline server numbers its files from 0 up to its thread count; files pyhudi's tasks write take
 # random numbers above those (Hudi parses the number as a Java int when its server re-opens a directory).
 _FIRST_TASK_INDEX, _LAST_INDEX = 1 << 20, (1 << 31) - 1
+
+
+@dataclass
+class _Written:
+    """The marker files this process wrote for one instant, and the data files they name."""
+
+    files: set[str] = field(default_factory=set)
+    marked: set[str] = field(default_factory=set)
+
+
+# Per (table base URI, instant): what this process's marker writes left. When every task of an instant ran
+# in this process (the in-process engine), this is everything its marker directory holds, so the commit's
+# reconcile and marker cleanup need not LIST and GET it back (`in_process` below); a Spark write's tasks
+# write theirs on the executors, and a rollback or restore lists what any process left.
+_HERE: dict[tuple[str, str], _Written] = {}
+_HERE_LOCK = threading.Lock()
+
+
+def _note(storage: Storage, instant: str, file: str, marked: Iterable[str] = (), withdrawn: bool = False) -> None:
+    with _HERE_LOCK:
+        entry = _HERE.setdefault((storage.base_uri, instant), _Written())
+        if withdrawn:
+            entry.files.discard(file)
+            entry.marked.difference_update(marked)
+        else:
+            entry.files.add(file)
+            entry.marked.update(marked)
+
+
+def _written_here(storage: Storage, instant: str) -> _Written | None:
+    with _HERE_LOCK:
+        entry = _HERE.get((storage.base_uri, instant))
+        return _Written(set(entry.files), set(entry.marked)) if entry is not None else None
 
 
 @dataclass(frozen=True)
@@ -73,7 +107,9 @@ def begin_markers(storage: Storage, instant: str, marker_type: str) -> Marking:
 
 
 def _write_type(storage: Storage, instant: str) -> None:
-    storage.write_new(f"{marker_dir(instant)}/{MARKER_TYPE_FILE}", BATCHED.encode())  # False if it exists
+    rel = f"{marker_dir(instant)}/{MARKER_TYPE_FILE}"
+    _note(storage, instant, rel)  # noted first: a write whose answer is lost may still have created it
+    storage.write_new(rel, BATCHED.encode())  # False if it exists
 
 
 def marker_dir(instant: str) -> str:
@@ -111,6 +147,7 @@ def create_marker(storage: Storage, instant: str, partition: str, file_name: str
     written: str | None = None
     if not marking.batched:
         written = f"{marker_dir(instant)}/{name}"
+        _note(storage, instant, written, [_marked(name)])
         storage.write_bytes(written, b"")
     elif name not in marking.premarked:
         written = _write_batch(storage, instant, [name], marking.typed)
@@ -124,6 +161,9 @@ def remove_marker(storage: Storage, written: str | None) -> None:
     deletes it for this instant, as it must for a marker left by a crash between marker and file."""
     if written is not None:
         storage.delete(written)
+        # The file stays noted as marked (its commit checks that it exists before deleting it, as it does
+        # for a listed marker left by a crash between marker and file).
+        _note(storage, written[len(MARKER_ROOT) + 1:].split("/", 1)[0], written, withdrawn=True)
 
 
 def _write_batch(storage: Storage, instant: str, names: list[str], typed: bool) -> str:
@@ -133,10 +173,13 @@ def _write_batch(storage: Storage, instant: str, names: list[str], typed: bool) 
     if not typed:
         _write_type(storage, instant)
     data = "".join(f"{n}\n" for n in names).encode("utf-8")
+    marked = [_marked(n) for n in names]
     while True:
         rel = f"{root}/{MARKERS_FILE_PREFIX}{random.randint(_FIRST_TASK_INDEX, _LAST_INDEX)}"
+        _note(storage, instant, rel, marked)  # before the write: a failed write may have created it all the same
         if storage.write_new(rel, data):
             return rel
+        _note(storage, instant, rel, withdrawn=True)  # another process's file (its names stay noted: harmless)
 
 
 class LogOwner(enum.Enum):
@@ -196,10 +239,15 @@ def instant_wrote(storage: Storage, instant: str, rel: str) -> bool:
     return owner is LogOwner.SELF
 
 
-def list_marked_files(storage: Storage, instant: str) -> list[str]:
+def list_marked_files(storage: Storage, instant: str, in_process: bool = False) -> list[str]:
     """Data file paths (relative to the base path) that markers of `instant` name, in either layout:
     DIRECT markers (one file each, in partition directories) and batched ones (`MARKERS<n>` files in
-    the instant's marker directory, one marker name per line), whoever wrote them."""
+    the instant's marker directory, one marker name per line), whoever wrote them. `in_process`: every
+    task of the instant ran in this process (the in-process engine), so what this process's marker
+    writes noted is the whole directory, known without listing and reading it."""
+    here = _written_here(storage, instant) if in_process else None
+    if here is not None:
+        return sorted(here.marked)
     root = marker_dir(instant)
     out: list[str] = []
     pending = [root]
@@ -243,8 +291,16 @@ def _lines(storage: Storage, rel: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def delete_markers(storage: Storage, instant: str) -> None:
-    storage.delete_dir(marker_dir(instant))
+def delete_markers(storage: Storage, instant: str, in_process: bool = False) -> None:
+    """Delete the instant's marker directory; `in_process` (see `list_marked_files`): on an object store,
+    the marker files this process wrote, without listing them first."""
+    here = _written_here(storage, instant) if in_process and storage.is_object_store else None
+    if here is not None:
+        storage.delete_files(sorted(here.files))
+    else:
+        storage.delete_dir(marker_dir(instant))
+    with _HERE_LOCK:
+        _HERE.pop((storage.base_uri, instant), None)
 
 
 def undo_marked_files(storage: Storage, instant: str) -> None:
@@ -256,9 +312,11 @@ def undo_marked_files(storage: Storage, instant: str) -> None:
     delete_markers(storage, instant)
 
 
-def unreported_files(storage: Storage, instant: str, reported_paths: set[str | None]) -> list[str]:
-    """Files `instant` marked and wrote that no write stat names (failed or retried task attempts)."""
-    return [rel for rel in list_marked_files(storage, instant)
+def unreported_files(storage: Storage, instant: str, reported_paths: set[str | None],
+                     in_process: bool = False) -> list[str]:
+    """Files `instant` marked and wrote that no write stat names (failed or retried task attempts);
+    `in_process` as for `list_marked_files`."""
+    return [rel for rel in list_marked_files(storage, instant, in_process)
             if rel not in reported_paths and storage.exists(rel) and instant_wrote(storage, instant, rel)]
 
 

@@ -36,6 +36,6 @@ def check_partition_path(partition: str) -> None:
 def ensure_partition_metadata(storage: Storage, partition: str, instant: str) -> None:
     check_partition_path(partition)
     rel = join_path(partition, PARTITION_METAFILE)
-    if storage.exists(rel):
+    if storage.known_size(rel) is not None or storage.exists(rel):  # listed with the partition: no HEAD
         return
     storage.write_atomic(rel, partition_metadata_text(instant, partition).encode("utf-8"))

@@ -67,7 +67,7 @@ def test_a_task_marks_every_file_it_creates_in_one_file_written_ahead(tmp_path: 
     opts = {**BASE, **options}
     pyhudi.write(_batches(30, 1), str(path), opts)
     kept: list[str] = []
-    monkeypatch.setattr(writer_client, "delete_markers", lambda storage, instant: kept.append(instant))
+    monkeypatch.setattr(writer_client, "delete_markers", lambda storage, instant, **_: kept.append(instant))
     # Updates of every file group and new keys in every partition: merges (or appends) and creates.
     pyhudi.write(pa.concat_tables([_batches(30, 2), _batches(12, 2, start=100)]), str(path), opts)
     (instant,) = kept
@@ -89,7 +89,7 @@ def test_many_tasks_write_few_marker_files(tmp_path: Path, monkeypatch: pytest.M
     first = pa.table({"id": [f"k{i}" for i in range(80)], "ts": [1] * 80, "p": [parts[i % 40] for i in range(80)]})
     pyhudi.write(first, str(path), opts)
     kept: list[str] = []
-    monkeypatch.setattr(writer_client, "delete_markers", lambda storage, instant: kept.append(instant))
+    monkeypatch.setattr(writer_client, "delete_markers", lambda storage, instant, **_: kept.append(instant))
     pyhudi.write(first.set_column(1, "ts", pa.array([2] * 80, pa.int64())), str(path), opts)
     root = path / MARKER_ROOT / kept[0]
     written = _written(path, kept[0])
