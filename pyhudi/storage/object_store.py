@@ -275,19 +275,24 @@ class ObjectBackend:
         every create carries a unique token as object metadata, and a 412 after a retry reads the
         object back and compares tokens, so the creator learns it won.
         """
+        return self.create_tagged(rel, data)[0]
+
+    def create_tagged(self, rel: str, data: Any) -> tuple[bool, str | None]:
+        """`create`, and the new object's ETag when the store answered it (None after a lost answer, or
+        on the check-then-put fallback)."""
         if self.conditional == "false" or _PROBE_CACHE.get(self._probe_key()) is False:
-            return self._check_then_put(rel, data)
+            return self._check_then_put(rel, data), None
         token = uuid.uuid4().hex
-        def run(attempt: int) -> bool:
+        def run(attempt: int) -> tuple[bool, str | None]:
             metrics.count_put("PUT if-none-match", metrics.size_of(data))
             try:
-                obstore.put(self.store, rel, _payload(data), mode="create",
-                             attributes={self.token_attribute: token})
-                return True
+                put = obstore.put(self.store, rel, _payload(data), mode="create",
+                                  attributes={self.token_attribute: token})
+                return True, put.get("e_tag")
             except oe.AlreadyExistsError:
                 if attempt == 0:
-                    return False
-                return self._token_of(rel) == token
+                    return False, None
+                return self._token_of(rel) == token, None
         try:
             return self._call("PUT if-none-match", rel, run)  # type: ignore[no-any-return]
         except StorageError as exc:
@@ -300,7 +305,7 @@ class ObjectBackend:
             _PROBE_CACHE[self._probe_key()] = False
             log.warning("%s does not support conditional writes; exclusive creates fall back to "
                         "check-then-put, which is only safe with a single writer", self.describe(""))
-            return self._check_then_put(rel, data)
+            return self._check_then_put(rel, data), None
 
     def _token_of(self, rel: str) -> str | None:
         try:

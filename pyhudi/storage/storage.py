@@ -438,6 +438,13 @@ class Storage:
         self.write_bytes(rel, data)
         return True
 
+    def create_exclusive_tagged(self, rel: str, data: bytes) -> tuple[bool, str | None]:
+        """`create_exclusive`, and on an object store the created object's ETag when the store answered
+        it (None otherwise, and on other file systems)."""
+        if self._object is not None:
+            return self._object.create_tagged(rel, data)
+        return self.create_exclusive(rel, data), None
+
     def delete(self, rel: str) -> bool:
         """Delete a file; False if it did not exist. On object stores True means "gone": S3's
         DeleteObject does not say whether the key existed, and asking first would double the requests

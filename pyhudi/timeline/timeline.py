@@ -464,7 +464,7 @@ class ActiveTimeline(Timeline):
         drop_metadata_table(self.storage, folder_listed=folder)
         body = self._encoded(done, content)
         created = self._complete_v2(done, body) if self.layout.is_v2 else \
-            (done if self._create_once(done, body) else None)
+            (done if self._create_once(done, body, keep=True) else None)
         if created is None:
             name = done.file_name if not self.layout.is_v2 else f"{done.timestamp}_*.{done.action.value}"
             raise InstantAlreadyCompletedError(
@@ -522,12 +522,20 @@ class ActiveTimeline(Timeline):
         except FileNotFoundError:
             return None
 
-    def _create_once(self, instant: Instant, content: bytes) -> bool:
+    def _create_once(self, instant: Instant, content: bytes, keep: bool = False) -> bool:
         """Create the instant's file exclusively; True when created, or when it already holds exactly
         `content` (this caller's own earlier attempt, e.g. a PUT that took effect but whose answer was
-        lost, retried by a caller), False when it holds anything else (someone else's)."""
+        lost, retried by a caller), False when it holds anything else (someone else's). `keep`: a completed
+        instant's file (layout 1: its bytes are what `details` returns) goes into the process's kept
+        details under the ETag the store answered, so the next operation's schema and record-size lookups
+        do not read back what this one wrote."""
         rel = self._rel(instant.file_name)
-        if self.storage.create_exclusive(rel, content):
+        created, etag = self.storage.create_exclusive_tagged(rel, content)
+        if created:
+            as_read = not (content.startswith(_AVRO_MAGIC) and instant.action in WRITE_ACTIONS)  # see `details`
+            shared = self._shared_key(instant, rel, etag) if keep and as_read else None
+            if shared is not None and len(content) <= _CACHED_DETAILS_MAX_BYTES:
+                _SHARED_DETAILS.put(shared, content)
             return True
         return self._read_or_none(rel) == content  # None: deleted again since (a rollback), not ours
 
