@@ -82,11 +82,14 @@ class Heartbeat:
             with contextlib.suppress(OSError):  # a missed beat is tolerated; too many look dead, which is safe
                 self._beat()
 
-    def stop(self) -> None:
+    def stop(self, delete: bool = True) -> None:
+        """Stop beating and delete the file; `delete=False` leaves the file to the caller, which deletes it
+        with others in one request (a committed write: its heartbeat and markers go in one batch delete)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        self.storage.delete(self.path)
+        if delete:
+            self.storage.delete(self.path)
 
 
 def _read(storage: Storage, instant: str) -> tuple[int, str] | None:

@@ -299,6 +299,8 @@ class WriteClient:
         requested, heartbeat = self._start_instant(timeline, action, requested_bytes)
         instant = requested.timestamp
         after_commit: list[tuple[str, Exception]] = []
+        # Once committed, the heartbeat file goes with the markers in one batch delete (markers known here)
+        batched = False
         try:
             timeline.transition_to_inflight(requested, inflight_bytes)
             stats = run(instant)
@@ -312,6 +314,7 @@ class WriteClient:
             if replaced is not None:
                 meta.partition_to_replace_file_ids = replaced()
             self._complete(instant, action, meta, stats)
+            batched = self._in_process and self.storage.is_object_store
         except CommitConflictError:
             self._rollback_unless_undone(instant, action)  # _complete rolls back its conflicts itself
             raise
@@ -329,7 +332,7 @@ class WriteClient:
             after_commit.append(("commit", exc))  # e.g. releasing the table lock, after the commit file
         finally:
             try:
-                heartbeat.stop()
+                heartbeat.stop(delete=not batched)
             except Exception as exc:
                 if not self._commit_exists(instant, action):
                     raise
@@ -338,7 +341,7 @@ class WriteClient:
         for service, failure in after_commit:
             self._post_commit_failed(service, failure)
         try:
-            delete_markers(self.storage, instant, in_process=self._in_process)
+            delete_markers(self.storage, instant, in_process=self._in_process, also=[heartbeat.path] if batched else [])
         except Exception as exc:
             self._post_commit_failed("marker cleanup", exc)
         log.info("completed %s %s: %d files written", action.value, instant, len(stats))

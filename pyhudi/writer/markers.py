@@ -291,14 +291,17 @@ def _lines(storage: Storage, rel: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def delete_markers(storage: Storage, instant: str, in_process: bool = False) -> None:
+def delete_markers(storage: Storage, instant: str, in_process: bool = False, also: Iterable[str] = ()) -> None:
     """Delete the instant's marker directory; `in_process` (see `list_marked_files`): on an object store,
-    the marker files this process wrote, without listing them first."""
+    the marker files this process wrote, without listing them first, and the files `also` names (a
+    committed write's heartbeat) in the same batch delete."""
     here = _written_here(storage, instant) if in_process and storage.is_object_store else None
     if here is not None:
-        storage.delete_files(sorted(here.files))
+        storage.delete_files([*sorted(here.files), *also])
     else:
         storage.delete_dir(marker_dir(instant))
+        for rel in also:
+            storage.delete(rel)
     with _HERE_LOCK:
         _HERE.pop((storage.base_uri, instant), None)
 
