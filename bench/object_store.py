@@ -168,9 +168,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
                              "median_requests": median([r["total"] for r in rs]),
                              **{f"median_{k}": median([r["requests"].get(k, 0) for r in rs]) for k in KINDS}}
         calls = sorted({c for r in rows for c in r[key].get("by_call", {})})
-        last = [r[key] for r in rows if r["phase"] == rows[-1]["phase"]]
-        out[key] = {"median_by_call_" + rows[-1]["phase"]: {c: median([r.get("by_call", {}).get(c, 0) for r in last])
-                                                             for c in calls},
+        by_call = {f"median_by_call_{phase}": {c: median([r[key].get("by_call", {}).get(c, 0) for r in rows
+                                                          if r["phase"] == phase]) for c in calls}
+                   for phase in sorted({r["phase"] for r in rows})} if calls else {}
+        out[key] = {**by_call,
                     "seconds": sum(r[key]["seconds"] for r in rows), "requests": totals,
                     "total_requests": sum(totals.values()), "phases": phases,
                     "metrics_mismatches": sum(1 for r in rows if "metrics_mismatch" in r[key])}

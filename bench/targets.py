@@ -26,7 +26,7 @@ from common import format_table, ratio  # noqa: E402
 
 TITLE = "Targets"
 BENCHMARKS = ("small_batches", "large_load", "mor_vs_cow", "clustering", "streaming_services", "arrow_engine", "scale",
-              "stream_grid")
+              "stream_grid", "object_store")
 
 
 @dataclass
@@ -152,7 +152,37 @@ READERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "arrow_engine": lambda r: [],  # issue 17's targets: published by the benchmark itself (`targets`)
     "scale": lambda r: [],  # issue 19's targets: published by bench/scale.py itself (`targets`)
     "stream_grid": lambda r: [],  # issue 31 item 2's targets: published by bench/stream_grid.py itself
+    "object_store": lambda r: object_store_rows(r),
 }
+
+
+def object_store_rows(r: dict[str, Any]) -> list[Row]:
+    """Issue 31 item 3: object-store requests per write no more than delta-rs's (medians per phase, and the
+    run's total), counted by the proxy in front of the S3 server."""
+    s, name = r["summary"], "object_store"
+    cow, delta = s["cow"], s["delta"]
+    rows = []
+    for phase in ("insert", "upsert"):
+        c = cow["phases"].get(phase, {}).get("median_requests", float("nan"))
+        d = delta["phases"].get(phase, {}).get("median_requests", float("nan"))
+        rows.append(Row(f"Object-store requests per {phase} <= delta-rs (median)", name, f"{c:g} vs {d:g}",
+                        _judge(ratio(c, d), lambda v: v <= 1.0), "", "requests"))
+    c, d = cow["total_requests"], delta["total_requests"]
+    rows.append(Row("Object-store requests of the whole stream <= delta-rs", name, f"{c} vs {d}",
+                    _judge(ratio(c, d), lambda v: v <= 1.0), "", "requests"))
+    return rows
+
+
+def limit_requests(r: dict[str, Any]) -> str:
+    calls = r["summary"]["cow"].get("median_by_call_insert", {})
+    listed = ", ".join(f"{c} {v:g}" for c, v in calls.items() if v)
+    return ("delta-rs's append is a LIST of its log, a GET per commit since its last checkpoint, the data PUT and "
+            "one conditional PUT of the commit. A Hudi write also keeps crash and concurrency safety on the "
+            "store: a heartbeat file (PUT, DELETE), requested and inflight instant files (conditional PUTs) and a "
+            "LIST after taking the instant time, markers (the type file and one batch, deleted at commit), the "
+            "storage-based table lock (take, renew right before the commit to prove no takeover, release) around "
+            "a fresh LIST of the timeline for the conflict check, and the inline cleaner and archival checks "
+            f"(which list the timeline and take the lock again). Median requests per insert by storage call: {listed}.")
 
 
 def published_rows(name: str, r: dict[str, Any]) -> list[Row]:
@@ -307,7 +337,7 @@ def limit_clustering(r: dict[str, Any]) -> str:
 LIMITS: dict[str, Callable[[dict[str, Any]], str]] = {
     "insert": limit_insert, "upsert": limit_upsert, "sizing": limit_sizing, "query_small": limit_query_small,
     "query_delta": limit_query_delta, "end_to_end": limit_end_to_end, "load": limit_load,
-    "clustering": limit_clustering,
+    "clustering": limit_clustering, "requests": limit_requests,
 }
 
 
