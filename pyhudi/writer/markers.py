@@ -54,6 +54,7 @@ class _Written:
 
     files: set[str] = field(default_factory=set)
     marked: set[str] = field(default_factory=set)
+    names: dict[str, list[str]] = field(default_factory=dict)  # marker file -> the data files it names
 
 
 # Per (table base URI, instant): what this process's marker writes left. When every task of an instant ran
@@ -65,20 +66,24 @@ _HERE_LOCK = threading.Lock()
 
 
 def _note(storage: Storage, instant: str, file: str, marked: Iterable[str] = (), withdrawn: bool = False) -> None:
+    """Note a marker file this process writes (before the write: a write whose answer is lost may have
+    created it all the same), or withdraw one it deleted (the data files only it named are unmarked)."""
     with _HERE_LOCK:
         entry = _HERE.setdefault((storage.base_uri, instant), _Written())
         if withdrawn:
             entry.files.discard(file)
-            entry.marked.difference_update(marked)
+            gone = set(entry.names.pop(file, ()))
+            entry.marked -= gone - {n for names in entry.names.values() for n in names}
         else:
             entry.files.add(file)
+            entry.names[file] = [*entry.names.get(file, ()), *marked]
             entry.marked.update(marked)
 
 
 def _written_here(storage: Storage, instant: str) -> _Written | None:
     with _HERE_LOCK:
         entry = _HERE.get((storage.base_uri, instant))
-        return _Written(set(entry.files), set(entry.marked)) if entry is not None else None
+        return _Written(set(entry.files), set(entry.marked), dict(entry.names)) if entry is not None else None
 
 
 @dataclass(frozen=True)
@@ -161,8 +166,6 @@ def remove_marker(storage: Storage, written: str | None) -> None:
     deletes it for this instant, as it must for a marker left by a crash between marker and file."""
     if written is not None:
         storage.delete(written)
-        # The file stays noted as marked (its commit checks that it exists before deleting it, as it does
-        # for a listed marker left by a crash between marker and file).
         _note(storage, written[len(MARKER_ROOT) + 1:].split("/", 1)[0], written, withdrawn=True)
 
 
@@ -179,7 +182,7 @@ def _write_batch(storage: Storage, instant: str, names: list[str], typed: bool) 
         _note(storage, instant, rel, marked)  # before the write: a failed write may have created it all the same
         if storage.write_new(rel, data):
             return rel
-        _note(storage, instant, rel, withdrawn=True)  # another process's file (its names stay noted: harmless)
+        _note(storage, instant, rel, withdrawn=True)  # another process's file: not ours to name or delete
 
 
 class LogOwner(enum.Enum):

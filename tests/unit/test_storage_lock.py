@@ -314,3 +314,38 @@ def test_check_lock_usable_refuses_before_a_write_starts(storage: Storage, monke
         check_lock_usable(storage, LockSettings(occ=True))
     check_lock_usable(storage, LockSettings())  # a single writer may proceed
     assert not storage.exists(LOCK_FILE)
+
+
+def test_retaking_a_lock_this_process_released_skips_the_read_unless_someone_took_it(
+        storage: Storage, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a release the next acquisition overwrites by If-Match on the released ETag without reading the
+    object; once another writer took the lock since, that write fails and the usual read decides (the
+    lock is refused while the other holds it)."""
+    reads: list[str] = []
+    original = storage.read_with_etag
+
+    def counting(rel: str) -> tuple[bytes, str]:
+        reads.append(rel)
+        return original(rel)
+
+    monkeypatch.setattr(storage, "read_with_etag", counting)
+    first = provider(storage)
+    first.acquire(5)
+    first.release()
+    reads.clear()
+    again = provider(storage)
+    again.acquire(5)
+    assert reads == [], "retaken by one conditional write"
+    held = json.loads(storage.read_bytes(LOCK_FILE))
+    assert held["owner"] == again.owner and not held["expired"]
+    again.release()
+    other = provider(storage)
+    other._take_released = lambda data: None  # type: ignore[method-assign]  # another process: nothing released there
+    assert other.try_acquire()
+    reads.clear()
+    blocked = provider(storage)
+    assert not blocked.try_acquire(), "the released ETag is stale: the other holder's lock is seen and respected"
+    assert reads, "the failed If-Match sent it to read the object"
+    other.release()
+    assert blocked.try_acquire()
+    blocked.release()
