@@ -88,10 +88,13 @@ J:HoodieFileGroup.isFileSliceCommitted):
 7. the files of a write that never completed in the range about to go (an orphan) stop archival before
    it, and the commit before it stays; looked for only when a rollback or restore undid a write in that
    range, in the partitions it names (`_Planner.orphan_bound`).
-8. with no clean on the active timeline and the cleaner on, nothing at or after the commit the cleaner
-   retains now, nor from the first commit that superseded a file version the cleaner has not deleted yet
-   (`_Planner.no_clean_bound`; the cleaner, finding no clean, scans only the partitions the active
-   timeline's superseding commits name, and trusts archived ones to have left nothing).
+8. with the cleaner on, nothing from the first commit that wrote a new version of a file group (or replaced
+   one) whose superseded version the cleaner has not deleted yet (`_Planner.superseded_bound`: only the
+   partitions those commits name are listed); with no clean on the active timeline, also nothing at or after
+   the commit the cleaner retains now (`_Planner.no_clean_bound`). The cleaner, finding no clean, scans only
+   the partitions the active timeline's superseding commits name, and trusts archived ones to have left
+   nothing; Hudi 1.x bounds only replacecommits by the cleaner (rule 3c) and would archive past a lagging
+   cleaner (async, or hoodie.clean.max.commits > 1).
 
 Differences from pyhudi's layout-1 (0.14) rules above: the keep limits follow the cleaner (rule 1; pyhudi's
 config refuses hoodie.keep.min.commits <= hoodie.cleaner.commits.retained for both layouts, so this binds with
@@ -329,34 +332,45 @@ class _Planner:
 
     def no_clean_bound(self, tentative_last: str) -> _Bound | None:
         """With no clean on the active timeline (and the cleaner on): nothing at or after the commit the
-        cleaner retains now, and no commit that superseded a file version still on storage.
-
-        The second part is what lets the cleaner trust archived history (`clean_plan.scope_without_clean`
-        scans only the partitions the active timeline's superseding commits name): a candidate commit that
-        wrote a new version of a file group, or replaced one, goes only once the cleaner has nothing left to
-        delete in the partitions it did so. Only those partitions are listed (none on an append-only
-        table); the inline cleaner ran just before, so normally nothing is left."""
+        cleaner retains now, and no commit that superseded a file version still on storage
+        (`superseded_bound`)."""
         if not self.clean_cfg.automatic:
             return None
-        from pyhudi.services.clean_plan import earliest_commit_to_retain, plan_clean, superseded_in
+        from pyhudi.services.clean_plan import earliest_commit_to_retain
 
         now = earliest_commit_to_retain(self.timeline, self.clean_cfg, self.table.local_timezone)
         if now is None:
             return None
         bound = _Bound(now.timestamp, "the earliest commit the cleaner retains (no clean has run yet)")
-        by_commit = {c.timestamp: superseded_in(self.timeline, c)
-                     for c in self.timeline.completed() if c.action in WRITE_ACTIONS
-                     and c.timestamp <= tentative_last and c.timestamp < now.timestamp}
+        superseded = self.superseded_bound(min(tentative_last, now.timestamp))
+        return superseded if superseded is not None and superseded.timestamp < bound.timestamp else bound
+
+    def superseded_bound(self, last: str) -> _Bound | None:
+        """The first commit up to `last` that wrote a new version of a file group, or replaced one, while the
+        cleaner still has something to delete in a partition where it did so.
+
+        This is what lets the cleaner, finding no clean on the active timeline, trust archived history
+        (`clean_plan.scope_without_clean` scans only the partitions the active timeline's superseding commits
+        name): a commit goes only once the versions it superseded are gone. Only the partitions those commits
+        name are listed (none on an append-only table); the inline cleaner ran just before, so normally
+        nothing is left."""
+        if not self.clean_cfg.automatic:
+            return None
+        from pyhudi.services.clean_plan import plan_clean, superseded_in
+
+        by_commit = {c.timestamp: superseded_in(self.timeline, c) for c in self.timeline.completed()
+                     if c.action in WRITE_ACTIONS and c.timestamp <= last}
         partitions = sorted(set().union(*by_commit.values())) if by_commit else []
         if not partitions:
-            return bound
+            return None
         draft = plan_clean(self.storage, self.view, self.clean_cfg, partitions=partitions)
         left = {f.partition for f in draft.files}
         first = next((ts for ts, parts in sorted(by_commit.items()) if parts & left), None)
-        if first is None or first >= bound.timestamp:
-            return bound
-        return _Bound(first, f"commit {first} superseded file versions the cleaner has not deleted yet (no clean has "
-                             f"run yet; e.g. {draft.files[0].path})")
+        if first is None:
+            return None
+        example = next(f.path for f in draft.files if f.partition in by_commit[first])
+        return _Bound(first, f"commit {first} superseded file versions the cleaner has not deleted yet (e.g. "
+                             f"{example})")
 
     def replace_bound(self, candidates: list[InstantGroup]) -> _Bound | None:
         for g in candidates:
@@ -735,8 +749,10 @@ def _commits_to_archive(p: _PlannerV2) -> tuple[int, str | None]:
     if k:  # rules 6 to 8 read more (commit metadata, listings): only for what is left to archive
         replace = p.replace_bound(p.commits[:k])
         k, stop = _count(p, bounds + ([replace] if replace else []), k, stop)
-    if k and not any(g.completed and g.action is Action.CLEAN for g in p.groups):
-        cleaner = p.no_clean_bound(p.commits[k - 1].timestamp)
+    if k:
+        last = p.commits[k - 1].timestamp
+        cleaned = any(g.completed and g.action is Action.CLEAN for g in p.groups)
+        cleaner = p.superseded_bound(last) if cleaned else p.no_clean_bound(last)
         k, stop = _count(p, bounds + ([cleaner] if cleaner else []), k, stop)
     if k:
         orphan = p.orphan_bound(p.commits[k - 1].timestamp)

@@ -326,10 +326,17 @@ def clean_scope(view: FileSystemView, cfg: CleanConfig, earliest: Instant | None
         return None, f"full scan: savepoint {deleted}, recorded by the last clean, was deleted since"
     # Of those commits, only the ones that superseded or replaced a file version (`superseded_in`) can have
     # made anything cleanable: a commit of new file groups only frees nothing (Hudi's open apache/hudi#18014).
+    # The partitions of rollbacks since then too: a rollback that could not delete a failed write's file
+    # leaves an orphan there (a write of new file groups only is no longer scanned to find it).
+    rolled = partitions_rolled_back(timeline, previous)
+    if rolled is None:
+        return None, f"full scan: a rollback since {previous} is unreadable"
     touched = partitions_written(timeline, previous, earliest.timestamp,
                                  only=lambda inst, _: set(superseded_in(timeline, inst)))
-    return sorted(touched), (f"incremental: {len(touched)} partition(s) where commits in [{previous}, "
-                             f"{earliest.timestamp}) superseded or replaced a file version")
+    scope = sorted(touched | rolled)
+    return scope, (f"incremental: {len(scope)} partition(s) where commits in [{previous}, {earliest.timestamp}) "
+                   f"superseded or replaced a file version ({len(touched)}), or rollbacks since deleted files "
+                   f"({len(rolled)})")
 
 
 def scope_without_clean(timeline: ActiveTimeline, earliest: Instant) -> tuple[list[str] | None, str]:
