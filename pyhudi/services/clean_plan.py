@@ -403,7 +403,7 @@ def superseded_in(timeline: ActiveTimeline, inst: Instant) -> frozenset[str]:
     meta = commit_json(timeline, inst)
     compaction = inst.timestamp in timeline.compaction_commits \
         or meta.get("operationType") in ("COMPACT", "LOG_COMPACT")
-    out = {str(p) for p, ids in (meta.get("partitionToReplaceFileIds") or {}).items() if ids}
+    out = {str(p) for p in (meta.get("partitionToReplaceFileIds") or {})}
     for part, stats in (meta.get("partitionToWriteStats") or {}).items():
         for stat in stats or []:
             path = str(stat.get("path") or "")

@@ -333,6 +333,22 @@ def test_stops_before_files_a_rollback_left_of_a_write_that_never_completed(
     assert not view.is_committed(X(5, 3)) and view.is_committed(C(1))
 
 
+def test_a_restore_that_left_a_file_of_a_write_it_undid_holds_archival(table: ArchTable) -> None:
+    """A completed restore names, per instant it rolled back, the partitions of that rollback: a file it left of
+    an instant in the range holds archival back like a rollback's."""
+    table.commits(1, 35)
+    table.base(PART, "orphan", X(5, 3))
+    target = am.instant_info(X(5, 3), "commit")
+    rollback = am.rollback_metadata(start_rollback_time=X(30, 1), instants_rollback=[target], partition_metadata={
+        PART: am.rollback_partition_metadata(partition_path=PART, success_delete_files=[], failed_delete_files=[])})
+    (table.hoodie / f"{X(30)}.restore.inflight").write_bytes(b"")
+    table.avro(f"{X(30)}.restore", "HoodieRestoreMetadata", am.restore_metadata(
+        start_restore_time=X(30), restore_instant_info=[target], rollback_metadata_by_instant={X(5, 3): [rollback]}))
+    result = run(table)
+    assert result is not None and [i.timestamp for i in result.archived] == [C(n) for n in range(1, 5)]
+    assert "never completed" in (result.stopped_by or "")
+
+
 def test_a_rollback_that_left_nothing_lets_archival_pass(table: ArchTable, monkeypatch: pytest.MonkeyPatch) -> None:
     table.commits(1, 35)
     table.rollback(X(8), X(5, 3), partitions=(PART,))
