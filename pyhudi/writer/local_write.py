@@ -45,7 +45,7 @@ from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.view.builder import build_view
 from pyhudi.writer.arrow_prepare import ArrowBatchSpec, ArrowSource, arrow_source, bad_key_count, prepare_spec
 from pyhudi.writer.binpack import pack_balanced
-from pyhudi.writer.bulk_insert import BUCKET_COL, by_partition, partition_groups, write_tables
+from pyhudi.writer.bulk_insert import BUCKET_COL, by_partition, gather, partition_groups, write_tables
 from pyhudi.writer.client import WriteResult
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.dispatch import bucket_chunks, run_handles
@@ -230,7 +230,7 @@ class LocalWriteClient(StreamedInsert):
 
 
 def _gather(table: pa.Table, rows: np.ndarray) -> pa.Table:
-    return table.take(pa.array(rows))
+    return gather(table, rows)  # ascending rows: a filter where a take would concatenate every chunk
 
 
 def _identity(table: pa.Table) -> pa.Table:

@@ -30,6 +30,7 @@ from pyhudi.index.bloom_filter import (
     OLD_FOOTER_KEY,
     TYPE_CODE_KEY,
     BloomFilter,
+    _division_magic,
     _positions,
     _utf8_columns,
     read_footer_filter,
@@ -462,3 +463,30 @@ def test_extended_filter_not_reused_when_config_changed() -> None:
     assert extended_bloom(None, pa.array(["c"]), ParquetSettings()) is None
     assert extended_bloom({b"org.apache.hudi.bloomfilter": b"!!not base64"}, pa.array(["c"]),
                           ParquetSettings()) is None
+
+
+@pytest.mark.parametrize("divisor", [1, 2, 3, 7, 1000, 2587966, 431_328, 2**20, 2**20 + 1, 2**31 - 1])
+def test_division_magic_is_exact_over_every_bit_index(divisor: int) -> None:
+    """The multiply-shift remainder equals `%` at the edges (0, multiples of the divisor and their
+    neighbours, 2^31 = |Integer.MIN_VALUE|) and on random values of the whole |h| range."""
+    magic, shift = _division_magic(divisor)
+    rng = np.random.default_rng(divisor)
+    edges = [0, 1, divisor - 1, divisor, divisor + 1, 2**31 - 1, 2**31, (2**31 // divisor) * divisor,
+             (2**31 // divisor) * divisor - 1]
+    x = np.concatenate([np.array([e for e in edges if 0 <= e <= 2**31], np.uint64),
+                        rng.integers(0, 2**31 + 1, 200_000, dtype=np.uint64)])
+    quotient = (x * magic) >> shift
+    assert np.array_equal(x - quotient * np.uint64(divisor), x % np.uint64(divisor))
+
+
+def test_string_keys_hash_from_their_own_buffers_sliced_or_chunked() -> None:
+    """32-bit-offset strings are hashed from Arrow's buffers (offsets widened, no copy of the bytes):
+    a slice (non-zero offset), a chunked column and large_string give the bits of the plain list."""
+    keys = [f"key-{i:05d}-é" if i % 3 else f"k{i}" for i in range(40)]
+    want = BloomFilter.create(1000, 1e-6, 1000, "SIMPLE")
+    want.add_keys(keys[5:])
+    for given in (pa.array(keys).slice(5), pa.chunked_array([pa.array(keys[5:20]), pa.array(keys[20:])]),
+                  pa.array(keys[5:], pa.large_string())):
+        got = BloomFilter.create(1000, 1e-6, 1000, "SIMPLE")
+        got.add_keys(given)
+        assert got.serialized() == want.serialized()
