@@ -6,7 +6,9 @@ docs/architecture.md), and a cut response surfaces as `INTERNAL_FAILURE ... Fail
 stream`. These files make every request one obstore call under `retry.call` instead:
 
 * `ObjectInputFile`: random access by ranged GETs (one per read; pyarrow's parquet reader asks for the
-  footer, then the column chunks it needs); the size comes from one HEAD at open. A caller that reads
+  footer, then the column chunks it needs; its first read of the end fetches at least the last
+  `TAIL_PREFETCH_BYTES`, which serve the rest of the footer and, in a small file, everything); the size
+  comes from one HEAD at open, or from the listing that found the file. A caller that reads
   the whole file anyway (a merge reads every column of the old base file) passes `whole_below`: a file
   up to that size is then fetched by one GET into a native `pa.BufferReader` (one request instead of
   one per column chunk, ~10 for a typical table; no Python file object, so Arrow's pools may read it).
@@ -28,10 +30,19 @@ if TYPE_CHECKING:
     from pyhudi.storage.object_store import ObjectBackend
 
 
+# A read that ends at the end of the object (a parquet reader's first look, for the footer) fetches at least
+# this much of its tail in the same GET, kept for later reads: parquet's footer length is only known from
+# its last 8 bytes, and a Hudi base file's footer holds its bloom filter (~430 KB at the defaults), so
+# reading 64 KB first costs a second GET for the rest of the footer, and a third for the column asked for.
+# A file up to this size is then one GET in all.
+TAIL_PREFETCH_BYTES = 1 << 20
+
+
 class _RangeReader(io.RawIOBase):
     def __init__(self, backend: ObjectBackend, rel: str, size: int) -> None:
         self.backend, self.rel, self.length, self.pos = backend, rel, size, 0
         self.read_range = bind(backend.read_range)  # pyarrow reads from its own I/O threads: count for the opener
+        self._tail_start, self._tail = size, b""  # the prefetched tail [tail_start, size)
 
     def readable(self) -> bool:
         return True
@@ -51,7 +62,14 @@ class _RangeReader(io.RawIOBase):
         end = self.length if size is None or size < 0 else min(self.length, self.pos + size)
         if end <= self.pos:
             return b""
-        data = self.read_range(self.rel, self.pos, end)
+        if self.pos >= self._tail_start:
+            data = self._tail[self.pos - self._tail_start:end - self._tail_start]
+        elif end == self.length and not self._tail:
+            self._tail_start = max(0, min(self.pos, self.length - TAIL_PREFETCH_BYTES))
+            self._tail = self.read_range(self.rel, self._tail_start, self.length)
+            data = self._tail[self.pos - self._tail_start:]
+        else:
+            data = self.read_range(self.rel, self.pos, end)
         self.pos += len(data)
         return data
 
