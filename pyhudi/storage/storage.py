@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from pyhudi.storage.object_store import ObjectBackend
 
 TEMP_DIR = ".hoodie/.aux/.pyhudi-tmp"
+_LISTED_MAX = 500_000  # data-file sizes kept per Storage object (`known_size`), about 100 bytes each
 TEMP_FILE_MAX_AGE_S = 3600  # a temp file lives for one write_atomic call; an older one was left by a crash
 
 
@@ -312,6 +313,8 @@ class Storage:
                                 mtime_ns=int(o["last_modified"].timestamp() * 1_000_000) * 1000,
                                 etag=o.get("e_tag")))
             if not path.startswith(".hoodie/"):
+                if len(self._listed) >= _LISTED_MAX:  # a long-lived Storage object: start over
+                    self._listed.clear()
                 self._listed[path] = int(o["size"])
         return out
 
