@@ -98,11 +98,12 @@ def ratio_table(r: dict[str, Any], markdown: bool) -> str:
 def missed_table(r: dict[str, Any], markdown: bool) -> str:
     cells = [c for c in r.get("cells") or [] if _ok(c) and c["ratio"] > limit(c["size_mb"])]
     rows = [[c["id"], f"{c['ratio']:.2f}", f"{c['pyhudi']['end_to_end_seconds']:.2f}",
-             f"{c['delta']['ingest_seconds']:.2f} + {c['delta']['maintenance_seconds']:.2f}", _written(c), top_steps(c),
-             cause(c)]
+             f"{c['delta']['ingest_seconds']:.2f} + {c['delta']['maintenance_seconds']:.2f}", _written(c),
+             _per_byte(c), top_steps(c), cause(c)]
             for c in sorted(cells, key=lambda c: -c["ratio"])]
     return format_table(["cell", "ratio", "pyhudi s", "delta-rs s (writes + optimize)",
-                         "written: pyhudi / delta-rs (files)", "pyhudi's largest steps (share of its time)",
+                         "written: pyhudi / delta-rs (files)", "time per byte written vs delta-rs",
+                         "pyhudi's largest steps (share of its time)",
                          "what dominates"], rows,
                         markdown=markdown) if rows else "(no cell missed its limit)"
 
@@ -132,6 +133,22 @@ def cause(c: dict[str, Any]) -> str:
     if not out or fixed / total >= 0.3:
         out.append(f"per-write fixed cost (timeline, commit, clean) {fixed / total:.0%}")
     return "; ".join(out)
+
+
+def _amplification(r: dict[str, Any], size: int) -> str:
+    """Median bytes pyhudi wrote against delta-rs, and median time per byte written, over a size class."""
+    sel = [c for c in r.get("cells") or [] if c["size_mb"] == size and _ok(c) and not _nan(written_ratio(c))]
+    if not sel:
+        return ""
+    wr = median([written_ratio(c) for c in sel])
+    pb = median([c["ratio"] / written_ratio(c) for c in sel])
+    return f" (median {wr:.1f}x delta-rs' bytes written, {pb:.2f}x its time per byte written)"
+
+
+def _per_byte(c: dict[str, Any]) -> str:
+    """The ratio with write amplification divided out: what pyhudi's writing costs per byte against delta-rs'."""
+    wr = written_ratio(c)
+    return "-" if _nan(wr) else f"{c['ratio'] / wr:.2f}x"
 
 
 def _written(c: dict[str, Any]) -> str:
@@ -170,7 +187,7 @@ def _run_line(r: dict[str, Any]) -> str:
 def _sections(r: dict[str, Any], markdown: bool) -> list[str]:
     h = r.get("headline") or {}
     summary = [f"{s} MB files: worst {v['worst']:.2f}x ({v['worst_cell']}), median {v['median']:.2f}x, "
-               f"{v['cells'] - len(v['missed'])}/{v['cells']} cells <= {v['limit']:g}x"
+               f"{v['cells'] - len(v['missed'])}/{v['cells']} cells <= {v['limit']:g}x{_amplification(r, int(s))}"
                for s, v in (h.get("sizes") or {}).items()]
     return [
         "Ratios pyhudi end-to-end / delta-rs end-to-end (lower is better; target <= 1.0 at 8 MB and up, "
@@ -185,41 +202,47 @@ def _sections(r: dict[str, Any], markdown: bool) -> list[str]:
 
 
 LIMITS_TEXT = """\
-What limits the missed cells (py-spy profiles of single cells, `--cells X --profile FILE --no-save`, taken on the
-same loaded machine; shares are of pyhudi's samples):
+What limits the missed cells. Two factors multiply, and the missed-cells table gives both per cell: the bytes
+pyhudi writes against delta-rs (Hudi's small-file handling rewrites the open file of every partition a batch
+reaches, and every file carries Hudi's bloom filter footer) and its time per byte written (the ratio with
+that amplification divided out). The profiles (py-spy on single cells, `--cells X --profile FILE --no-save`,
+same loaded machine; shares of pyhudi's samples) say where the time goes:
 
-* **1 MB files: Hudi's bloom filter footer.** Every base file carries the record-key bloom filter Hudi's
-  defaults create (`DYNAMIC_V0`, `hoodie.index.bloom.num_entries` 60,000, fpp 1e-9: 323 KB of bits, 431 KB
-  as the footer's base64 text), whatever the file's record count: Hudi's `BloomFilterFactory.createBloomFilter`
-  sizes it from the config, never from the records written, so pyhudi does the same. A 1 MB file is then
-  about 43 % footer: pyhudi writes about twice delta-rs' files for the same rows. The first insert plans with
-  Hudi's default record size estimate (1,024 B: 1,024 rows a file, ~600 KB files, all below the 853 KB
-  small-file limit), and later ones with `totalWriteBytes / numWrites` of the last commit, which carries the
-  amortized footer (610, then 432, 337, 295 B a row against ~174 B of data), so a top-up adds a fraction of
-  the rows that would fill a file: a 20,000-row insert stream at 1 MB rewrites 20, 24, then 25 small files a
-  batch (measured), as Hudi's partitioner (which offers every small file, copy-on-write) would. Profile of
-  p1-u0-none-s1MB-cow: merge handles (the top-ups) 43 %, of which parquet encoding 35 % and extending the old
-  bloom filter 7.5 %; new files 17.5 %; commit and inline services 26 %.
-* **30 and 300 partitions: one rewritten small file per partition per batch.** At 20,000 rows a batch, a
-  300-partition stream adds ~67 rows to every partition per batch; Hudi's small-file handling routes them into
-  each partition's open file, so every batch rewrites 300 files of 100-600 KB, each with its 431 KB footer
-  read and written (MOR too: a slice without log files below the small-file limit takes its updates and
-  inserts by merge, as Hudi's delta-commit executor does for small file ids). delta-rs appends 300 files of
-  ~10 KB. Profile of p300-u10-recent-s8MB-cow: merge handles 60 % (reading the old file 16 %, parquet
-  encoding 29 %, bloom extension 6 %), new files 9 %, the first batch's 300 partition metadata files
-  (fsynced) 9 %, commit 9 %, index lookup 4 %. The MOR cell: merge handles 69 %.
+* **Rewritten rows, encoded by pyarrow.** In every missed cell most of pyhudi's time is its merge handles
+  (Hudi's HoodieMergeHandle: a small file topped up, or a file with updates, is read and written again):
+  60 % of p300-u10-recent-s8MB-cow (reading the old file 16 %, parquet encoding 29 %, extending the old bloom
+  filter 6 %), 69 % of its MOR twin, 63 % of p30-u50-recent-s128MB-cow, 43 % of p1-u0-none-s1MB-cow; new
+  files 9-18 %, index lookup 4-11 %, commit and inline services 9-26 %. Per byte written, pyhudi's Python +
+  pyarrow write path (five meta columns, bloom hashing, a file's fixed Arrow calls) costs more than delta-rs'
+  Rust writer - the same gap as the large load's bulk_insert against `write_deltalake` (issue 31's first
+  decision). The parquet encoding and bloom work live in `io/base_file.py` and `index/bloom_filter.py`.
+* **1 MB files: Hudi's bloom filter footer.** Every base file carries the record-key bloom filter of Hudi's
+  defaults (`DYNAMIC_V0`, `hoodie.index.bloom.num_entries` 60,000, fpp 1e-9: 323 KB of bits, 431 KB as the
+  footer's base64 text), whatever its record count: Hudi's `BloomFilterFactory.createBloomFilter` sizes it from
+  the config, never from the records written, so pyhudi does too. A 1 MB file is about 43 % footer: pyhudi
+  writes about twice delta-rs' files for the same rows. The first insert plans with Hudi's default record
+  size estimate (1,024 B: 1,024 rows a file, ~600 KB files, all below the 853 KB small-file limit), later ones
+  with `totalWriteBytes / numWrites` of the last commit, which carries the amortized footer (610, 432, 337,
+  295 B a row over four batches, against ~174 B of data), so a top-up adds a fraction of the rows that would
+  fill a file: a 20,000-row insert stream at 1 MB rewrites 20, 24, then 25 small files a batch (measured), as
+  Hudi's copy-on-write partitioner (which offers every small file) would.
+* **30 and 300 partitions: a rewritten file per partition per batch.** A 20,000-row batch over 300
+  partitions adds ~67 rows to each; small-file handling routes them into each partition's open file, so every
+  batch rewrites 300 files with their footers (merge-on-read too: a slice without log files below the
+  small-file limit takes its inserts and updates by merge, as Hudi's delta-commit executor does for small file
+  ids), where delta-rs appends 300 files of ~10 KB. The footer's bytes are not the time: with
+  `hoodie.index.bloom.num_entries=2000` (not Hudi's default) p30-u50-recent-s128MB-cow wrote 1.4x delta-rs'
+  bytes instead of 3.8x, and still took 2.5x its time (2.2x with the default filter, separate loaded runs).
 * **128 MB copy-on-write: write-time sizing.** No partition reaches 128 MB in a short stream, so each batch's
   inserts top up the one open file, which is the whole partition: batch k rewrites k batches' rows, where
-  delta-rs appends and its one `optimize.compact` rewrites every row once. The cost grows with the stream
-  until the file is full; merge-on-read with inline compaction does not pay it.
-* **Merge-on-read with updates drawn from all keys: small files stay small.** Hudi's merge-on-read
-  partitioner (the index cannot see log files) offers no slice that has log files as a small file, so once
-  updates reach every file group, inserts go to new files and the small ones wait for clustering; the
-  sizing row counts them.
+  delta-rs appends and its one `optimize.compact` rewrites every row once. Merge-on-read defers it to compaction.
+* **Merge-on-read with updates: small files stay small.** Hudi's merge-on-read partitioner (the default index
+  cannot see log files) offers no slice with log files as a small file, so once updates reach a file group,
+  inserts go to new files and small ones wait for compaction to clear their logs (or clustering); the sizing
+  table counts them.
 
-None of these is a pyhudi-side inefficiency the profiles could remove without changing Hudi's defaults
-(bloom sizing), its small-file semantics, or the bytes of its files; the per-file parquet encoding and
-bloom work belong to `io/base_file.py` and `index/bloom_filter.py`.
+None of these is removable on pyhudi's side without changing Hudi's defaults (bloom sizing), its small-file
+semantics, or the bytes of its files; what is left is the per-byte cost of writing parquet from Python.
 """
 
 
