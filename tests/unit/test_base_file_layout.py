@@ -4,12 +4,17 @@ as a take, on tables of one chunk and of several."""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pyhudi.io import schema as S
-from pyhudi.io.base_file import ParquetSettings, _write_to, every_nth
+from pyhudi.io.base_file import ParquetSettings, _write_to, encode_within, every_nth, write_within
 from pyhudi.storage import Storage
 from pyhudi.writer import handles as H
 from pyhudi.writer.bulk_insert import gather
@@ -29,7 +34,7 @@ def _ctx(root: str, populate_meta: bool) -> H.HandleContext:
 
 
 @pytest.mark.parametrize("populate_meta", [True, False])
-def test_file_layout_encodes_to_the_same_bytes_as_with_meta(tmp_path: object, populate_meta: bool) -> None:
+def test_file_layout_encodes_to_the_same_bytes_as_with_meta(tmp_path: Path, populate_meta: bool) -> None:
     ctx = _ctx(str(tmp_path), populate_meta)
     n = 5000
     keys = [f"k{i:06d}" for i in range(n)]
@@ -66,3 +71,20 @@ def test_every_nth_picks_the_rows_a_take_would() -> None:
     step = 1003 / 100
     want = table.take(pa.array([int(i * step) for i in range(100)], pa.int64()))
     assert every_nth(table, step, 100).equals(want)
+
+
+def test_write_within_rewrites_a_file_that_came_out_too_big(tmp_path: Path) -> None:
+    """Encoded straight into the local file; above the limit it is written again with fewer rows, and
+    what is on disk is the returned size and rows (the same as the in-memory encode would give)."""
+    table = pa.table({"_hoodie_record_key": [f"key-{i:08d}" for i in range(20_000)],
+                      "v": np.random.default_rng(1).random(20_000)})
+    settings = ParquetSettings(with_bloom=False)
+    full = len(encode_within(lambda n: table.slice(0, n), table.num_rows, sys.maxsize, "{}", settings)[0])
+    limit = full // 2
+    size, rows = write_within(Storage(str(tmp_path)), "p/f.parquet", lambda n: table.slice(0, n), table.num_rows,
+                              limit, "{}", settings)
+    assert rows < table.num_rows and size <= limit
+    assert os.path.getsize(tmp_path / "p" / "f.parquet") == size
+    assert pq.read_table(tmp_path / "p" / "f.parquet").equals(table.slice(0, rows))
+    data, mem_rows = encode_within(lambda n: table.slice(0, n), table.num_rows, limit, "{}", settings)
+    assert (len(data), mem_rows) == (size, rows)
