@@ -173,10 +173,7 @@ def _merged(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: p
 def _decide(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: pa.Table, in_file: np.ndarray,
             k: int) -> _Merge:
     deletes_mask = is_delete(incoming)
-    # For each old row, the incoming row of its file carrying the same key (or null).
-    match = pc.index_in(_match_keys(old.column(RECORD_KEY), old_file, k),
-                        value_set=_match_keys(incoming.column(RECORD_KEY), in_file, k))
-    idx = pc.fill_null(match, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    idx = _matches(old.column(RECORD_KEY), old_file, incoming.column(RECORD_KEY), in_file, k)
     matched = idx >= 0
     if _concatenates(ctx):
         matched[:] = False
@@ -250,6 +247,28 @@ def _per_row(values: list[str], file_of_row: np.ndarray) -> pa.Array:
     return pa.array(values, pa.string()).take(pa.array(file_of_row, type=pa.int64()))
 
 
+def _matches(old_keys: pa.ChunkedArray | pa.Array, old_file: np.ndarray, new_keys: pa.ChunkedArray | pa.Array,
+             in_file: np.ndarray, k: int) -> np.ndarray:
+    """For each old row, the incoming row of its own file carrying the same key, or -1.
+
+    When every incoming key is distinct (the usual batch), a key alone finds the one incoming row that can
+    match, kept only if it belongs to the old row's file: the same answer as matching `<file>\\0<key>`
+    pairs, without building those strings for every old row of the batch's files."""
+    if k > 1 and _distinct(new_keys):
+        idx = pc.fill_null(pc.index_in(old_keys, value_set=new_keys), -1).to_numpy(zero_copy_only=False)
+        idx = idx.astype(np.int64)
+        hit = np.nonzero(idx >= 0)[0]
+        idx[hit[in_file[idx[hit]] != old_file[hit]]] = -1
+        return idx
+    match = pc.index_in(_match_keys(old_keys, old_file, k), value_set=_match_keys(new_keys, in_file, k))
+    return pc.fill_null(match, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _distinct(keys: pa.ChunkedArray | pa.Array) -> bool:
+    """No null and no repeated key (one hash pass)."""
+    return not keys.null_count and len(pc.unique(keys)) == len(keys)
+
+
 def _match_keys(keys: pa.ChunkedArray | pa.Array, file_of_row: np.ndarray, k: int) -> pa.ChunkedArray | pa.Array:
     """Keys a batch matches on: `<file>\\0<key>`, since two partitions (two files) may hold the same key
     under a non-global index. A null key stays null, as a lone file's would."""
@@ -264,6 +283,8 @@ def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine
     if k == 1:
         out = dedupe(incoming, precombine)
         return out, in_file[:out.num_rows]
+    if _distinct(incoming.column(RECORD_KEY)):  # every key once in the batch, so once in each file
+        return incoming, in_file
     at = incoming.schema.get_field_index(RECORD_KEY)
     keyed = incoming.set_column(at, RECORD_KEY, _match_keys(incoming.column(RECORD_KEY), in_file, k)) \
         .append_column(_KEY, incoming.column(RECORD_KEY)).append_column(_FILE, pa.array(in_file, pa.int64()))
