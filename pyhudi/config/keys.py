@@ -233,7 +233,9 @@ SINGLE_TASK_MAX_BYTES = declare(
 SINGLE_TASK_MAX_INDEX_FILES = declare(
     "hoodie.pyhudi.write.single.task.max.index.files", "int", 256,
     "pyhudi only: an upsert/delete takes the one-task path only if the index lookup reads at most this "
-    "many latest base files (the table's, across partitions).", Group.WRITE, validator=non_negative)
+    "many latest base files (the table's, across partitions). Unset, it does not apply when the one task's "
+    "threads are as many as Spark's default parallelism (distributing would gain no core).", Group.WRITE,
+    validator=non_negative)
 
 LOCAL_PARALLELISM = declare(
     "hoodie.pyhudi.engine.local.parallelism", "int", 0,

@@ -85,3 +85,24 @@ def bucket_chunks(work: Sequence[tuple[Bucket, np.ndarray]], workers: int
     least-loaded task): few enough that the batched markers are few files, enough that `workers` stay busy to
     the end. Within a task the largest buckets run first."""
     return pack_balanced(work, lambda item: len(item[1]) + FILE_COST_ROWS, task_count(len(work), workers))
+
+
+def bucket_tasks(buckets: Sequence[Bucket], workers: int, record_bytes: int, task_bytes: int
+                 ) -> tuple[list[int], int]:
+    """Each bucket's task, and the number of tasks, for an engine that sends every task its records
+    (Spark's shuffle): the same few tasks per worker of about equal cost as `bucket_chunks` (a spread
+    write's hundreds of small buckets are a few tasks, not a task each, whose fixed cost dominated), but
+    at least enough tasks that one holds about `task_bytes` of incoming records (a task keeps its records
+    in memory), so large buckets still get a task each."""
+    def cost(i: int) -> int:
+        return buckets[i].expected_inserts + buckets[i].expected_updates + FILE_COST_ROWS
+
+    records = sum(b.expected_inserts + b.expected_updates for b in buckets)
+    by_size = -(-records * max(1, record_bytes) // max(1, task_bytes))
+    n = max(task_count(len(buckets), workers), min(len(buckets), by_size))
+    task_of = [0] * len(buckets)
+    bins = pack_balanced(list(range(len(buckets))), cost, n)
+    for t, members in enumerate(bins):
+        for i in members:
+            task_of[i] = t
+    return task_of, len(bins)

@@ -1,16 +1,17 @@
-"""Routing records to buckets, and buckets to Spark partitions one-to-one.
+"""Routing records to buckets, and buckets to the Spark partitions (tasks) chosen for them.
 
 `DataFrame.repartition(n, col)` places a row in partition
 pmod(murmur3(col, seed 42), n), so two buckets can collide and another
-partition stay empty. We instead give each bucket a "salt": the smallest
-integer whose Spark hash lands in that bucket's partition. Repartitioning on
-the salt then maps bucket b to partition b exactly, and the write handle
-knows its bucket from `TaskContext.partitionId()`.
+partition stay empty. We instead give each bucket a "salt": a distinct
+integer whose Spark hash lands in the partition of the task that bucket was
+given (`bucket_salts`). Repartitioning on the salt then puts each bucket's
+rows in exactly its task, and the task tells its buckets apart by salt.
+`partition_salts(n)` is the one-bucket-per-task case: bucket b in partition b.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -41,16 +42,26 @@ def spark_hash_int(value: int, seed: int = 42) -> int:
 
 def partition_salts(num_partitions: int) -> list[int]:
     """salts[b] is an int that `repartition(num_partitions, salt)` sends to partition b."""
-    salts: list[int | None] = [None] * num_partitions
-    missing = num_partitions
-    candidate = 0
+    return bucket_salts(list(range(num_partitions)), num_partitions)
+
+
+def bucket_salts(task_of: Sequence[int], num_tasks: int) -> list[int]:
+    """salts[b]: a distinct int (the smallest free ones, in order) that `repartition(num_tasks, salt)` sends
+    to partition `task_of[b]`, so that a task gets exactly its buckets' rows and knows each row's bucket."""
+    if any(not 0 <= t < num_tasks for t in task_of):
+        raise ValueError(f"bucket tasks must be in [0, {num_tasks}): {sorted(set(task_of))[:10]}")
+    waiting: dict[int, list[int]] = {}
+    for b in reversed(range(len(task_of))):
+        waiting.setdefault(task_of[b], []).append(b)  # popped in bucket order
+    salts = [0] * len(task_of)
+    missing, candidate = len(task_of), 0
     while missing:
-        target = spark_hash_int(candidate) % num_partitions
-        if salts[target] is None:
-            salts[target] = candidate
+        pending = waiting.get(spark_hash_int(candidate) % num_tasks)
+        if pending:
+            salts[pending.pop()] = candidate
             missing -= 1
         candidate += 1
-    return [s for s in salts if s is not None]
+    return salts
 
 
 def make_router(plan: BucketPlan, salts: list[int]) -> Callable[[pa.Array, pa.Array, pa.Array], pa.Array]:

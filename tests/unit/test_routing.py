@@ -8,7 +8,7 @@ import pytest
 from pyhudi.writer.config import SizingConfig
 from pyhudi.writer.partitioner import SmallFile, plan_buckets
 from pyhudi.writer.profile import WorkloadProfile
-from pyhudi.writer.routing import make_router, partition_salts, spark_hash_int
+from pyhudi.writer.routing import bucket_salts, make_router, partition_salts, spark_hash_int
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -66,3 +66,32 @@ def test_router_maps_rows_to_bucket_salts():
         assert salt == salts[bucket]
         assert spark_hash_int(salt) % plan.num_buckets == bucket
     assert route(pa.array([], pa.string()), pa.array([], pa.string()), pa.array([], pa.string())).to_pylist() == []
+
+
+def test_bucket_salts_send_each_bucket_to_its_task():
+    """Several buckets per task: distinct salts, each landing in its bucket's task's partition."""
+    for tasks in (1, 2, 3, 8):
+        task_of = [(b * 7) % tasks for b in range(53)]
+        salts = bucket_salts(task_of, tasks)
+        assert len(set(salts)) == len(task_of)
+        assert [spark_hash_int(s) % tasks for s in salts] == task_of
+    assert bucket_salts([], 4) == []
+    assert bucket_salts(list(range(9)), 9) == partition_salts(9)
+    with pytest.raises(ValueError, match="bucket tasks must be in"):
+        bucket_salts([0, 3], 3)
+
+
+def test_bucket_tasks_group_small_buckets_and_split_large_ones():
+    from pyhudi.writer.dispatch import FILE_COST_ROWS, bucket_tasks
+    from pyhudi.writer.partitioner import Bucket, BucketKind
+
+    small = [Bucket(i, BucketKind.UPDATE, f"p{i}", f"f{i}", expected_updates=2) for i in range(420)]
+    task_of, tasks = bucket_tasks(small, workers=2, record_bytes=100, task_bytes=1 << 20)
+    assert tasks == 8  # a few tasks per worker, not a task per bucket
+    assert sorted(set(task_of)) == list(range(8))
+    loads = [sum(2 + FILE_COST_ROWS for t in task_of if t == k) for k in range(tasks)]
+    assert max(loads) - min(loads) <= 2 + FILE_COST_ROWS  # balanced within one bucket's cost
+    large = [Bucket(i, BucketKind.INSERT, "p", f"n{i}", expected_inserts=100_000) for i in range(20)]
+    task_of, tasks = bucket_tasks(large, workers=2, record_bytes=1000, task_bytes=100_000_000)
+    assert tasks == 20 and sorted(task_of) == list(range(20))  # a task holds about one file's worth
+    assert bucket_tasks(small[:3], workers=2, record_bytes=100, task_bytes=1 << 20) == ([0, 1, 2], 3)

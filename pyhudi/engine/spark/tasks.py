@@ -4,10 +4,10 @@ TaskContext and hand the engine-neutral writers (single_task, bulk_insert, dispa
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark import TaskContext
 
 from pyhudi.model.file_names import write_token
@@ -22,8 +22,11 @@ __all__ = ["OUTPUT_SCHEMA", "run_bucket_task", "run_bulk_task", "run_direct_bulk
            "run_single_task"]
 
 
-def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: gather this task's bucket, run its handle, emit write stats as JSON rows."""
+def run_bucket_task(ctx: HandleContext, task_of: Sequence[int], batches: Iterator[pa.RecordBatch]
+                    ) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: gather this task's rows, tell its buckets apart by their salts (`ctx.salts[b]` is
+    bucket b's), run their handles (`run_handles`: markers ahead in one file, update buckets merged in
+    batches), emit write stats as JSON rows."""
     tc = TaskContext.get()
     assert tc is not None
     pid = tc.partitionId()
@@ -31,12 +34,19 @@ def run_bucket_task(ctx: HandleContext, batches: Iterator[pa.RecordBatch]) -> It
     if not collected:
         return
     records = pa.Table.from_batches(collected)
-    bucket = ctx.buckets[pid]
-    salts = pc.unique(records.column(SALT)).to_pylist()
-    if salts != [ctx.salts[pid]]:
-        raise RuntimeError(f"task {pid} received rows of salts {salts}, expected only {ctx.salts[pid]}")
-    token = write_token(pid, tc.stageId(), tc.taskAttemptId())
-    stats = run_handles(ctx, ctx.storage, [(bucket, None)], records, lambda _: token)
+    bucket_of_salt = {salt: b for b, salt in enumerate(ctx.salts)}
+    salts = records.column(SALT).to_numpy()
+    found = np.unique(salts)
+    wrong = [int(s) for s in found if s not in bucket_of_salt or task_of[bucket_of_salt[s]] != pid]
+    if wrong:
+        raise RuntimeError(f"task {pid} received rows of salts {wrong[:10]}, which belong to no bucket of its own")
+    order = np.argsort(salts, kind="stable")
+    bounds = np.searchsorted(salts[order], found)
+    work = [(ctx.buckets[bucket_of_salt[int(s)]], rows)
+            for s, rows in zip(found, np.split(order, bounds[1:]))]
+    work.sort(key=lambda item: item[0].number)
+    stage, attempt = tc.stageId(), tc.taskAttemptId()
+    stats = run_handles(ctx, ctx.storage, work, records, lambda number: write_token(number, stage, attempt))
     rows = [json.dumps(s.to_json()) for s in stats]
     yield pa.RecordBatch.from_pydict({"stat": rows}, schema=STAT_SCHEMA)
 

@@ -38,11 +38,12 @@ from pyhudi.writer import single_task
 from pyhudi.writer.client import WriteClient, WriteResult
 from pyhudi.writer.config import WriteConfig
 from pyhudi.writer.direct_input import DirectInput
+from pyhudi.writer.dispatch import bucket_tasks
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import BucketPlan
 from pyhudi.writer.prepare import BAD_KEY, DELETE_FLAG, null_ordering_error
 from pyhudi.writer.profile import WorkloadProfile
-from pyhudi.writer.routing import make_router, partition_salts
+from pyhudi.writer.routing import bucket_salts, make_router
 
 # One logger for the write client whichever engine runs it (a child of the engine-neutral client's).
 log = logging.getLogger("pyhudi.writer.client.spark")
@@ -196,9 +197,10 @@ class SparkWriteClient(WriteClient):
         if not view.committed_instants:
             return None
         # The batch's one task may use a few of the cores Spark would otherwise spread it over.
-        threads = min(4, default_parallelism(self.spark))
+        parallelism = default_parallelism(self.spark)
+        threads = min(4, parallelism)
         layout = single_task.table_layout(cfg, view, timeline, threads, partitions)
-        if layout.index_files > cfg.single_task_max_index_files:
+        if layout.index_files > self._max_index_files(threads, parallelism):
             return None
         action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
         if direct is None and records is None:
@@ -210,6 +212,19 @@ class SparkWriteClient(WriteClient):
 
         inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
         return self._run_instant(timeline, action, b"", inflight, batch.avro_schema, run, None)
+
+    def _max_index_files(self, threads: int, parallelism: int) -> float:
+        """How many base files the one task may look keys up in. Beyond
+        `hoodie.pyhudi.write.single.task.max.index.files`, the distributed path spreads the lookup and the
+        handles over the cluster's cores. But when the one task's threads are already as many as Spark's
+        default parallelism (a local master, a one-executor cluster), spreading gains no core, only the
+        distributed path's fixed cost (a count job, the lookup's and profile's jobs, a shuffle: profiled on
+        a 300-partition spread upsert on local[2], four times the one task's time); then the limit applies
+        only when set explicitly."""
+        cfg = self.config
+        if threads >= parallelism and not cfg.options.is_set(K.SINGLE_TASK_MAX_INDEX_FILES):
+            return float("inf")
+        return cfg.single_task_max_index_files
 
     def _run_single_task(self, records: DataFrame | None, batch: PreparedBatch, layout: single_task.TableLayout,
                          instant: str, direct: DirectInput | None) -> list[WriteStat]:
@@ -226,14 +241,20 @@ class SparkWriteClient(WriteClient):
 
     def _run_handles(self, tagged: DataFrame, plan: BucketPlan, avro_schema: dict[str, Any],
                      instant: str) -> list[WriteStat]:
-        salts = partition_salts(plan.num_buckets)
+        # A few tasks per core of about equal cost, each writing several buckets (a spread write's
+        # hundreds of small buckets were as many Spark tasks, each with its fixed cost), yet no task
+        # gets much more than a file's worth of records.
+        task_of, tasks = bucket_tasks(plan.buckets, default_parallelism(self.spark), plan.average_record_size,
+                                      self.config.sizing.max_file_size)
+        salts = bucket_salts(task_of, tasks)
         router = make_router(plan, salts)
         route_udf = arrow_udf(router, "int")
         routed = tagged.withColumn(SALT, route_udf(F.col(RECORD_KEY_COL), F.col(PARTITION_COL), F.col(LOC_FILE_ID)))
         keep = [c for c in routed.columns if c not in (LOC_FILE_ID, LOC_INSTANT, BAD_KEY)]
-        shuffled = routed.select(*keep).repartition(plan.num_buckets, SALT)
+        shuffled = routed.select(*keep).repartition(tasks, SALT)
         ctx = self._handle_context(avro_schema, instant, plan, salts)
-        rows = shuffled.mapInArrow(lambda it: run_bucket_task(ctx, it), "stat string").collect()
+        log.info("%s: %d bucket(s) in %d write task(s)", instant, plan.num_buckets, tasks)
+        rows = shuffled.mapInArrow(lambda it: run_bucket_task(ctx, task_of, it), "stat string").collect()
         return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
 
     def _run_bulk(self, keyed: DataFrame, avro_schema: dict[str, Any], instant: str) -> list[WriteStat]:
