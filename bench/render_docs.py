@@ -19,7 +19,7 @@ import common  # noqa: E402
 import targets  # noqa: E402
 
 BENCHMARKS = ["small_batches", "large_load", "mor_vs_cow", "clustering", "streaming_services", "arrow_engine", "scale",
-              "object_store", "stream_grid"]
+              "scale_spark", "object_store", "stream_grid"]
 
 
 def main() -> int:

@@ -268,11 +268,57 @@ def _plan(path: str, kind: str) -> int:
     return len(clustering_plan.draft_plan(view, ClusteringConfig.from_options(o), 125829120).groups)
 
 
+EVENT_LOG: list[str] = []  # with --profile-dir: Spark's event log goes there (stage and task times)
+
+
 def _spark() -> Any:
     """The child's one SparkSession (local[2], as the project's other Spark benchmarks use)."""
     from pyhudi.spark_env import create_session
 
-    return create_session("local[2]", "pyhudi-scale-read")
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": EVENT_LOG[0], "spark.eventLog.compress": "false",
+            "spark.eventLog.rolling.enabled": "false"} if EVENT_LOG else {}
+    return create_session("local[2]", "pyhudi-scale", conf)
+
+
+def _spark_jobs(spark: Any, before: set[int]) -> dict[str, Any]:
+    """What the measured call cost Spark (classic session, bench only): jobs, stages, tasks and each
+    stage's wall time from the status tracker, for the profile in the results."""
+    tracker = spark.sparkContext.statusTracker()
+    jobs = sorted(set(tracker.getJobIdsForGroup(None)) - before)
+    stages = []
+    for j in jobs:
+        info = tracker.getJobInfo(j)
+        for sid in (info.stageIds if info else []):
+            st = tracker.getStageInfo(sid)
+            if st is not None:
+                stages.append({"job": j, "stage": sid, "name": st.name, "tasks": st.numTasks})
+    return {"jobs": len(jobs), "stages": len(stages), "tasks": sum(s["tasks"] for s in stages),
+            "stage_list": stages}
+
+
+def _runner_costs(spark: Any, calls: int) -> dict[str, Any]:
+    """The Spark engine's task runner on a classic session: a no-op batch of 1 and of 8 tasks through
+    `SparkEngine.map_tasks` (one mapInArrow job, the path Spark Connect shares), against the same batch
+    as an RDD job (`parallelize(...).map(...).collect()`, classic only; bench only), alternating, medians
+    of `calls` calls after two warm-up calls each."""
+    from pyhudi.engine.spark import SparkEngine
+
+    engine, sc = SparkEngine(spark), spark.sparkContext
+
+    def noop(item: int, _info: Any) -> list[int]:
+        return [item]
+
+    ways = {f"{name}_{n}": fn for n in (1, 8) for name, fn in (
+        ("engine", lambda n=n: engine.map_tasks(noop, list(range(n)))),
+        ("rdd", lambda n=n: sc.parallelize(list(range(n)), n).map(lambda x: x).collect()))}
+    times: dict[str, list[float]] = {k: [] for k in ways}
+    for rnd in range(calls + 2):
+        for name, fn in ways.items():
+            with common.timed() as t:
+                fn()
+            if rnd >= 2:
+                times[name].append(t[0])
+    return {k: median(v) for k, v in times.items()}
 
 
 def warm_up(op: str) -> None:
@@ -292,6 +338,11 @@ def warm_up(op: str) -> None:
 
             pyhudi.read(scratch, columns=[])
             ds.dataset([str(p) for p in Path(scratch).rglob("*.parquet")], format="parquet").count_rows()
+        if op == "upsert_spark":  # both Spark write paths (one task, distributed), as a long-lived session has run
+            spark = _spark()
+            for extra in ({}, {"hoodie.pyhudi.write.single.task.max.bytes": "0"}):
+                df = spark.createDataFrame(upsert_batch([0, 1], 4, 2, 1))
+                pyhudi.write(df, scratch, {**options("cow", "upsert"), **extra})
         if op in ("read_hudi_spark", "read_spark"):  # both: the same classes loaded, the same JIT warmth
             spark = _spark()
             pyhudi.read(spark, scratch).count()
@@ -305,6 +356,8 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 
     op = spec["op"]
     EXTRA.update(spec.get("extra") or {})
+    if spec.get("event_log"):
+        EVENT_LOG.append(spec["event_log"])
     warm_up(op)
     if op == "upsert":
         batch = upsert_batch(spec["parts"], spec["rows"], spec["per_part"], spec["seed"])
@@ -312,6 +365,17 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         with common.timed() as t:
             pyhudi.write(batch, spec["path"], opts)
         return {"seconds": t[0], "rows": batch.num_rows}
+    if op == "upsert_spark":  # the DataFrame is built (and its rows sent to the JVM) outside the timing
+        spark = _spark()
+        batch = upsert_batch(spec["parts"], spec["rows"], spec["per_part"], spec["seed"])
+        df = spark.createDataFrame(batch)
+        opts = {**options(spec["kind"], "upsert"), **(spec.get("options") or {})}
+        before = set(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+        with common.timed() as t:
+            pyhudi.write(df, spec["path"], opts)
+        return {"seconds": t[0], "rows": batch.num_rows, "spark": _spark_jobs(spark, before)}
+    if op == "spark_runner":
+        return _runner_costs(_spark(), spec["calls"])
     if op == "plan":
         with common.timed() as t:
             n = _plan(spec["path"], spec["service"])
@@ -339,13 +403,15 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 
 def run_child(spec: dict[str, Any], profile_dir: str | None) -> dict[str, Any]:
     fd, spec_file = tempfile.mkstemp(prefix="pyhudi-scale-spec-", suffix=".json")
+    if profile_dir and spec["op"] == "upsert_spark":
+        spec = {**spec, "event_log": str(Path(profile_dir).resolve())}
     with os.fdopen(fd, "w") as f:  # a file, not argv: a read's spec lists thousands of files
         json.dump({**spec, "extra": EXTRA}, f)
     cmd = [sys.executable, str(SELF), "--child", "@" + spec_file]
     if profile_dir and spec["op"] not in ("read_pyarrow", "read_spark"):
         out = Path(profile_dir) / f"{spec['name']}-{spec.get('round', 0)}.txt"
         cmd = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "-r", "200",
-               "-o", str(out), "--", *cmd]
+               *(["--subprocesses"] if spec["op"] == "upsert_spark" else []), "-o", str(out), "--", *cmd]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     finally:
@@ -367,14 +433,16 @@ class Bench:
         self.cache.mkdir(parents=True, exist_ok=True)
         self.models: dict[str, dict[str, tuple[str, int]]] = {}
         self.problems: list[str] = []
+        self.spark_jobs: dict[str, list[dict[str, Any]]] = {}  # child name -> Spark's jobs per call
 
     def parts(self, n: int) -> int:
         return QUICK_SHRINK.get(n, n) if self.args.quick else n
 
-    def table(self, kind: str, parts: int, per_part: int, instants: int = 0) -> str:
-        """A fresh copy of the cached table, and its model: key -> (partition, ts)."""
+    def table(self, kind: str, parts: int, per_part: int, instants: int = 0, copy: str = "") -> str:
+        """A fresh copy of the cached table, and its model: key -> (partition, ts). `copy` names a
+        second copy of the same table (for a side of its own)."""
         src = build(self.cache, kind, parts, per_part, instants)
-        name = table_key(kind, parts, per_part, instants)
+        name = table_key(kind, parts, per_part, instants) + copy
         self.models[name] = {f"k{p:05d}-{n:06d}": (part_name(p), 1)
                              for p in range(parts) for n in range(per_part)}
         for n in range(12):  # the build's history writes (see `history`)
@@ -386,10 +454,12 @@ class Bench:
         return fresh_copy(src, self.live / name)
 
     def upserts(self, name: str, path: str, parts: list[int], total: int, per_part: int, seed: int,
-                rnd: int) -> float:
-        spec = {"op": "upsert", "name": name, "path": path, "parts": parts, "rows": total,
-                "per_part": per_part, "seed": seed, "kind": "cow", "round": rnd}
+                rnd: int, op: str = "upsert", opts: dict[str, str] | None = None) -> float:
+        spec = {"op": op, "name": name, "path": path, "parts": parts, "rows": total,
+                "per_part": per_part, "seed": seed, "kind": "cow", "round": rnd, "options": opts or {}}
         res = run_child(spec, self.args.profile_dir)
+        if "spark" in res:
+            self.spark_jobs.setdefault(name, []).append(res["spark"])
         model = self.models.get(Path(path).name)
         if model is not None:
             batch = upsert_batch(parts, total, per_part, seed)
@@ -430,6 +500,54 @@ class Bench:
                          .replace("300", f"{bp:,}") if self.args.quick else spec["label"],
                          times, spec["target"], {"big_partitions": bp, "small_partitions": sp,
                                                  "rows_per_partition": br, "settled_s": round(waited, 1)})
+
+    def spark_spread(self) -> list[dict[str, Any]]:
+        """The spread upsert on Spark (local[2]): 300 vs 10 partitions (<= 5x), and Spark's 300 against
+        the in-process engine's 300 on the same table (<= 3x); three sides, each on its own copy,
+        rotating within each round."""
+        (bk, bp, br), (sk, sp, sr) = PAIRS_FULL["spread_300"]["big"], PAIRS_FULL["spread_300"]["small"]
+        bp, sp = self.parts(bp), self.parts(sp)
+        distributed = {"hoodie.pyhudi.write.single.task.max.bytes": "0"}
+        sides = {"spark_big": (self.table(bk, bp, br, copy="-spark"), bp, br, "upsert_spark", {}),
+                 "spark_small": (self.table(sk, sp, sr, copy="-spark"), sp, sr, "upsert_spark", {}),
+                 "local_big": (self.table(bk, bp, br), bp, br, "upsert", {}),
+                 "spark_dist_big": (self.table(bk, bp, br, copy="-dist"), bp, br, "upsert_spark", distributed)}
+        waited = settle()
+        times: dict[str, list[float]] = {k: [] for k in sides}
+        order = list(sides)
+        for rnd in range(self.args.runs + 1):  # round 0 warms the page cache, unmeasured
+            for side in order[rnd % len(order):] + order[: rnd % len(order)]:
+                path, n, per, op, opts = sides[side]
+                t = self.upserts(f"spread_spark-{side}", path, list(range(n)), 1000, per, 10 + rnd, rnd, op, opts)
+                if rnd:
+                    times[side].append(t)
+        for path, *_ in sides.values():
+            self.check(path)
+        jobs = {k: v[1:] for k, v in self.spark_jobs.items() if k.startswith("spread_spark-")}
+        extra = {"big_partitions": bp, "small_partitions": sp, "settled_s": round(waited, 1), "spark_jobs": jobs}
+        return [self._row("spread_300_spark", f"Spark: 1,000-row upsert over every partition, {bp:,} vs {sp} "
+                          "partitions (100k-row tables)", {"big": times["spark_big"], "small": times["spark_small"]},
+                          5.0, extra),
+                self._row("spread_300_spark_vs_local", f"{bp:,}-partition spread upsert: Spark (local[2]) vs "
+                          "in-process (2 threads)", {"big": times["spark_big"], "small": times["local_big"]},
+                          3.0, {"big_partitions": bp, "settled_s": round(waited, 1)}),
+                self._row("spread_300_spark_distributed", "the same on Spark's distributed path (one-task path "
+                          "off) vs in-process (no target: a cluster's path)",
+                          {"big": times["spark_dist_big"], "small": times["local_big"]}, None,
+                          {"big_partitions": bp, "settled_s": round(waited, 1)})]
+
+    def spark_runner(self) -> list[dict[str, Any]]:
+        """The task runner's fixed cost per call (services call it once or twice per run), classic session:
+        `SparkEngine.map_tasks` of no-op tasks vs an RDD job of the same (no target: what Connect
+        compatibility costs a classic session)."""
+        got = [run_child({"op": "spark_runner", "name": f"runner-{rnd}", "calls": 10, "round": rnd}, None)
+               for rnd in range(self.args.runs)]
+        out = []
+        for n in (1, 8):
+            times = {"big": [float(g[f"engine_{n}"]) for g in got], "small": [float(g[f"rdd_{n}"]) for g in got]}
+            out.append(self._row(f"spark_runner_{n}", f"Spark task runner, {n} no-op task(s): SparkEngine.map_tasks "
+                                 "(mapInArrow over spark.range) vs an RDD job (no target)", times, None, {}))
+        return out
 
     def instants(self) -> dict[str, Any]:
         many, few = (2000, 100) if self.args.quick else (10000, 100)
@@ -613,11 +731,14 @@ NOTES = ("Tables have 2 file groups per partition (two bulk_inserts). Upserts ar
 # --------------------------------------------------------------------------- main
 
 
+ONLY_DEFAULT = "upsert_1500,upsert_10000,spread_300,spread_300_rows,plans,instants,read"
+
+
 def parse_args() -> argparse.Namespace:
     p = common.base_parser(__doc__.split("\n\n")[0], 100000)
     p.add_argument("--quick", action="store_true", help="small tables (a smoke run)")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--only", default="upsert_1500,upsert_10000,spread_300,spread_300_rows,plans,instants,read",
+    p.add_argument("--only", default=ONLY_DEFAULT,
                    help="comma-separated subset")
     p.add_argument("--profile-dir", default=None, help="py-spy every measured call into DIR")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -625,8 +746,12 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def main() -> int:
+def main(name: str = NAME, title: str = TITLE, render: Any = None, default_only: str | None = None) -> int:
+    """`name`/`title`/`render`: the results file, docs section and renderer (bench/scale_spark.py saves
+    the Spark figures as their own benchmark, so a run of those alone keeps the in-process figures)."""
     args = parse_args()
+    if default_only is not None and args.only == ONLY_DEFAULT:
+        args.only = default_only
     if args.child:
         text = Path(args.child[1:]).read_text() if args.child.startswith("@") else args.child
         print(json.dumps(child(json.loads(text))))
@@ -644,7 +769,8 @@ def main() -> int:
             with monitor.phase(key):
                 out.append(bench.pair(key, spec))
                 print(render_text({"rows": out[-1:]}), flush=True)
-    for key, run in (("plans", bench.plans), ("instants", bench.instants), ("read", bench.read)):
+    for key, run in (("spread_spark", bench.spark_spread), ("spark_runner", bench.spark_runner),
+                     ("plans", bench.plans), ("instants", bench.instants), ("read", bench.read)):
         if key in only:
             with monitor.phase(key):
                 got = run()
@@ -653,12 +779,12 @@ def main() -> int:
                 print(render_text({"rows": rows}), flush=True)
     monitor.stop()
     shutil.rmtree(bench.live, ignore_errors=True)
-    results = {"benchmark": NAME, "finished": common.now_utc(), "command": common.command_line(),
-               "config": {"quick": args.quick, "runs": args.runs, "hudi_options": EXTRA, "spark_master": "none (local engine)"},
+    results = {"benchmark": name, "finished": common.now_utc(), "command": common.command_line(),
+               "config": {"quick": args.quick, "runs": args.runs, "hudi_options": EXTRA, "spark_master": "local[2] (spread_spark, read rows)"},
                "machine": common.machine_info(), "load": monitor.report(), "rows": out, "notes": NOTES,
                "targets": [{"target": f"{x['label']} <= {x['target']}x", "measured": round(x["ratio"], 2),
                             "met": x["met"]} for x in out if x["target"] is not None], "problems": bench.problems}
-    return common.finish(NAME, TITLE, results, render_text, render_markdown, args, work, bench.problems)
+    return common.finish(name, title, results, render_text, render or render_markdown, args, work, bench.problems)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from common import format_table, ratio  # noqa: E402
 
 TITLE = "Targets"
 BENCHMARKS = ("small_batches", "large_load", "mor_vs_cow", "clustering", "streaming_services", "arrow_engine", "scale",
-              "stream_grid", "object_store")
+              "stream_grid", "object_store", "scale_spark")
 
 
 @dataclass
@@ -151,6 +151,7 @@ READERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "clustering": clustering_rows, "streaming_services": streaming_services_rows,
     "arrow_engine": lambda r: [],  # issue 17's targets: published by the benchmark itself (`targets`)
     "scale": lambda r: [],  # issue 19's targets: published by bench/scale.py itself (`targets`)
+    "scale_spark": lambda r: [],  # issue 31 item 1 (Spark spread upsert <= 5x, <= 3x in-process): published too
     "stream_grid": lambda r: [],  # issue 31 item 2's targets: published by bench/stream_grid.py itself
     "object_store": lambda r: object_store_rows(r),
 }
