@@ -90,7 +90,10 @@ class Axes:
 
 
 CLUSTER_OPTS = {"hoodie.clustering.plan.strategy.partition.selected": "p2"}
-CLEAN_OPTS = {"hoodie.cleaner.commits.retained": "1"}
+# A MOR start table's upserts only append logs, so its clean has nothing to delete: with Hudi's default
+# (hoodie.write.empty.clean.create.duration.ms=-1) no clean would be planned at all. An empty clean (Hudi's
+# option, set to 1 ms) still records the earliest retained commit, so every start table has a pending clean.
+CLEAN_OPTS = {"hoodie.cleaner.commits.retained": "1", "hoodie.write.empty.clean.create.duration.ms": "1"}
 ARCHIVE_OPTS = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1"}
 
 
