@@ -24,7 +24,14 @@ from pyhudi.model import avro_models as am
 from pyhudi.model.avro_schemas import ADDED_IN_1X
 from pyhudi.model.instant_time import instant_to_ms, zone
 from pyhudi.model.table_config import TableConfig
-from pyhudi.services.clean_plan import SAVEPOINTED_TIMESTAMPS, CleanPlanDraft, last_clean_retained, plan_clean
+from pyhudi.services.clean_plan import (
+    SAVEPOINTED_TIMESTAMPS,
+    CleanPlanDraft,
+    clean_scope,
+    earliest_commit_to_retain,
+    last_clean_retained,
+    plan_clean,
+)
 from pyhudi.storage import Storage
 from pyhudi.storage.metrics import bind, note
 from pyhudi.timeline.instant import Action, Instant, State
@@ -247,7 +254,10 @@ def clean(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSett
         timeline = ActiveTimeline.load(storage)
         if due is not None and not due(timeline):
             return []
-        results = [execute(storage, i) for i in pending_cleans(storage, timeline)]
+        pending = pending_cleans(storage, timeline)
+        results = [execute(storage, i) for i in pending]
+        if not pending and _nothing_to_plan(storage, table, cfg, timeline):
+            return results
         scheduled = _schedule(storage, table, cfg, lock)
         if scheduled is not None:
             results.append(execute(storage, scheduled.instant, scheduled))
@@ -255,6 +265,22 @@ def clean(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSett
     if purged:
         log.info("deleted %d temp files left by crashed processes", purged)
     return results
+
+
+def _nothing_to_plan(storage: Storage, table: TableConfig, cfg: CleanConfig, timeline: ActiveTimeline) -> bool:
+    """Whether a plan is known to be empty, and no empty clean due, on the timeline `clean` just loaded: the
+    incremental scope is no partition (an append-only table's usual case, `clean_plan.clean_scope`), and a plan
+    scans only its scope. Then the table lock, its fresh listing and its release (three requests on an
+    object store, after every commit) are skipped. Lock-free is safe here: skipping a clean is never wrong,
+    and a write that commits meanwhile is the next clean's work, as if it had committed a moment later."""
+    earliest = earliest_commit_to_retain(timeline, cfg, table.local_timezone)
+    scope, why = clean_scope(build_view(storage, table, timeline), cfg, earliest)
+    if scope != []:
+        return False
+    if empty_clean_due(timeline, CleanPlanDraft(cfg.policy, earliest, ""), cfg, table.local_timezone):
+        return False
+    note(f"clean: {why}")
+    return True
 
 
 _locks_guard = threading.Lock()
