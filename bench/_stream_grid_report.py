@@ -208,14 +208,13 @@ reaches, and every file carries Hudi's bloom filter footer) and its time per byt
 that amplification divided out). The profiles (py-spy on single cells, `--cells X --profile FILE --no-save`,
 same loaded machine; shares of pyhudi's samples) say where the time goes:
 
-* **Rewritten rows, encoded by pyarrow.** In every missed cell most of pyhudi's time is its merge handles
-  (Hudi's HoodieMergeHandle: a small file topped up, or a file with updates, is read and written again):
-  60 % of p300-u10-recent-s8MB-cow (reading the old file 16 %, parquet encoding 29 %, extending the old bloom
-  filter 6 %), 69 % of its MOR twin, 63 % of p30-u50-recent-s128MB-cow, 43 % of p1-u0-none-s1MB-cow; new
-  files 9-18 %, index lookup 4-11 %, commit and inline services 9-26 %. Per byte written, pyhudi's Python +
-  pyarrow write path (five meta columns, bloom hashing, a file's fixed Arrow calls) costs more than delta-rs'
-  Rust writer - the same gap as the large load's bulk_insert against `write_deltalake` (issue 31's first
-  decision). The parquet encoding and bloom work live in `io/base_file.py` and `index/bloom_filter.py`.
+* **Bytes written, not speed per byte.** Per byte written, pyhudi is not slower than delta-rs (median time
+  per byte 0.91x at 1 MB, 0.79x at 8 MB, 0.76x at 128 MB in this run); what multiplies its time is that it
+  writes a median 2.8-3.2x delta-rs' bytes: Hudi's merge handle (HoodieMergeHandle) rewrites a topped-up small
+  file or a file with updates whole, and every file carries the bloom footer. In the profiles most of pyhudi's
+  time is those merge handles: 60 % of p300-u10-recent-s8MB-cow (reading the old file 16 %, parquet encoding
+  29 %, extending the old bloom filter 6 %), 69 % of its MOR twin, 63 % of p30-u50-recent-s128MB-cow, 43 % of
+  p1-u0-none-s1MB-cow; new files 9-18 %, index lookup 4-11 %, commit and inline services 9-26 %.
 * **1 MB files: Hudi's bloom filter footer.** Every base file carries the record-key bloom filter of Hudi's
   defaults (`DYNAMIC_V0`, `hoodie.index.bloom.num_entries` 60,000, fpp 1e-9: 323 KB of bits, 431 KB as the
   footer's base64 text), whatever its record count: Hudi's `BloomFilterFactory.createBloomFilter` sizes it from
@@ -230,9 +229,10 @@ same loaded machine; shares of pyhudi's samples) say where the time goes:
   partitions adds ~67 rows to each; small-file handling routes them into each partition's open file, so every
   batch rewrites 300 files with their footers (merge-on-read too: a slice without log files below the
   small-file limit takes its inserts and updates by merge, as Hudi's delta-commit executor does for small file
-  ids), where delta-rs appends 300 files of ~10 KB. The footer's bytes are not the time: with
-  `hoodie.index.bloom.num_entries=2000` (not Hudi's default) p30-u50-recent-s128MB-cow wrote 1.4x delta-rs'
-  bytes instead of 3.8x, and still took 2.5x its time (2.2x with the default filter, separate loaded runs).
+  ids), where delta-rs appends 300 files of ~10 KB. Footer bytes are cheap per byte (one constant string),
+  the rewritten rows are not: with `hoodie.index.bloom.num_entries=2000` (not Hudi's default)
+  p30-u50-recent-s128MB-cow wrote 1.4x delta-rs' bytes instead of 3.8x, and still took 2.5x its time (2.2x
+  with the default filter, separate loaded runs).
 * **128 MB copy-on-write: write-time sizing.** No partition reaches 128 MB in a short stream, so each batch's
   inserts top up the one open file, which is the whole partition: batch k rewrites k batches' rows, where
   delta-rs appends and its one `optimize.compact` rewrites every row once. Merge-on-read defers it to compaction.
@@ -249,8 +249,11 @@ same loaded machine; shares of pyhudi's samples) say where the time goes:
   inserts go to new files and small ones wait for compaction to clear their logs (or clustering); the sizing
   table counts them.
 
-None of these is removable on pyhudi's side without changing Hudi's defaults (bloom sizing), its small-file
-semantics, or the bytes of its files; what is left is the per-byte cost of writing parquet from Python.
+None of these is removable on pyhudi's side without changing Hudi's defaults (bloom sizing, record-size
+estimate threshold), its small-file semantics (top-ups rewrite files at write time, where delta-rs defers all
+rewriting to one OPTIMIZE), or the bytes of its files. Short streams (5 batches) weigh the first batches,
+where Hudi's default estimate misplans most; the Arrow-engine stream (16 + 16 batches, one partition, 8 MB)
+is the long-stream figure.
 """
 
 
