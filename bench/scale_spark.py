@@ -32,21 +32,35 @@ import scale  # noqa: E402
 NAME = "scale_spark"
 TITLE = "Spark's cost follows the work: spread upsert on Spark vs in-process (bench/scale_spark.py)"
 
-NOTES = """How the Spark figures were cut (issue 31; profiles of the 300-partition spread upsert, local[2], a loaded
-2-core machine, so absolute times are several times a quiet machine's):
+NOTES = """Profiles of the 300-partition spread upsert on Spark (local[2]; Spark's event log for jobs, stages and
+task times, py-spy with `--subprocesses` for the Python workers; a 2-core machine shared with four other
+jobs, load average 13-19, so absolute times are several times a quiet machine's; the ratios above are
+same-run):
 
-* before: 9 Spark jobs, 459 tasks; the write job alone had one task per bucket (420 tasks, 2.1 s of 5.3 s
-  task time...). Each task is a Python worker round trip with its fixed cost; the key lookup read the keys
-  of 600 base files through Spark's parquet reader (21 tasks), whose per-file cost on small files with
-  Hudi's ~430 KB bloom-filter footer text was about 3x pyarrow's;
-* the distributed path now runs a few write tasks per core of about equal cost (`dispatch.bucket_tasks`,
-  the bin-packer's LPT; a task still holds about one file's worth of records at most), each running its
-  buckets' handles with their markers in one file, and looks keys of small base files up with pyarrow in
-  executor tasks (`index_simple.existing_locations`); 9 jobs and 34 tasks;
-* on a session whose default parallelism is no more than the one task's threads (local[2], a one-executor
-  cluster) distributing gains no core, so the one-task path (`writer/single_task.py`: one job, tag, plan
-  and write in one Python worker) no longer stops at 256 index files there unless
-  `hoodie.pyhudi.write.single.task.max.index.files` is set: 1 job, 1 task.
+* before: 9 Spark jobs, 12 stages, 459 tasks. The write job had one task per bucket (420 tasks, each a
+  Python worker round trip: 38.8 s of wall time under py-spy); the key lookup read the keys of 600 base
+  files through Spark's parquet reader (21 tasks, 8.4 s under py-spy; unprofiled, 9.4 s against 3.3 s for
+  the same keys read by pyarrow in 8 executor tasks: on small files Spark's reader pays per file, much of
+  it decoding Hudi's ~430 KB bloom-filter footer text). One unprofiled call: 117 s at load 13.
+* the distributed path now: 9 jobs, 12 stages, 34 tasks: the lookup in 8 pyarrow tasks balanced by file
+  size (`index_simple.existing_locations`, files up to 16 MB), the write in 8 tasks of about equal cost
+  (`dispatch.bucket_tasks`, at most about a max file size of records each, `routing.bucket_salts`), each
+  running its buckets' handles with their markers in one file. Its write tasks spend their time where the
+  in-process engine does (py-spy, samples under the write task: parquet write 17%, writer close 13%, file
+  creation 11%, footer parse 9%, column read 8%); what it adds is Spark's: the count, broadcast, lookup,
+  profile and shuffle jobs, and the rows' trips between the JVM and the workers. One call: 19-22 s against
+  5-6.5 s in-process at load 15-19.
+* on a session whose default parallelism is no more than the one task's threads (local[2], one
+  executor) distributing gains no core, so the one-task path (`writer/single_task.py`: one job that tags,
+  plans and writes in one Python worker with the in-process code) no longer stops at 256 index files
+  there unless `hoodie.pyhudi.write.single.task.max.index.files` is set: 1 job, 1 task, 5.5 s against
+  6.5 s in-process in the same minute. The rows above measure that path; the distributed row is what a
+  cluster with more cores than the task's threads runs.
+* the task runner (`SparkEngine.map_tasks`, one mapInArrow job over `spark.range`, the path Spark Connect
+  shares): py-spy of no-op calls on the driver: the job itself (collect) 47%, building the mapInArrow plan
+  30% (7 points of it parsing the DDL return type through the JVM: now a StructType), `spark.range` 13%.
+  The rest is Spark SQL's fixed cost per query (planning, the Arrow stream to a reused worker), which the
+  DataFrame API cannot skip; the RDD job it is compared with is classic-only.
 """
 
 
