@@ -201,22 +201,11 @@ def _delta_merge(out: str, table: pa.Table) -> None:
      .when_matched_update_all().when_not_matched_insert_all().execute())
 
 
-LOCAL_STEPS = [
-    ("pyhudi.writer.local_write", "LocalWriteClient._prepared", "prepare"),
-    ("pyhudi.writer.local_write", "build_view", "view"),
-    ("pyhudi.writer.local_write", "tag_records", "index+profile"),
-    ("pyhudi.writer.local_write", "LocalWriteClient._run_handles", "write files"),
-    ("pyhudi.writer.local_write", "LocalWriteClient._run_bulk_source", "write files"),
-]
-"""The in-process write's steps (pyhudi/writer/local_write.py), on top of common.WRITE_STEPS (the shared
-WriteClient's commit and services); a step that moved is skipped."""
-
-
 def step_timer() -> Any:
     import common
 
     shared = [step for step in common.WRITE_STEPS if ".spark" not in step[0]]  # never import pyspark here
-    return common.PhaseTimer([*shared, *LOCAL_STEPS])
+    return common.PhaseTimer([*shared, *common.LOCAL_STEPS])
 
 
 def run_one(spec: dict[str, Any]) -> dict[str, Any]:

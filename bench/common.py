@@ -632,6 +632,16 @@ class PhaseTimer:
         self._patches.clear()
 
 
+LOCAL_STEPS = [
+    ("pyhudi.writer.local_write", "LocalWriteClient._prepared", "prepare"),
+    ("pyhudi.writer.local_write", "build_view", "view"),
+    ("pyhudi.writer.local_write", "tag_records", "index+profile"),
+    ("pyhudi.writer.local_write", "LocalWriteClient._run_handles", "write files"),
+    ("pyhudi.writer.local_write", "LocalWriteClient._run_bulk_source", "write files"),
+]
+"""The in-process write's steps (pyhudi/writer/local_write.py), on top of common.WRITE_STEPS (the shared
+WriteClient's commit and services); a step that moved is skipped."""
+
 WRITE_STEPS = [
     ("pyhudi.writer.client", "build_view", "view"),
     ("pyhudi.writer.client", "rollback_failed_writes", "rollback check"),

@@ -59,13 +59,6 @@ from common import MB  # noqa: E402
 
 WINDOWS = {"recent": 4, "all": 0}
 TYPES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
-LOCAL_STEPS = [
-    ("pyhudi.writer.local_write", "LocalWriteClient._prepared", "prepare"),
-    ("pyhudi.writer.local_write", "build_view", "view"),
-    ("pyhudi.writer.local_write", "tag_records", "index+profile"),
-    ("pyhudi.writer.local_write", "LocalWriteClient._run_handles", "write files"),
-    ("pyhudi.writer.local_write", "LocalWriteClient._run_bulk_source", "write files"),
-]
 
 
 def cell_id(p: int, u: float, w: str, size_mb: int, kind: str) -> str:
