@@ -206,11 +206,11 @@ What limits the missed cells. Two factors multiply, and the missed-cells table g
 pyhudi writes against delta-rs (Hudi's small-file handling rewrites the open file of every partition a batch
 reaches, and every file carries Hudi's bloom filter footer) and its time per byte written (the ratio with
 that amplification divided out). The profiles (py-spy on single cells, `--cells X --profile FILE --no-save`,
-same loaded machine; shares of pyhudi's samples) say where the time goes:
+taken on 2026-11-29 on a loaded machine; shares of pyhudi's samples) say where the time goes:
 
-* **Bytes written, not speed per byte.** Per byte written, pyhudi is not slower than delta-rs (median time
-  per byte 0.91x at 1 MB, 0.79x at 8 MB, 0.76x at 128 MB in this run); what multiplies its time is that it
-  writes a median 2.8-3.2x delta-rs' bytes: Hudi's merge handle (HoodieMergeHandle) rewrites a topped-up small
+* **Bytes written, not speed per byte.** Per byte written, pyhudi is not slower than delta-rs (the median
+  time per byte of each size class is in its summary line above); what multiplies its time is the bytes it
+  writes against delta-rs' (the same lines' medians): Hudi's merge handle (HoodieMergeHandle) rewrites a topped-up small
   file or a file with updates whole, and every file carries the bloom footer. In the profiles most of pyhudi's
   time is those merge handles: 60 % of p300-u10-recent-s8MB-cow (reading the old file 16 %, parquet encoding
   29 %, extending the old bloom filter 6 %), 69 % of its MOR twin, 63 % of p30-u50-recent-s128MB-cow, 43 % of
