@@ -256,9 +256,8 @@ def clean(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSett
             return []
         pending = pending_cleans(storage, timeline)
         results = [execute(storage, i) for i in pending]
-        if not pending and _nothing_to_plan(storage, table, cfg, timeline):
-            return results
-        scheduled = _schedule(storage, table, cfg, lock)
+        scheduled = None if not pending and _nothing_to_plan(storage, table, cfg, timeline) else \
+            _schedule(storage, table, cfg, lock)
         if scheduled is not None:
             results.append(execute(storage, scheduled.instant, scheduled))
     purged = storage.purge_temp_files()

@@ -20,7 +20,7 @@ import pytest
 
 from pyhudi.errors import InvalidConfigError, UnsupportedTableError
 from pyhudi.model.table_config import TableConfig
-from pyhudi.reader import log_merge
+from pyhudi.reader import log_deletes, log_merge
 from pyhudi.reader.log_merge import (
     MergeMode,
     MergeRules,
@@ -99,7 +99,7 @@ def test_random_histories_match_the_lexicographic_rule(mk: Callable[[], Slice], 
 
 def _array_deletes(monkeypatch: pytest.MonkeyPatch, records: list[tuple[str, str | None, Any]]) -> None:
     """Delete blocks decode to `records` ((key, wrapper, raw)): pyhudi's block writer has no ArrayWrapper."""
-    monkeypatch.setattr(log_merge, "_decode_deletes", lambda block: records)
+    monkeypatch.setattr(log_deletes, "_decode_deletes", lambda block: records)
 
 
 def test_array_wrapper_deletes_compare_lexicographically(mk: Callable[[], Slice],

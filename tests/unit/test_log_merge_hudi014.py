@@ -16,7 +16,8 @@ from pyhudi.errors import UnsupportedTableError
 from pyhudi.io import schema as S
 from pyhudi.io.log_blocks import encode_avro_data_block
 from pyhudi.model.table_config import TableConfig
-from pyhudi.reader.log_merge import MergeMode, MergeSpec, _java_wrapper, merge_file_slice, table_merge_mode
+from pyhudi.reader.log_deletes import _java_wrapper
+from pyhudi.reader.log_merge import MergeMode, MergeSpec, merge_file_slice, table_merge_mode
 from pyhudi.storage import Storage
 from tests.unit.test_log_merge import FID, TABLE_AVRO, TARGET, Slice, T, data, delete
 from tests.unit.test_log_merge import I as IntW
