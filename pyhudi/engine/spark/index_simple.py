@@ -10,19 +10,17 @@ locations; GLOBAL_BLOOM takes this path too.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from pyhudi.engine.base import task_count
-from pyhudi.engine.spark.runtime import default_parallelism
+from pyhudi.engine.spark.runtime import default_parallelism, map_groups
 from pyhudi.index import log_index, merged_keys
 from pyhudi.index.locations import DELETE_FLAG, LOC_FILE_ID, LOC_INSTANT, LOC_PARTITION, PARTITION, RECORD_KEY
 from pyhudi.reader.log_merge import MergeSpec
@@ -78,9 +76,9 @@ def _spark_locations(spark: SparkSession, storage: Storage, base_files: Sequence
 
 def _arrow_locations(spark: SparkSession, storage: Storage, base_files: Sequence[BaseFile]) -> DataFrame:
     """The files' keys as a DataFrame whose partitions are executor tasks, each reading a share of the files
-    (balanced by size) with pyarrow; only the file list (a plan) travels in the task function, as
-    runtime.run_tasks ships its items. A Python worker Spark reuses keeps the key columns it read
-    (`stored_keys`' cache: base files never change), so the next micro-batch reads only new files."""
+    (balanced by size) with pyarrow (`runtime.map_groups`: only the file list, a plan, travels to them). A
+    Python worker Spark reuses keeps the key columns it read (`stored_keys`' cache: base files never change),
+    so the next micro-batch reads only new files."""
     def cost(bf: BaseFile) -> int:
         return bf.size + _FILE_COST_BYTES
 
@@ -88,25 +86,18 @@ def _arrow_locations(spark: SparkSession, storage: Storage, base_files: Sequence
     tasks = max(task_count(len(base_files), default_parallelism(spark)), min(len(base_files), by_size))
     groups = [[(bf.path, bf.partition, bf.file_id, bf.instant) for bf in group]
               for group in pack_balanced(list(base_files), cost, tasks)]
-    payload = cloudpickle.dumps(groups)
 
-    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for _ in batches:  # the range's one row; read to the end so the Python worker is reused
-            pass
-        from pyspark import TaskContext
-
+    def read(group: list[tuple[str, str, str, str]]) -> Iterator[pa.RecordBatch]:
         from pyhudi.writer.local_tagging import stored_keys
 
-        tc = TaskContext.get()
-        assert tc is not None
-        for path, partition, file_id, instant in pickle.loads(payload)[tc.partitionId()]:
+        for path, partition, file_id, instant in group:
             keys = stored_keys(storage, path)
             n = len(keys)
             yield pa.RecordBatch.from_arrays(
                 [keys.cast(pa.string()), pa.array([partition] * n, pa.string()), pa.array([file_id] * n, pa.string()),
                  pa.array([instant] * n, pa.string())], schema=_LOCATION_ARROW)
 
-    return spark.range(0, len(groups), 1, len(groups)).mapInArrow(read, LOCATION_SCHEMA)
+    return map_groups(spark, groups, read, LOCATION_SCHEMA)
 
 
 def existing_merged_locations(spark: SparkSession, storage: Storage, base_files: Sequence[BaseFile],

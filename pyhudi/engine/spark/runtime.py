@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 from pyspark import TaskContext, cloudpickle
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
@@ -172,14 +172,30 @@ def _groups(n: int, slices: int) -> list[int]:
     return [(i * slices) // n for i in range(n)]
 
 
+def map_groups(spark: SparkSession, groups: Sequence[Sequence[T]],
+               fn: Callable[[list[T]], Iterator[pa.RecordBatch]], schema: StructType) -> DataFrame:
+    """A DataFrame of `fn(group)`'s batches, one partition per group, run on the executors when it is
+    evaluated: one `mapInArrow` over `spark.range(len(groups))` with one row per partition (Range splits
+    exactly); task k takes group k, which travels pickled inside the task function (groups are small:
+    plans, file names, key ranges; Spark ships a stage's function once per executor, not once per task).
+    What `fn` yields stays on the executors unless the caller collects it."""
+    payload = cloudpickle.dumps([list(g) for g in groups])
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for _ in batches:  # the range's one row; read to the end so the Python worker is reused
+            pass
+        yield from fn(pickle.loads(payload)[task_info().partition_id])
+
+    n = len(groups)
+    return spark.range(0, n, 1, n).mapInArrow(run, schema)
+
+
 def run_tasks(spark: SparkSession, fn: Callable[[T, TaskInfo], Iterable[R]], items: Sequence[T],
               slices: int) -> list[R]:
     """`fn(item, task)` for every item on the executors, `slices` tasks, results in item order.
 
-    One job over `spark.range(slices)` with one row per partition (Range splits exactly), run by
-    `mapInArrow`: task k takes group k of the items, which travel pickled inside the task function (they
-    are small: plans, file names, key ranges; Spark ships a stage's function once per executor, not once
-    per task). Each result comes back pickled, tagged with its item's index."""
+    One job of `map_groups`: task k takes group k of the items. Each result comes back pickled, tagged with
+    its item's index."""
     items = list(items)
     if not items:
         return []
@@ -187,16 +203,12 @@ def run_tasks(spark: SparkSession, fn: Callable[[T, TaskInfo], Iterable[R]], ite
     grouped: list[list[tuple[int, Any]]] = [[] for _ in range(slices)]
     for i, (g, item) in enumerate(zip(_groups(len(items), slices), items)):
         grouped[g].append((i, item))
-    payload = cloudpickle.dumps(grouped)
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for _ in batches:  # the range's one row; read to the end so the Python worker is reused
-            pass
+    def run(group: list[tuple[int, Any]]) -> Iterator[pa.RecordBatch]:
         info = task_info()
         slots: list[int] = []
         seqs: list[int] = []
         results: list[bytes] = []
-        for slot, item in pickle.loads(payload)[info.partition_id]:
+        for slot, item in group:
             for seq, result in enumerate(fn(item, info)):
                 slots.append(slot)
                 seqs.append(seq)
@@ -204,6 +216,6 @@ def run_tasks(spark: SparkSession, fn: Callable[[T, TaskInfo], Iterable[R]], ite
         if results:
             yield pa.RecordBatch.from_pydict({"_slot": slots, "_seq": seqs, "_result": results}, schema=_RESULT_ARROW)
 
-    rows = spark.range(0, slices, 1, slices).mapInArrow(run, _RESULT_SCHEMA).collect()
+    rows = map_groups(spark, grouped, run, _RESULT_SCHEMA).collect()
     collected = sorted((int(r["_slot"]), int(r["_seq"]), bytes(r["_result"])) for r in rows)
     return [pickle.loads(r[2]) for r in collected]
