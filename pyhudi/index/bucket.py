@@ -121,7 +121,9 @@ def check_layout(view: FileSystemView, num_buckets: int, partitions: Sequence[st
         owners: dict[int, str] = {}
         for fid in _live_file_ids(view, partition):
             b = bucket_of_file_id(fid)
-            if b is None:
+            # A random UUID file id (another index) starts with 8 digits about once in 43; read as a bucket it
+            # is one no real bucket count reaches (Hudi pads ids below 10^7 with zeros): not a bucket file group.
+            if b is None or (b >= num_buckets and b >= _MAX_PLAUSIBLE_BUCKETS):
                 raise UnsupportedTableError(
                     f"hoodie.index.type=BUCKET cannot write this table: file group {fid!r} of partition "
                     f"{partition!r} is not a bucket file group (its file id does not start with an 8-digit "
@@ -143,6 +145,7 @@ def check_layout(view: FileSystemView, num_buckets: int, partitions: Sequence[st
         check_bucket_keys(view, num_buckets, hash_fields, view.partitions_of(partitions))
 
 
+_MAX_PLAUSIBLE_BUCKETS = 1_000_000
 KEY_CHECK_FILES = 4
 """Files whose record keys check the bucket count of a table that does not record it: with a wrong count,
 about half of a file's keys or more land in another bucket (4 -> 8 moves half of them), so one file of a
