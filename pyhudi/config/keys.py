@@ -263,6 +263,12 @@ BLOOM_FILTER_TYPE = declare("hoodie.bloom.index.filter.type", "enum", "DYNAMIC_V
 BLOOM_DYNAMIC_MAX_ENTRIES = declare("hoodie.bloom.index.filter.dynamic.max.entries", "int", 100000,
                                     "Upper bound of entries of a dynamic bloom filter.", Group.INDEX,
                                     validator=positive)
+BLOOM_SIZE_TO_RECORDS = declare(
+    "hoodie.pyhudi.index.bloom.size.to.records", "bool", True,
+    "pyhudi only: size each base file's bloom filter for the records the file holds (rounded up to a power "
+    "of two, at most hoodie.index.bloom.num_entries) instead of num_entries, as Hudi does. The fpp at the "
+    "file's count is the same; small files lose most of Hudi's ~431 KB footer. Hudi and hudi-rs read "
+    "either (the shape is serialized with the filter); false writes Hudi's sizes.", Group.INDEX)
 BLOOM_PRUNE_BY_RANGES = declare("hoodie.bloom.index.prune.by.ranges", "bool", True,
                                 "Prune candidate files by footer min/max record keys.", Group.INDEX)
 SIMPLE_UPDATE_PARTITION_PATH = declare(
@@ -300,6 +306,12 @@ INSERT_AUTO_SPLIT = declare("hoodie.copyonwrite.insert.auto.split", "bool", True
 RECORD_SIZE_ESTIMATE = declare("hoodie.copyonwrite.record.size.estimate", "int", 1024,
                                "Average record size assumed until a commit wrote enough bytes.",
                                Group.STORAGE, validator=positive)
+RECORD_SIZE_FROM_SMALL_COMMITS = declare(
+    "hoodie.pyhudi.record.size.estimate.from.small.commits", "bool", True,
+    "pyhudi only: when no commit wrote more than the estimation threshold (so Hudi would assume "
+    "hoodie.copyonwrite.record.size.estimate), and that key is not set, estimate from the bytes and records "
+    "of the newest commits together, if that is smaller. A stream of batches below the small-file limit "
+    "then plans full files from its second batch. false keeps Hudi's rule.", Group.STORAGE)
 RECORD_SIZE_ESTIMATION_THRESHOLD = declare(
     "hoodie.record.size.estimation.threshold", "float", 1.0,
     "A commit updates the record size estimate only if it wrote more than threshold x small file limit bytes.",

@@ -39,6 +39,8 @@ from pyhudi.storage import Storage
 RECORD_KEY = "_hoodie_record_key"
 # A parquet file's fixed cost besides data and bloom filter: magic, footer structure, schema strings.
 _FOOTER_SLACK = 4096
+# Smallest filter a records-sized bloom gets (~0.9 KB of footer at the default fpp).
+MIN_SIZED_BLOOM_ENTRIES = 128
 # Largest base file a full read fetches by one GET on an object store (see read_parquet); bigger ones
 # are read by ranged GETs so memory holds the decoded table, not also the whole encoded file.
 WHOLE_READ_MAX_BYTES = 64 * 1024 * 1024
@@ -56,6 +58,22 @@ class ParquetSettings:
     bloom_fpp: float = 1e-9
     bloom_max_entries: int = 100000
     with_bloom: bool = True
+    bloom_size_to_records: bool = True
+
+    def bloom_entries(self, num_records: int) -> int:
+        """Entries the bloom filter of a file of `num_records` records is sized for.
+
+        Hudi sizes every file's filter for hoodie.index.bloom.num_entries (60,000: a 431 KB footer)
+        because its write handles stream records and learn the count only at close. pyhudi writes a file
+        from records it holds, so (hoodie.pyhudi.index.bloom.size.to.records) it sizes the filter for the
+        records, rounded up to a power of two (files of similar size share a shape, so a merge can
+        extend the old filter in place), never above num_entries. The false-positive rate at the file's
+        own count is the configured fpp either way; a 1,000-record file's footer shrinks from 431 KB to
+        ~9 KB. Hudi's readers take the shape from the serialized filter, so any size reads."""
+        if not self.bloom_size_to_records:
+            return self.bloom_num_entries
+        wanted = 1 << max(0, num_records - 1).bit_length()
+        return min(self.bloom_num_entries, max(MIN_SIZED_BLOOM_ENTRIES, wanted))
 
 
 def footer_metadata(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
@@ -84,8 +102,8 @@ def footer_raw(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSet
     return meta
 
 
-def new_bloom(settings: ParquetSettings) -> BloomFilter:
-    return BloomFilter.create(settings.bloom_num_entries, settings.bloom_fpp, settings.bloom_max_entries,
+def new_bloom(settings: ParquetSettings, num_records: int) -> BloomFilter:
+    return BloomFilter.create(settings.bloom_entries(num_records), settings.bloom_fpp, settings.bloom_max_entries,
                               settings.bloom_type)
 
 
@@ -93,31 +111,34 @@ def fresh_bloom(settings: ParquetSettings, keys: pa.Array | pa.ChunkedArray) -> 
     """A new filter holding `keys`, as Hudi's writers build it from every key written. A few keys are
     patched into the cached text of an empty filter (`FooterFilter.patch_pays`), which saves packing and
     encoding the whole (mostly zero) 431 KB filter; the text is the same either way."""
-    empty = FooterFilter.parse(_empty_filter_text(settings.bloom_type, settings.bloom_num_entries,
-                                                  settings.bloom_fpp, settings.bloom_max_entries),
+    entries = settings.bloom_entries(len(keys))
+    empty = FooterFilter.parse(_empty_filter_text(settings.bloom_type, entries, settings.bloom_fpp,
+                                                  settings.bloom_max_entries),
                                settings.bloom_type)
     if empty is not None and empty.fits(len(keys)) and empty.patch_pays(len(keys), fresh=True):
         empty.add_keys(keys)
         return empty
-    bloom = new_bloom(settings)
+    bloom = new_bloom(settings, len(keys))
     bloom.add_keys(keys)
     return bloom
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=32)
 def _empty_filter_text(type_code: str, num_entries: int, fpp: float, max_entries: int) -> bytes:
     return BloomFilter.create(num_entries, fpp, max_entries, type_code).serialized()
 
 
 def extended_bloom(old_footer: Mapping[bytes, bytes] | None, new_keys: pa.Array | pa.ChunkedArray,
-                   settings: ParquetSettings, hashed: np.ndarray | None = None) -> BloomFilter | FooterFilter | None:
-    """The old base file's bloom filter plus `new_keys`, or None when it cannot be reused (the writer then
-    builds a fresh filter from every key it writes, as Hudi's merge handle always does).
+                   settings: ParquetSettings, num_records: int,
+                   hashed: np.ndarray | None = None) -> BloomFilter | FooterFilter | None:
+    """The old base file's bloom filter plus `new_keys` (the new file holds `num_records`), or None when
+    it cannot be reused (the writer then builds a fresh filter from every key it writes, as Hudi's merge handle always does).
 
     A merge keeps every old record key (updates keep their key; deletes may leave a key behind, which
     is only a false positive the index's key check removes), so the old filter plus the inserted keys
-    covers the new file. Reused only if the filter is what `settings` would create (same type, bits and
-    hashes), so a changed bloom config still takes effect on rewrite.
+    covers the new file. Reused only if the filter is what `settings` would create for the new file (same
+    type, bits and hashes), so a changed bloom config, or a file grown past its filter's size, gets a
+    fresh filter on rewrite.
 
     Which path, measured (Hudi's default 431 KB filter, one thread, 2-core EPYC): a fresh filter costs
     ~0.55 ms plus hashing every key of the file (~30 murmur rounds a key: 0.6 ms in all at 100 keys of
@@ -134,7 +155,7 @@ def extended_bloom(old_footer: Mapping[bytes, bytes] | None, new_keys: pa.Array 
     found = footer_filter_text(old_footer)
     if found is None:
         return None
-    expected = (settings.bloom_type.upper(), *filter_shape(settings.bloom_num_entries, settings.bloom_fpp))
+    expected = (settings.bloom_type.upper(), *filter_shape(settings.bloom_entries(num_records), settings.bloom_fpp))
     patched = FooterFilter.parse(*found)
     if patched is not None and (patched.type_code, patched.vector_size, patched.num_hashes) == expected \
             and patched.fits(len(new_keys)) and patched.patch_pays(len(new_keys)):
@@ -159,11 +180,12 @@ def extended_bloom(old_footer: Mapping[bytes, bytes] | None, new_keys: pa.Array 
 
 
 def bloom_overhead(num_records: int, settings: ParquetSettings) -> int:
-    """Bytes the footer's bloom filter adds for a file of `num_records` records (it is large: ~431 KB)."""
+    """Bytes the footer's bloom filter adds for a file of `num_records` records (~431 KB at Hudi's sizing)."""
     if not settings.with_bloom:
         return 0
-    bits = filter_shape(settings.bloom_num_entries, settings.bloom_fpp)[0]
-    rows = 1 if num_records <= settings.bloom_num_entries or settings.bloom_type != "DYNAMIC_V0" else 2
+    entries = settings.bloom_entries(num_records)
+    bits = filter_shape(entries, settings.bloom_fpp)[0]
+    rows = 1 if num_records <= entries or settings.bloom_type != "DYNAMIC_V0" else 2
     raw = 24 + rows * (13 + (bits + 7) // 8)
     return 4 * math.ceil(raw / 3)
 

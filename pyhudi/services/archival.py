@@ -78,7 +78,7 @@ from pyhudi.timeline.archived import (
 from pyhudi.timeline.history import DataFileName, HistoryInstant, data_file_name, latest_snapshot
 from pyhudi.timeline.history_writer import append_history, compact_and_clean
 from pyhudi.timeline.instant import WRITE_ACTIONS, Action, Instant, State
-from pyhudi.timeline.timeline import META_DIR
+from pyhudi.timeline.timeline import META_DIR, ActiveTimeline
 from pyhudi.transaction.lock import LockProvider, LockSettings, ensure_held, table_lock
 from pyhudi.writer.config import ArchivalConfig, CleanConfig, CompactionConfig, WriteConfig
 from pyhudi.writer.markers import delete_markers
@@ -315,6 +315,15 @@ def _history_leftovers(storage: Storage, table: TableConfig, groups: list[Instan
 def archive(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, clean_cfg: CleanConfig,
             lock: LockSettings | None = None, compaction_cfg: CompactionConfig | None = None) -> ArchiveResult | None:
     """Archive what the rules allow; None when there is nothing to do (a re-run is a no-op)."""
+    _forget_check(storage.base_uri)
+    try:
+        return _archive(storage, table, archival_cfg, clean_cfg, lock, compaction_cfg)
+    finally:
+        _forget_check(storage.base_uri)  # a check made meanwhile (another thread) saw a run in progress
+
+
+def _archive(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, clean_cfg: CleanConfig,
+             lock: LockSettings | None, compaction_cfg: CompactionConfig | None) -> ArchiveResult | None:
     if table.layout_version >= 2:
         return _archive_v2(storage, table, archival_cfg, clean_cfg, lock, compaction_cfg)
     with table_lock(storage, lock or LockSettings()) as held:
@@ -364,22 +373,63 @@ def dry_run(storage: Storage, table: TableConfig, archival_cfg: ArchivalConfig, 
     return plan_archival(storage, table, archival_cfg, clean_cfg, compaction_cfg, archived_keys=archived.keys())
 
 
-def archival_due(storage: Storage, table: TableConfig, cfg: ArchivalConfig) -> bool:
+def archival_due(storage: Storage, table: TableConfig, cfg: ArchivalConfig,
+                 timeline: ActiveTimeline | None = None) -> bool:
     """Cheap check before taking the lock after every commit: more completed commits than
-    hoodie.keep.max.commits, or the oldest active instant left behind by an interrupted run (it is
-    then in the newest archive file: the next run always finishes what the previous one left)."""
-    groups = load_groups(storage)
+    hoodie.keep.max.commits, or active instants left behind by an interrupted run (they are then in the
+    archive too: the next run always finishes what the previous one left). `timeline`: the writer's
+    timeline as its commit left it (`ActiveTimeline.with_completed`), counted instead of listing `.hoodie`.
+
+    Hudi's archiver checks only the count. The leftovers check reads the archive, so it runs once per table
+    and process until an instant file disappears from the active timeline or this process archives
+    (`_unchanged_since_check`): only deletions make leftovers that the count does not show."""
+    groups = load_groups(storage, timeline)
     commits = sum(1 for g in groups if g.completed and g.action in WRITE_ACTIONS)
     if commits > cfg.max_commits:
         return True
-    if table.layout_version >= 2:
-        return _history_leftovers(storage, table, groups)
+    if not groups:
+        return False
+    names = frozenset(f.file_name for g in groups for f in g.files)
+    if _unchanged_since_check(storage.base_uri, names):
+        return False
+    found = _history_leftovers(storage, table, groups) if table.layout_version >= 2 else \
+        _archive_leftovers(storage, table, groups)
+    if not found:
+        with _checked_lock:
+            _checked[storage.base_uri] = names
+    return found
+
+
+def _archive_leftovers(storage: Storage, table: TableConfig, groups: list[InstantGroup]) -> bool:
+    """Layout 1: the oldest active instant's files are all in the newest archive file."""
     folder = f"{META_DIR}/{table.archive_folder}"
     files = list_archive_files(storage, folder)
-    if not groups or not files:
+    if not files:
         return False
     keys = _newest_archive_keys(storage, f"{folder}/{files[-1][1]}")
     return all((f.timestamp, f.action.value, f.state.value) in keys for f in groups[0].files)
+
+
+# Per table (base URI): the active timeline's instant files when the leftovers check last found none. An
+# interrupted run leaves leftovers either after deleting some of its instants' files (a file of that set is
+# then gone) or before deleting any, with the commits still over hoodie.keep.max.commits (due by the count),
+# unless that run itself was finishing leftovers or was started by hand with smaller keep limits: a crash on
+# top of a crash, whose leftovers then wait for the next archival the count triggers (readers take an instant
+# found in both timelines once).
+_checked: dict[str, frozenset[str]] = {}
+_checked_lock = threading.Lock()
+
+
+def _unchanged_since_check(uri: str, names: frozenset[str]) -> bool:
+    with _checked_lock:
+        seen = _checked.get(uri)
+    return seen is not None and seen <= names
+
+
+def _forget_check(uri: str) -> None:
+    """This process archives the table: the next check reads the archive again."""
+    with _checked_lock:
+        _checked.pop(uri, None)
 
 
 _keys_cache: dict[str, tuple[int, frozenset[tuple[str, str, str]]]] = {}
@@ -406,13 +456,14 @@ _queued: set[str] = set()
 _queued_lock = threading.Lock()
 
 
-def archive_after_commit(storage: Storage, cfg: WriteConfig) -> None:
-    """The writer's automatic archival (hoodie.archive.automatic, .async), after the cleaner.
+def archive_after_commit(storage: Storage, cfg: WriteConfig, timeline: ActiveTimeline | None = None) -> None:
+    """The writer's automatic archival (hoodie.archive.automatic, .async), after the cleaner. `timeline`:
+    see `archival_due` (a clean adds no commit, so the timeline the writer's commit left still counts).
 
     The commit is already durable here, so a failed archival is logged, not raised: the table is
     consistent at every step and the next commit archives again.
     """
-    if not cfg.archival.automatic or not archival_due(storage, cfg.table, cfg.archival):
+    if not cfg.archival.automatic or not archival_due(storage, cfg.table, cfg.archival, timeline):
         return
 
     def run() -> ArchiveResult | None:

@@ -179,15 +179,21 @@ def _comparable(action: Action) -> Action:
     return Action.REPLACE_COMMIT if action is Action.CLUSTERING else comparable_action(action)
 
 
-def load_groups(storage: Storage) -> list[InstantGroup]:
+def load_groups(storage: Storage, timeline: ActiveTimeline | None = None) -> list[InstantGroup]:
     """The raw active timeline: one group per (timestamp, comparable action), oldest first.
 
-    Unlike ActiveTimeline, a savepoint and the commit it names (same timestamp) stay apart.
+    Unlike ActiveTimeline, a savepoint and the commit it names (same timestamp) stay apart. `timeline`: take
+    the instant files that timeline listed instead of listing (no modification times then: only for
+    counting and the leftovers check, never for archive entries).
     """
     found: dict[tuple[str, Action], list[tuple[Instant, int]]] = {}
-    for inst, info in instant_files(storage):
-        found.setdefault((inst.timestamp, _comparable(inst.action)), []).append(
-            (inst, info.mtime_ns // 1_000_000))
+    if timeline is None:
+        listed = [(inst, info.mtime_ns // 1_000_000) for inst, info in instant_files(storage)]
+    else:
+        listed = [(inst, 0) for ts in timeline.timestamps() for name in sorted(timeline.instant_files(ts))
+                  if (inst := parse_instant_file(name)) is not None]
+    for inst, mtime_ms in listed:
+        found.setdefault((inst.timestamp, _comparable(inst.action)), []).append((inst, mtime_ms))
     groups = []
     for (ts, _), files in found.items():
         files.sort(key=lambda f: (_STATE_ORDER[f[0].state], f[0].action in WRITE_ACTIONS))

@@ -242,16 +242,20 @@ def pending_cleans(storage: Storage, timeline: ActiveTimeline | None = None) -> 
 
 
 def clean(storage: Storage, table: TableConfig, cfg: CleanConfig, lock: LockSettings | None = None,
-          due: Callable[[ActiveTimeline], bool] | None = None) -> list[CleanResult]:
+          due: Callable[[ActiveTimeline], bool] | None = None,
+          timeline: ActiveTimeline | None = None) -> list[CleanResult]:
     """Resume interrupted cleans, then plan and run a new one if anything can go; also delete temp files
     that crashed processes left (older than an hour).
 
     Cleans of one table in one process take turns (a writer's clean and a background service's clean
     would otherwise both resume the same pending clean). `due` (the writer's `cleans_due`) is asked
     first, on the timeline loaded once this process's turn has come, which also names the pending
-    cleans: one listing instead of two (the plan's own listing, under the table lock, stays fresh)."""
+    cleans: one listing instead of two (the plan's own listing, under the table lock, stays fresh).
+    `timeline`: the writer's timeline as its commit left it (`ActiveTimeline.with_completed`), taken instead
+    of that listing unless it shows a pending clean (one may have completed since, e.g. in this process)."""
     with _process_lock(storage.base_uri):
-        timeline = ActiveTimeline.load(storage)
+        if timeline is None or timeline.actions(Action.CLEAN).pending():
+            timeline = ActiveTimeline.load(storage)
         if due is not None and not due(timeline):
             return []
         pending = pending_cleans(storage, timeline)

@@ -268,15 +268,18 @@ def _next_file_rows(ctx: ClusterContext, remaining: int, per_row: float, overhea
     small-file limit (no small remainder); otherwise fill files to the target, so the most bytes land in
     files no later write or clustering touches again, and only the group's last file stays small.
     """
-    o = file_overhead(remaining, ctx.parquet) if overhead is None else overhead
     target = ctx.target_file_bytes
+    if overhead is None:  # a file holds at most a full file's rows, which sizes its bloom filter
+        overhead = file_overhead(min(remaining, max(1, int(target / max(per_row, 1.0)))), ctx.parquet)
+    o = overhead
     budget = max(target * AIM - o, target * 0.5 * AIM)  # data bytes of a full file, below `_hard_limit`
     full = max(1, int(budget / max(per_row, 1.0)))
     if remaining <= full:
         return remaining
     files = -(-remaining // full)
     even = -(-remaining // files)
-    return even if even * per_row + o >= ctx.small_file_bytes * EVEN_MARGIN else full
+    even_overhead = file_overhead(even, ctx.parquet) if overhead is None else o
+    return even if even * per_row + even_overhead >= ctx.small_file_bytes * EVEN_MARGIN else full
 
 
 def _encode_next(ctx: ClusterContext, chunk: Callable[[int], pa.Table], rows: int, remaining: int,

@@ -377,6 +377,21 @@ class ActiveTimeline(Timeline):
     def instant_files(self, ts: str) -> set[str]:
         return set(self._files.get(ts, set()))
 
+    def with_completed(self, done: Instant) -> ActiveTimeline:
+        """This timeline once `done` (an instant it lists pending) completed through its `complete`: what a
+        writer's post-commit cleaner and archival check start from instead of listing the folder again. As
+        fresh as this listing (taken under the commit's lock); what other writers did since is the next run's."""
+        files = {ts: set(names) for ts, names in self._files.items()}
+        files.setdefault(done.timestamp, set()).add(done.file_name)
+        found = self.find(done.timestamp)
+        compactions = self.compaction_commits | (
+            {done.timestamp} if found is not None and found.action is Action.COMPACTION else set())
+        out = ActiveTimeline(self.storage, [done if i.timestamp == done.timestamp else i for i in self.instants],
+                             frozenset(compactions), files, self._sizes, self.layout, self._completion)
+        out._etags = dict(self._etags)
+        out.listed_dirs = self.listed_dirs
+        return out
+
     def savepoints(self) -> list[Instant]:
         """Completed savepoints, oldest first. A savepoint shares its timestamp with the commit it
         protects, so it never shows as that timestamp's instant and is looked up by file name."""
@@ -536,6 +551,9 @@ class ActiveTimeline(Timeline):
             shared = self._shared_key(instant, rel, etag) if keep and as_read else None
             if shared is not None and len(content) <= _CACHED_DETAILS_MAX_BYTES:
                 _SHARED_DETAILS.put(shared, content)
+            if keep and etag:  # `with_completed` asks the kept details by it, as a listing would
+                self._etags[instant.file_name] = etag
+                self._sizes[instant.file_name] = len(content)
             return True
         return self._read_or_none(rel) == content  # None: deleted again since (a rollback), not ours
 

@@ -102,6 +102,7 @@ class WriteClient:
         self._known_completed: frozenset[str] = frozenset()
         self._known_instants: frozenset[str] = frozenset()
         self._committed: WriteResult | None = None  # the write's result once its commit exists
+        self._after_commit: ActiveTimeline | None = None  # the timeline as this write's commit left it
         # The caller (writer/entry.py) has just read hoodie.properties: no second read to learn the same.
         self._table_exists = table_exists
 
@@ -185,7 +186,17 @@ class WriteClient:
         warnings.warn(warning, stacklevel=2)
 
     def _archive_service(self) -> None:
-        archival.archive_after_commit(self.storage, self.config)
+        archival.archive_after_commit(self.storage, self.config, self._services_timeline())
+
+    def _services_timeline(self) -> ActiveTimeline | None:
+        """The timeline the commit left, for the cleaner and archival's check instead of a listing each, when
+        no inline or async clustering or compaction may have added an instant since (otherwise None: list)."""
+        cfg = self.config
+        cc, c = cfg.clustering, cfg.compaction
+        if cc.inline or cc.schedule_inline or cc.async_enabled or (
+                cfg.table.is_mor and (c.inline or c.schedule_inline or c.run_async)):
+            return None
+        return self._after_commit
 
     def _clean_service(self) -> None:
         cfg = self.config
@@ -196,9 +207,10 @@ class WriteClient:
             return cleaner.cleans_due(timeline, cfg.clean)
 
         if not cfg.clean.run_async:
-            cleaner.clean(self.storage, cfg.table, cfg.clean, cfg.lock, due=due)  # checks `due` on its own load
+            cleaner.clean(self.storage, cfg.table, cfg.clean, cfg.lock, due=due, timeline=self._services_timeline())
             return
-        if not due(ActiveTimeline.load(self.storage)):  # no background job for a clean that is not due
+        committed = self._services_timeline()
+        if not due(committed if committed is not None else ActiveTimeline.load(self.storage)):  # no job: not due
             return
 
         def run() -> object:
@@ -295,6 +307,7 @@ class WriteClient:
         file exists the write has succeeded: a later failure (releasing the lock, the heartbeat, markers)
         is reported with the instant (`PostCommitWarning`), never raised, and never rolls the commit back."""
         cfg = self.config
+        self._after_commit = None
         fault_point("write.before_instant")
         requested, heartbeat = self._start_instant(timeline, action, requested_bytes)
         instant = requested.timestamp
@@ -407,8 +420,9 @@ class WriteClient:
                 rollback_pending_write(self.storage, timeline, Instant(instant, action, State.INFLIGHT))
                 raise
             # `timeline` was listed under this lock and showed the instant inflight (_check_not_rolled_back)
-            timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes(instant),
-                              listed_under_lock=True)
+            done = timeline.complete(Instant(instant, action, State.INFLIGHT), meta.to_bytes(instant),
+                                     listed_under_lock=True)
+            self._after_commit = timeline.with_completed(done)  # the cleaner's and archival's start
             fault_point("write.after_commit")
 
     def _check_not_rolled_back(self, timeline: ActiveTimeline, instant: str) -> None:

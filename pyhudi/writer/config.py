@@ -53,6 +53,7 @@ class SizingConfig:
     auto_split: bool = True
     record_size_estimate: int = 1024
     estimation_threshold: float = 1.0
+    estimate_from_small_commits: bool = True  # only when the estimate key is not set (see record_size)
     small_file_candidates_limit: int = 1
     log_to_parquet_ratio: float = 0.35
     log_block_max_size: int = 256 * 1024 * 1024
@@ -68,6 +69,7 @@ class SizingConfig:
             insert_split_size=o.get(K.INSERT_SPLIT_SIZE), auto_split=o.get(K.INSERT_AUTO_SPLIT),
             record_size_estimate=o.get(K.RECORD_SIZE_ESTIMATE),
             estimation_threshold=o.get(K.RECORD_SIZE_ESTIMATION_THRESHOLD),
+            estimate_from_small_commits=o.get(K.RECORD_SIZE_FROM_SMALL_COMMITS) and not o.is_set(K.RECORD_SIZE_ESTIMATE),
             small_file_candidates_limit=o.get(K.SMALL_FILE_GROUP_CANDIDATES_LIMIT),
             log_to_parquet_ratio=o.get(K.LOGFILE_TO_PARQUET_RATIO),
             log_block_max_size=o.get(K.LOGFILE_DATA_BLOCK_MAX_SIZE), log_max_size=o.get(K.LOGFILE_MAX_SIZE),
@@ -82,6 +84,7 @@ class IndexConfig:
     bloom_fpp: float = 1e-9
     bloom_type: str = "DYNAMIC_V0"
     bloom_max_entries: int = 100000
+    bloom_size_to_records: bool = True
     prune_by_ranges: bool = True
     update_partition_path: bool = True
     bucket_num: int = 256
@@ -100,6 +103,7 @@ class IndexConfig:
         return cls(
             type=o.get(K.INDEX_TYPE), bloom_num_entries=o.get(K.BLOOM_NUM_ENTRIES), bloom_fpp=o.get(K.BLOOM_FPP),
             bloom_type=o.get(K.BLOOM_FILTER_TYPE), bloom_max_entries=o.get(K.BLOOM_DYNAMIC_MAX_ENTRIES),
+            bloom_size_to_records=o.get(K.BLOOM_SIZE_TO_RECORDS),
             prune_by_ranges=o.get(K.BLOOM_PRUNE_BY_RANGES), update_partition_path=o.get(K.SIMPLE_UPDATE_PARTITION_PATH),
             bucket_num=o.get(K.BUCKET_NUM_BUCKETS), bucket_hash_fields=o.get(K.BUCKET_HASH_FIELD),
         )
@@ -631,5 +635,5 @@ def parquet_settings(cfg: WriteConfig) -> ParquetSettings:
         codec=cfg.sizing.codec, page_size=cfg.sizing.page_size, block_size=cfg.sizing.block_size,
         bloom_type=cfg.index.bloom_type, bloom_num_entries=cfg.index.bloom_num_entries,
         bloom_fpp=cfg.index.bloom_fpp, bloom_max_entries=cfg.index.bloom_max_entries,
-        with_bloom=cfg.table.populate_meta_fields,
+        with_bloom=cfg.table.populate_meta_fields, bloom_size_to_records=cfg.index.bloom_size_to_records,
     )

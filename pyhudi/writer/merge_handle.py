@@ -129,7 +129,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     counts = [np.bincount(f, minlength=k) for f in (m.out_file, in_file[m.inserts], m.deleted_file, m.replaced_file)]
     out_at, ins_at = (np.concatenate([[0], np.cumsum(c)]) for c in counts[:2])
     bounds = java_min_max_by_group(out.column(RECORD_KEY), m.out_file, k) if k > 1 else [None]
-    hashed = _hashed(ctx, inserted_keys) if k > 1 else None
+    hashed = _hashed(ctx, inserted_keys, np.diff(out_at)) if k > 1 else None
     shared = (time.monotonic() - start) / k
     stats = []
     for i, o in enumerate(batch):
@@ -137,7 +137,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
         bucket = o.item.bucket
         rows = out.slice(out_at[i], out_at[i + 1] - out_at[i])
         lo, hi = ins_at[i], ins_at[i + 1]
-        bloom = extended_bloom(o.footer, inserted_keys.slice(lo, hi - lo), ctx.parquet,
+        bloom = extended_bloom(o.footer, inserted_keys.slice(lo, hi - lo), ctx.parquet, rows.num_rows,
                                None if hashed is None else hashed[:, lo:hi])
         create_marker(storage, ctx.instant, bucket.partition, names[i], "MERGE", ctx.marking)
         path = join_path(bucket.partition, names[i])
@@ -218,12 +218,16 @@ def _concatenates(ctx: HandleContext) -> bool:
     return ctx.operation in (WriteOperation.INSERT, WriteOperation.BULK_INSERT) and ctx.allow_duplicate_on_inserts
 
 
-def _hashed(ctx: HandleContext, keys: pa.ChunkedArray) -> np.ndarray | None:
+def _hashed(ctx: HandleContext, keys: pa.ChunkedArray, file_rows: np.ndarray) -> np.ndarray | None:
     """The bloom filter bits of the batch's inserted keys, hashed together for the filter shape the
-    settings give (`extended_bloom` extends only filters of that shape)."""
+    settings give the batch's new files (`extended_bloom` extends only filters of that shape); None
+    when the files' sizes give them different shapes (each file then hashes its own keys)."""
     if not ctx.parquet.with_bloom or not len(keys):
         return None
-    bits, rounds = filter_shape(ctx.parquet.bloom_num_entries, ctx.parquet.bloom_fpp)
+    entries = {ctx.parquet.bloom_entries(int(n)) for n in file_rows}
+    if len(entries) != 1:
+        return None
+    bits, rounds = filter_shape(entries.pop(), ctx.parquet.bloom_fpp)
     return key_positions(keys, rounds, bits)
 
 

@@ -18,6 +18,7 @@ import struct
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +37,16 @@ from pyhudi.index.bloom_filter import (
     read_footer_filter,
 )
 from tests.helpers import samples_root
+
+# These tests pin Hudi's own filter shapes (every file sized for num_entries), whose bytes Hudi's writers
+# produce; pyhudi's records-sized filters have tests of their own (test_bloom_sizing.py).
+ANY_COUNT = 1  # the new file's record count: with Hudi's sizing it does not change the shape
+
+
+def _hudi_sized(**kw: Any) -> Any:
+    from pyhudi.io.base_file import ParquetSettings
+
+    return ParquetSettings(bloom_size_to_records=False, **kw)
 
 SAMPLES = samples_root() / "tables"
 ZIPS = sorted(SAMPLES.glob("*.zip")) if SAMPLES.is_dir() else []
@@ -438,12 +449,12 @@ def _footer_of(keys: list[str], settings: object) -> dict[bytes, bytes]:
 def test_extended_filter_holds_old_and_new_keys(n_old: int, n_new: int) -> None:
     """A merge reuses the old file's filter: every old and new key must test positive, and the
     filter must keep Hudi's shape (rows grow at num_entries, capped by max entries)."""
-    from pyhudi.io.base_file import ParquetSettings, extended_bloom
+    from pyhudi.io.base_file import extended_bloom
 
-    settings = ParquetSettings()
+    settings = _hudi_sized()
     old = [f"old-{i}" for i in range(n_old)]
     new = [f"new-{i}" for i in range(n_new)]
-    bloom = extended_bloom(_footer_of(old, settings), pa.array(new), settings)
+    bloom = extended_bloom(_footer_of(old, settings), pa.array(new), settings, num_records=ANY_COUNT)
     assert bloom is not None
     assert bloom.might_contain_many(old + new).all()
     fresh = BloomFilter.create()
@@ -455,14 +466,14 @@ def test_extended_filter_holds_old_and_new_keys(n_old: int, n_new: int) -> None:
 
 def test_extended_filter_not_reused_when_config_changed() -> None:
     """A rewrite after the user changed the bloom settings builds a new filter (None = rebuild)."""
-    from pyhudi.io.base_file import ParquetSettings, extended_bloom
+    from pyhudi.io.base_file import extended_bloom
 
-    footer = _footer_of(["a", "b"], ParquetSettings())
-    assert extended_bloom(footer, pa.array(["c"]), ParquetSettings(bloom_fpp=1e-6)) is None
-    assert extended_bloom(footer, pa.array(["c"]), ParquetSettings(bloom_type="SIMPLE")) is None
-    assert extended_bloom(None, pa.array(["c"]), ParquetSettings()) is None
+    footer = _footer_of(["a", "b"], _hudi_sized())
+    assert extended_bloom(footer, pa.array(["c"]), _hudi_sized(bloom_fpp=1e-6), num_records=ANY_COUNT) is None
+    assert extended_bloom(footer, pa.array(["c"]), _hudi_sized(bloom_type="SIMPLE"), num_records=ANY_COUNT) is None
+    assert extended_bloom(None, pa.array(["c"]), _hudi_sized(), num_records=ANY_COUNT) is None
     assert extended_bloom({b"org.apache.hudi.bloomfilter": b"!!not base64"}, pa.array(["c"]),
-                          ParquetSettings()) is None
+                          _hudi_sized(), num_records=ANY_COUNT) is None
 
 
 @pytest.mark.parametrize("divisor", [1, 2, 3, 7, 1000, 2587966, 431_328, 2**20, 2**20 + 1, 2**31 - 1])

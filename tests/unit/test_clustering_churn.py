@@ -78,30 +78,35 @@ def test_orders_of_insert_overwrites_and_unknown_instants_are_unknown(tmp_path: 
 
 
 # --------------------------------------------------------------------------- output split counts the footer
-def _ctx(target: int, small: int, bloom: bool) -> object:
+def _ctx(target: int, small: int, bloom: bool, sized: bool = False) -> object:
     from pyhudi.io.base_file import ParquetSettings
     from pyhudi.services.clustering import ClusterContext
 
-    return ClusterContext("file:///t", "1", None, "{}", ParquetSettings(with_bloom=bloom), target, (),  # type: ignore[arg-type]
+    settings = ParquetSettings(with_bloom=bloom, bloom_size_to_records=sized)
+    return ClusterContext("file:///t", "1", None, "{}", settings, target, (),  # type: ignore[arg-type]
                           "linear", small)
 
 
-def test_the_even_split_counts_each_files_footer() -> None:
-    """1 MB target, 768 KB limit, Hudi's default bloom filter (~431 KB a file): 2.0 MB of data fits four files
+@pytest.mark.parametrize("sized", [False, True])
+def test_the_even_split_counts_each_files_footer(sized: bool) -> None:
+    """1 MB target, 768 KB limit. Hudi's default bloom filter (~431 KB a file): 2.0 MB of data fits four files
     of ~950 KB each. Comparing only the data (~500 KB a file) with the limit filled three files to the target
-    and left a fourth, small one (the tail the next sorted clustering rewrote again)."""
+    and left a fourth, small one (the tail the next sorted clustering rewrote again). A filter sized to each
+    file's records (~60-120 KB here): an even split into three would leave three small files (~725 KB), so
+    two files fill to the target and only the last one is small."""
     from pyhudi.services.clustering import _next_file_rows
     from pyhudi.writer.handles import file_overhead
 
-    ctx = _ctx(MB, 768 * KB, bloom=True)
+    ctx = _ctx(MB, 768 * KB, bloom=True, sized=sized)
     per_row, remaining = 100.0, 20_000
-    overhead = file_overhead(remaining, ctx.parquet)  # type: ignore[attr-defined]
     sizes = []
     while remaining:
         rows = _next_file_rows(ctx, remaining, per_row)  # type: ignore[arg-type]
-        sizes.append(rows * per_row + overhead)
+        sizes.append(rows * per_row + file_overhead(rows, ctx.parquet))  # type: ignore[attr-defined]
         remaining -= rows
-    assert len(sizes) == 4 and all(768 * KB <= s <= MB for s in sizes), sizes
+    full = sizes[:-1] if sized else sizes
+    assert len(sizes) == (3 if sized else 4) and all(768 * KB <= s <= MB for s in full), sizes
+    assert sizes[-1] <= MB
 
 
 # --------------------------------------------------------------------------- property: no unchangeable group

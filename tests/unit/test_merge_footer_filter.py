@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +22,17 @@ from pyhudi.io.base_file import ParquetSettings, extended_bloom, footer_metadata
 from pyhudi.storage import Storage
 from pyhudi.writer import local_tagging as lt
 from tests.helpers import hudi_rs
+
+# These tests pin Hudi's own filter shapes (every file sized for num_entries), whose bytes Hudi's writers
+# produce; pyhudi's records-sized filters have tests of their own (test_bloom_sizing.py).
+ANY_COUNT = 1  # the new file's record count: with Hudi's sizing it does not change the shape
+
+
+def _hudi_sized(**kw: Any) -> Any:
+    from pyhudi.io.base_file import ParquetSettings
+
+    return ParquetSettings(bloom_size_to_records=False, **kw)
+
 
 ODD = ["a", "é", "日本語", "🙂", "1.50", "1E-18", "-0.000", "/", "p=1/2", "0", "\x7f", "ÿ", " ", "x" * 300]
 
@@ -54,14 +66,14 @@ def test_patched_text_is_byte_identical_to_decode_and_encode(seed: int) -> None:
     rng = random.Random(seed)
     patched = 0
     for _ in range(40):
-        settings = ParquetSettings(bloom_num_entries=rng.choice([1, 2, 3, 5, 9, 64, 1000, 60000]),
+        settings = _hudi_sized(bloom_num_entries=rng.choice([1, 2, 3, 5, 9, 64, 1000, 60000]),
                                    bloom_fpp=rng.choice([0.5, 0.1, 1e-4, 1e-9]),
                                    bloom_type=rng.choice(["DYNAMIC_V0", "SIMPLE", "dynamic_v0"]), bloom_max_entries=200)
         old = _odd_keys(rng, rng.choice([1, 2, 7, 33]), "o")
         new = _odd_keys(rng, rng.choice([0, 1, 3, 8, 9, 40]), "n")
         footer = _footer(old, settings)
         want = _decoded_extend(footer, new, settings)
-        got = extended_bloom(footer, pa.array(new, pa.string()), settings)  # whichever path pays
+        got = extended_bloom(footer, pa.array(new, pa.string()), settings, num_records=ANY_COUNT)  # whichever path pays
         assert got is not None
         assert got.serialize() == want
         back = BloomFilter.deserialize(got.serialize(), got.footer_metadata().get(TYPE_CODE_KEY))
@@ -108,9 +120,9 @@ def test_filters_hudi_wrote_are_patched_like_decoded_ones() -> None:
 
 def test_no_new_key_copies_the_old_text_verbatim() -> None:
     """An update-only merge: the old footer value is the new one, unchanged (no decode, no encode)."""
-    settings = ParquetSettings()
+    settings = _hudi_sized()
     footer = _footer([f"k{i}" for i in range(33)], settings)
-    got = extended_bloom(footer, pa.array([], pa.string()), settings)
+    got = extended_bloom(footer, pa.array([], pa.string()), settings, num_records=ANY_COUNT)
     assert isinstance(got, FooterFilter)
     assert got.serialize().encode() == footer[FOOTER_KEY.encode()]
     assert got.footer_metadata() == {FOOTER_KEY: footer[FOOTER_KEY.encode()].decode(), TYPE_CODE_KEY: "DYNAMIC_V0"}
@@ -119,12 +131,12 @@ def test_no_new_key_copies_the_old_text_verbatim() -> None:
 def test_keys_that_start_a_row_take_the_full_path() -> None:
     """A dynamic filter whose last row would overflow (Hudi starts a row) is decoded and extended:
     same rows as Hudi's, not a patch."""
-    settings = ParquetSettings(bloom_num_entries=10, bloom_fpp=1e-3, bloom_max_entries=100)
+    settings = _hudi_sized(bloom_num_entries=10, bloom_fpp=1e-3, bloom_max_entries=100)
     old = [f"k{i}" for i in range(8)]
     footer = _footer(old, settings)
     parsed = FooterFilter.parse(footer[FOOTER_KEY.encode()], footer[TYPE_CODE_KEY.encode()])
     assert parsed is not None and parsed.fits(2) and not parsed.fits(3)
-    got = extended_bloom(footer, pa.array(["n1", "n2", "n3"]), settings)
+    got = extended_bloom(footer, pa.array(["n1", "n2", "n3"]), settings, num_records=ANY_COUNT)
     assert isinstance(got, BloomFilter) and got.num_rows == 2
     assert got.serialize() == _decoded_extend(footer, ["n1", "n2", "n3"], settings)
     fitting = FooterFilter.parse(footer[FOOTER_KEY.encode()], footer[TYPE_CODE_KEY.encode()])
@@ -142,11 +154,11 @@ def test_patch_is_taken_only_where_it_pays() -> None:
     empty text, of many from the whole-filter path, with the same text as BloomFilter builds."""
     from pyhudi.io.base_file import fresh_bloom
 
-    settings = ParquetSettings()
+    settings = _hudi_sized()
     footer = _footer([f"k{i}" for i in range(33)], settings)
     for n, patched in ((3, True), (200, True), (3000, False)):
         new = [f"n{i}" for i in range(n)]
-        got = extended_bloom(footer, pa.array(new), settings)
+        got = extended_bloom(footer, pa.array(new), settings, num_records=ANY_COUNT)
         assert isinstance(got, FooterFilter) is patched, n
         assert got is not None and got.serialize() == _decoded_extend(footer, new, settings)
     for n, patched in ((5, True), (2000, False)):
@@ -161,7 +173,7 @@ def test_patch_is_taken_only_where_it_pays() -> None:
 def test_damaged_or_foreign_texts_are_not_patched() -> None:
     """Texts not laid out as Hudi writes them are left to the full decode, which rebuilds (None) or
     reads them; the patch never guesses."""
-    settings = ParquetSettings(bloom_num_entries=50, bloom_fpp=1e-3)
+    settings = _hudi_sized(bloom_num_entries=50, bloom_fpp=1e-3)
     footer = _footer(["a", "b"], settings)
     text = footer[FOOTER_KEY.encode()]
     code = footer[TYPE_CODE_KEY.encode()]
@@ -176,9 +188,9 @@ def test_damaged_or_foreign_texts_are_not_patched() -> None:
     assert FooterFilter.parse(text, "BLOOMY") is None
     assert FooterFilter.parse(text, None) is None  # read as SIMPLE: the layout does not match
     assert FooterFilter.parse(bytes(raw), code) is not None
-    assert extended_bloom({FOOTER_KEY.encode(): b"!!not base64"}, pa.array(["c"]), settings) is None
-    changed = ParquetSettings(bloom_num_entries=50, bloom_fpp=1e-4)
-    assert extended_bloom(footer, pa.array(["c"]), changed) is None  # a changed config is rebuilt
+    assert extended_bloom({FOOTER_KEY.encode(): b"!!not base64"}, pa.array(["c"]), settings, num_records=ANY_COUNT) is None
+    changed = _hudi_sized(bloom_num_entries=50, bloom_fpp=1e-4)
+    assert extended_bloom(footer, pa.array(["c"]), changed, num_records=ANY_COUNT) is None  # a changed config is rebuilt
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -206,7 +218,7 @@ def test_probe_on_the_text_answers_as_the_decoded_filter(seed: int) -> None:
 def test_damaged_group_is_reported_not_misread() -> None:
     """A character outside base64 inside the groups a probe or patch reads: CorruptFileError (probe), and
     the merge falls back to rebuilding the filter (None) instead of copying the damage on."""
-    settings = ParquetSettings()
+    settings = _hudi_sized()
     footer = _footer(["a", "b"], settings)
     text = bytearray(footer[FOOTER_KEY.encode()])
     key = "k-1"
@@ -221,16 +233,16 @@ def test_damaged_group_is_reported_not_misread() -> None:
     with pytest.raises(HudiError, match="not valid base64"):
         damaged.might_contain_many([key])
     assert extended_bloom({FOOTER_KEY.encode(): bytes(text), TYPE_CODE_KEY.encode(): b"DYNAMIC_V0"},
-                          pa.array([key]), settings) is None
+                          pa.array([key]), settings, num_records=ANY_COUNT) is None
 
 
 def test_empty_and_null_keys_are_rejected_as_hudi_does() -> None:
-    settings = ParquetSettings()
+    settings = _hudi_sized()
     footer = _footer(["a"], settings)
     with pytest.raises(InvalidRecordError):
-        extended_bloom(footer, pa.array([""]), settings)
+        extended_bloom(footer, pa.array([""]), settings, num_records=ANY_COUNT)
     with pytest.raises(InvalidRecordError):
-        extended_bloom(footer, pa.array(["b", None], pa.string()), settings)
+        extended_bloom(footer, pa.array(["b", None], pa.string()), settings, num_records=ANY_COUNT)
     assert issubclass(InvalidRecordError, HudiError)
 
 
@@ -291,8 +303,8 @@ def test_small_local_files_are_read_without_thread_pools(tmp_path) -> None:
 
 
 # --------------------------------------------------------------------------- end to end
-def _opts(entries: int, fpp: float) -> dict[str, str]:
-    return {"hoodie.table.name": "ff", "hoodie.datasource.write.recordkey.field": "id",
+def _opts(entries: int, fpp: float, sized: bool) -> dict[str, str]:
+    return {"hoodie.pyhudi.index.bloom.size.to.records": str(sized).lower(), "hoodie.table.name": "ff", "hoodie.datasource.write.recordkey.field": "id",
             "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
             "hoodie.datasource.write.table.type": "COPY_ON_WRITE", "hoodie.index.type": "BLOOM",
             "hoodie.index.bloom.num_entries": str(entries), "hoodie.index.bloom.fpp": str(fpp)}
@@ -305,14 +317,16 @@ def _batch(rows: list[tuple[str, str, int, float | None]]) -> pa.Table:
     return pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows], schema=SCHEMA)
 
 
-def _check_footers(path: str, model: dict[str, tuple[str, int, float | None]], entries: int, fpp: float) -> None:
+def _check_footers(path: str, model: dict[str, tuple[str, int, float | None]], entries: int, fpp: float,
+                   sized: bool) -> None:
     """Every latest base file's filter (read back from its footer) holds every key the file holds and
-    has the configured shape; the table as hudi-rs reads it is the model."""
+    has the configured shape (num_entries, or sized to the file's records); the table as hudi-rs reads it
+    is the model."""
     table = hudi_rs(path)
     got = {} if table is None else {r["id"]: (r["part"], r["ts"], r["v"]) for r in
                                      table.select(["id", "part", "ts", "v"]).to_pylist()}
     assert got == model
-    shape = bf.filter_shape(entries, fpp)
+    settings = ParquetSettings(bloom_num_entries=entries, bloom_fpp=fpp, bloom_size_to_records=sized)
     files = {} if table is None else dict.fromkeys(table.column("_hoodie_file_name").to_pylist())
     parts = {} if table is None else dict(zip(table.column("_hoodie_file_name").to_pylist(),
                                               table.column("_hoodie_partition_path").to_pylist()))
@@ -320,13 +334,15 @@ def _check_footers(path: str, model: dict[str, tuple[str, int, float | None]], e
     for name in files:
         pf = pq.ParquetFile(f"{path}/{parts[name]}/{name}")
         filt = bf.read_footer_filter(pf.metadata.metadata)
+        shape = bf.filter_shape(settings.bloom_entries(pf.metadata.num_rows), fpp)
         assert filt is not None and (filt.type_code, filt.vector_size, filt.num_hashes) == ("DYNAMIC_V0", *shape)
         keys = pf.read(columns=["_hoodie_record_key"]).column(0)
         assert filt.might_contain_many(keys).all(), name
 
 
-@pytest.mark.parametrize("entries,fpp", [(60000, 1e-9), (40, 0.001)])
-def test_spread_upserts_keep_every_key_in_the_footer_filters(tmp_path, entries: int, fpp: float) -> None:
+@pytest.mark.parametrize("entries,fpp,sized", [(60000, 1e-9, False), (60000, 1e-9, True), (40, 0.001, True)])
+def test_spread_upserts_keep_every_key_in_the_footer_filters(tmp_path, entries: int, fpp: float, sized: bool
+                                                             ) -> None:
     """Update-only merges (verbatim footer), top-ups (patched at Hudi's default shape, decoded for a
     small filter), a top-up that starts a row (40 entries), deletes, nulls, unicode / decimal-looking keys
     and partition values with '/' and digits; an empty batch changes nothing. Read back with hudi-rs
@@ -337,7 +353,7 @@ def test_spread_upserts_keep_every_key_in_the_footer_filters(tmp_path, entries: 
     model: dict[str, tuple[str, int, float | None]] = {}
 
     def write(rows: list[tuple[str, str, int, float | None]], op: str = "upsert") -> None:
-        pyhudi.write(_batch(rows), path, {**_opts(entries, fpp), "hoodie.datasource.write.operation": op})
+        pyhudi.write(_batch(rows), path, {**_opts(entries, fpp, sized), "hoodie.datasource.write.operation": op})
         for key, part, ts, v in rows:
             if op == "delete":
                 model.pop(key, None)
@@ -346,31 +362,31 @@ def test_spread_upserts_keep_every_key_in_the_footer_filters(tmp_path, entries: 
 
     first = [(k, parts[i % 4], 1, float(i) if i % 5 else None) for i, k in enumerate(_odd_keys(rng, 40, "k"))]
     write(first, "insert")
-    _check_footers(path, model, entries, fpp)
+    _check_footers(path, model, entries, fpp, sized)
     write([(k, p, 2, 2.5) for k, p, _, _ in first[::3]])  # update-only
-    _check_footers(path, model, entries, fpp)
+    _check_footers(path, model, entries, fpp, sized)
     write([(k, p, 3, None) for k, p, _, _ in first[1::4]] + [(f"{Decimal('1.50') + i}", parts[i % 4], 3, 3.0)
                                                                 for i in range(6)])  # updates + inserts
-    _check_footers(path, model, entries, fpp)
+    _check_footers(path, model, entries, fpp, sized)
     write([(f"grow-{i}", parts[0], 4, 4.0) for i in range(30)])  # overflows a 40-entry row: a new row
-    _check_footers(path, model, entries, fpp)
+    _check_footers(path, model, entries, fpp, sized)
     write([(k, p, 5, None) for k, p, _, _ in first[2::5]], "delete")
-    _check_footers(path, model, entries, fpp)
+    _check_footers(path, model, entries, fpp, sized)
     write([])  # an empty batch
-    _check_footers(path, model, entries, fpp)
+    _check_footers(path, model, entries, fpp, sized)
 
 
 def test_patched_text_is_copied_only_when_a_key_is_added() -> None:
     """A merge that inserts no key hands the old footer's bytes to the writer as they were read (no copy of
     the ~431 KB text); the first key added patches a copy, never the parsed bytes (the cached empty filter
     every fresh file starts from is parsed the same way)."""
-    settings = ParquetSettings()
+    settings = _hudi_sized()
     footer = _footer(["a", "b"], settings)
     text = footer[FOOTER_KEY.encode()]
-    same = extended_bloom(footer, pa.array([], pa.string()), settings)
+    same = extended_bloom(footer, pa.array([], pa.string()), settings, num_records=ANY_COUNT)
     assert isinstance(same, FooterFilter)
     assert same.footer_raw()[FOOTER_KEY.encode()] is text
-    grown = extended_bloom(footer, pa.array(["c"], pa.string()), settings)
+    grown = extended_bloom(footer, pa.array(["c"], pa.string()), settings, num_records=ANY_COUNT)
     assert isinstance(grown, FooterFilter)
     assert footer[FOOTER_KEY.encode()] == text and bytes(grown.footer_raw()[FOOTER_KEY.encode()]) != text
     assert grown.might_contain_many(["a", "c"]).all()

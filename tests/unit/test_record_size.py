@@ -18,8 +18,11 @@ from pyhudi.writer.config import SizingConfig
 from pyhudi.writer.record_size import average_record_size
 from tests.unit._samples import SampleTables
 
-# small limit so that thresholds are easy to reason about: threshold = 1.0 x 1000 = 1000 bytes
-SIZING = SizingConfig(small_file_limit=1000, record_size_estimate=1024, estimation_threshold=1.0)
+# small limit so that thresholds are easy to reason about: threshold = 1.0 x 1000 = 1000 bytes. Hudi's rule
+# (pyhudi's small-commit fallback off); PYHUDI is the same with it on (pyhudi's default).
+SIZING = SizingConfig(small_file_limit=1000, record_size_estimate=1024, estimation_threshold=1.0,
+                      estimate_from_small_commits=False)
+PYHUDI = SizingConfig(small_file_limit=1000, record_size_estimate=1024, estimation_threshold=1.0)
 
 
 def T(n: int) -> str:
@@ -171,7 +174,7 @@ def test_corrupt_commit_is_skipped(tmp_path):
 def test_threshold_is_ratio_times_small_file_limit(tmp_path, ratio, limit, nbytes, expected):
     tl = TimelineDir(tmp_path)
     tl.write(T(1), "commit", [(BASE, nbytes, 100)])
-    sizing = SizingConfig(small_file_limit=limit, estimation_threshold=ratio)
+    sizing = SizingConfig(small_file_limit=limit, estimation_threshold=ratio, estimate_from_small_commits=False)
     assert tl.estimate(sizing) == expected
 
 
@@ -182,6 +185,41 @@ def test_default_threshold_keeps_1024_for_small_commits(tmp_path):
     assert tl.estimate(SizingConfig()) == 1024
     tl.write(T(2), "commit", [(BASE, 104857601, 1000)])
     assert tl.estimate(SizingConfig()) == 104858
+
+
+# ----------------------------------------------------------------------------- pyhudi's small-commit fallback
+def test_small_commits_together_estimate_where_hudi_falls_back(tmp_path):
+    """No commit passes the threshold: Hudi assumes 1,024; pyhudi sums the newest commits, newest first
+    until their bytes pass the threshold, and takes that if smaller."""
+    tl = TimelineDir(tmp_path)
+    tl.write(T(1), "commit", [(BASE, 900, 3)])  # 300 a record, not reached: the two newer pass first
+    tl.write(T(2), "commit", [(BASE, 600, 6)])
+    tl.write(T(3), "deltacommit", [(BASE, 500, 5), (LOG, 9000, 90)])  # base files only
+    assert tl.estimate(SIZING) == 1024
+    assert tl.estimate(PYHUDI) == 100  # (500 + 600) / (5 + 6)
+    tl.write(T(4), "commit", [(BASE, 300, 1)])
+    assert tl.estimate(PYHUDI) == math.ceil((300 + 500 + 600) / 12)
+
+
+def test_small_commits_never_raise_the_estimate_or_override_a_representative_commit(tmp_path):
+    tl = TimelineDir(tmp_path)
+    tl.write(T(1), "commit", [(BASE, 990, 0)])  # no records: nothing to estimate from
+    assert tl.estimate(PYHUDI) == 1024
+    tl.write(T(2), "commit", [(BASE, 999, 1)])  # ~2 KB a record together (or a footer-heavy small commit)
+    assert tl.estimate(PYHUDI) == 1024 and tl.estimate(PYHUDI.__class__(small_file_limit=1000,
+                                                                          record_size_estimate=400)) == 400
+    tl.write(T(3), "commit", [(BASE, 5000, 10)])  # passes: Hudi's answer, whatever smaller commits say
+    tl.write(T(4), "commit", [(BASE, 10, 10)])
+    assert tl.estimate(PYHUDI) == tl.estimate(SIZING) == 500
+
+
+def test_setting_the_estimate_key_keeps_hudis_rule() -> None:
+    from pyhudi.config import keys as K
+    from pyhudi.config.registry import Options
+
+    assert SizingConfig.from_options(Options.parse({})).estimate_from_small_commits
+    for opts in ({K.RECORD_SIZE_ESTIMATE.key: "200"}, {K.RECORD_SIZE_FROM_SMALL_COMMITS.key: "false"}):
+        assert not SizingConfig.from_options(Options.parse(opts)).estimate_from_small_commits
 
 
 # ----------------------------------------------------------------------------- samples
