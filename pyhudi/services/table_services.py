@@ -216,9 +216,12 @@ def clean_and_archive(storage: Storage, cfg: WriteConfig, after: str) -> None:
     from pyhudi.services import clean as cleaner
 
     try:
-        if cfg.clean.automatic and cleaner.cleans_due(ActiveTimeline.load(storage), cfg.clean):
-            cleaner.clean(storage, cfg.table, cfg.clean, cfg.lock)
-        if cfg.archival.automatic and archival.archival_due(storage, cfg.table, cfg.archival):
+        # One listing serves the clean's due check, its start (unless it shows a pending clean) and archival's
+        # check: a clean adds no commit, and the lock-taking steps list again.
+        timeline = ActiveTimeline.load(storage)
+        if cfg.clean.automatic and cleaner.cleans_due(timeline, cfg.clean):
+            cleaner.clean(storage, cfg.table, cfg.clean, cfg.lock, timeline=timeline)
+        if cfg.archival.automatic and archival.archival_due(storage, cfg.table, cfg.archival, timeline):
             archival.archive(storage, cfg.table, cfg.archival, cfg.clean, cfg.lock, cfg.compaction)
     except Exception as exc:  # the service itself completed; the table is consistent
         log.warning("clean/archival after %s on %s failed (the next commit runs them again): %s: %s", after,
