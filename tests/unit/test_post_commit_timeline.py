@@ -135,3 +135,21 @@ def test_leftovers_in_history_are_seen_once_an_instant_file_goes(tmp_path: Path)
     result = v2.run(table)
     assert result is not None and [i.timestamp for i in result.recovered] == [v2.C(1)]
     assert not archival.archival_due(table.storage, table.config, v2.KEEP)
+
+
+def test_a_handed_timeline_showing_a_pending_clean_is_listed_again(tmp_path: Path) -> None:
+    """The cleaner takes a handed timeline only when it shows no pending clean: one it shows may have been
+    completed since (here by another clean of this process), and must not be executed a second time."""
+    from pyhudi.services import clean as cleaner
+
+    table = v1.ArchTable(tmp_path / "t")
+    table.commits(1, 3)
+    table.clean(v1.X(3), v1.C(2), state="requested")
+    handed = ActiveTimeline.load(table.storage)
+    assert [i.timestamp for i in handed.actions(Action.CLEAN).pending()] == [v1.X(3)]
+    first = cleaner.clean(table.storage, table.config, v1.CleanConfig(commits_retained=2))
+    assert [r.instant for r in first][:1] == [v1.X(3)]
+    again = cleaner.clean(table.storage, table.config, v1.CleanConfig(commits_retained=2), timeline=handed)
+    assert v1.X(3) not in [r.instant for r in again]
+    names = [n for n in table.names() if n.startswith(v1.X(3))]
+    assert sorted(names) == sorted(f"{v1.X(3)}.clean{s}" for s in ("", ".inflight", ".requested")), names
