@@ -75,15 +75,47 @@ class S3Stack:
         self.server.stop()
 
 
-def write_pyhudi(uri: str, options: dict[str, str], batch: Batch) -> dict[str, Any]:
+class RequestTrace:
+    """--explain: every request pyhudi counts, in order, as "KIND storage call <- module.function" (the
+    innermost public pyhudi function outside pyhudi/storage that sent it, e.g. `timeline.complete` for the
+    commit's PUT). Wraps `metrics.count` only when asked."""
+
+    def __init__(self) -> None:
+        import traceback
+
+        from pyhudi.storage import metrics
+
+        self.requests: list[str] = []
+        real = metrics.count
+
+        def count(kind: str, op: str, n: int = 1, read: int = 0, written: int = 0) -> None:
+            if n and metrics._CURRENT.get() is not None:
+                frames = [f for f in traceback.extract_stack()[:-1]
+                          if "/pyhudi/" in f.filename and "/pyhudi/storage/" not in f.filename]
+                public = [f for f in frames if not f.name.startswith(("_", "<"))] or frames
+                where = f"{Path(public[-1].filename).stem}.{public[-1].name}" if public else "?"
+                call = kind if op == kind else f"{kind} ({op})"
+                self.requests += [f"{call} <- {where}"] * n
+            real(kind, op, n, read, written)
+
+        metrics.count = count  # type: ignore[assignment]
+
+
+def write_pyhudi(uri: str, options: dict[str, str], batch: Batch, trace: RequestTrace | None = None
+                 ) -> dict[str, Any]:
     """One batch as a user of the in-process path writes it; returns pyhudi's own request counts (per
-    kind, and per storage call)."""
+    kind, and per storage call), and with `trace` the requests in order."""
     import pyhudi
 
     op = "insert" if batch.phase == PHASE_INSERT else "upsert"
+    if trace is not None:
+        trace.requests = []
     with pyhudi.request_metrics() as m:
         pyhudi.write(pq.read_table(batch.staged), uri, {**options, "hoodie.datasource.write.operation": op})
-    return {"counts": dict(m.counts), "by_call": dict(m.by_op)}
+    out: dict[str, Any] = {"counts": dict(m.counts), "by_call": dict(m.by_op)}
+    if trace is not None:
+        out["requests_in_order"] = list(trace.requests)
+    return out
 
 
 def write_delta(uri: str, options: dict[str, str], batch: Batch, target_size: int, exists: bool) -> None:
@@ -104,6 +136,7 @@ def write_delta(uri: str, options: dict[str, str], batch: Batch, target_size: in
 def ingest(stack: S3Stack, args: Any, batches: list[Batch]) -> list[dict[str, Any]]:
     uris = {k: f"s3://{stack.bucket}/{k}" for k in SYSTEMS}
     hudi_opts = small_batches.hudi_options("cow", args)
+    trace = RequestTrace() if args.explain else None
     out = []
     for b in batches:
         row: dict[str, Any] = {"batch": b.index, "phase": b.phase, "rows": b.rows, "updates": b.updates}
@@ -112,7 +145,7 @@ def ingest(stack: S3Stack, args: Any, batches: list[Batch]) -> list[dict[str, An
             started = time.perf_counter()
             own = None
             if key == "cow":
-                own = write_pyhudi(uris[key], hudi_opts, b)
+                own = write_pyhudi(uris[key], hudi_opts, b, trace)
             else:
                 write_delta(uris[key], stack.delta_options, b, args.max_file_size, b.index > 1)
             seconds = time.perf_counter() - started
@@ -120,6 +153,8 @@ def ingest(stack: S3Stack, args: Any, batches: list[Batch]) -> list[dict[str, An
             row[key] = {"seconds": seconds, "requests": seen, "total": sum(seen.values())}
             if own is not None:
                 row[key]["by_call"] = own["by_call"]
+                if "requests_in_order" in own:
+                    row[key]["requests_in_order"] = own["requests_in_order"]
                 if own["counts"] != seen:
                     row[key]["metrics_mismatch"] = own["counts"]
         print(f"batch {b.index:3d} {b.phase:6s}  " + "  ".join(
@@ -204,6 +239,12 @@ def render_text(res: dict[str, Any], markdown: bool = False) -> str:
     for name, calls in by_call.items():
         lines.append(f"pyhudi, {name.replace('_', ' ')} (storage call: requests): "
                      + ", ".join(f"{c} {v:g}" for c, v in calls.items() if v))
+    for phase in ("insert", "upsert"):  # --explain: the requests of the phase's median write, in order
+        traced = [r for r in res["batches"] if r["phase"] == phase and "requests_in_order" in r["cow"]]
+        if traced:
+            mid = sorted(traced, key=lambda r: (r["cow"]["total"], r["batch"]))[(len(traced) - 1) // 2]
+            lines.append(f"pyhudi, requests of {phase} batch {mid['batch']} ({mid['cow']['total']}) in order: "
+                         + "; ".join(mid["cow"]["requests_in_order"]))
     if res["problems"]:
         lines.append("PROBLEMS: " + "; ".join(res["problems"]))
     return "\n".join(lines)
@@ -228,6 +269,9 @@ def main() -> int:
     p.add_argument("--max-file-size", type=int, default=8 * MB)
     p.add_argument("--small-file-limit", type=int, default=None)
     p.add_argument("--partitioned", action="store_true", help="partition both tables by city (4 values)")
+    p.add_argument("--explain", action="store_true",
+                   help="record each pyhudi request in order with the pyhudi function that sent it; the report "
+                        "lists those of the median insert and the median upsert")
     common.add_hudi_option_flag(p)
     p.set_defaults(scale=0.5)
     args = p.parse_args()
