@@ -182,8 +182,10 @@ def limit_requests(r: dict[str, Any]) -> str:
             "store: a heartbeat file (PUT, DELETE), requested and inflight instant files (conditional PUTs) and a "
             "LIST after taking the instant time, markers (the type file and one batch, deleted at commit), the "
             "storage-based table lock (take, renew right before the commit to prove no takeover, release) around "
-            "a fresh LIST of the timeline for the conflict check, and the inline cleaner and archival checks "
-            f"(which list the timeline and take the lock again). Median requests per insert by storage call: {listed}.")
+            "a fresh LIST of the timeline for the conflict check, and a batch delete of the markers and heartbeat; "
+            "the inline cleaner and archival's check start from the timeline the commit left (no request when "
+            "nothing is to clean). Each of these is one request a delta-rs append does not send; its cost grows "
+            f"instead with the commits since its last checkpoint. Median requests per insert by storage call: {listed}.")
 
 
 def published_rows(name: str, r: dict[str, Any]) -> list[Row]:
