@@ -306,12 +306,13 @@ INSERT_AUTO_SPLIT = declare("hoodie.copyonwrite.insert.auto.split", "bool", True
 RECORD_SIZE_ESTIMATE = declare("hoodie.copyonwrite.record.size.estimate", "int", 1024,
                                "Average record size assumed until a commit wrote enough bytes.",
                                Group.STORAGE, validator=positive)
-RECORD_SIZE_FROM_SMALL_COMMITS = declare(
-    "hoodie.pyhudi.record.size.estimate.from.small.commits", "bool", True,
-    "pyhudi only: when no commit wrote more than the estimation threshold (so Hudi would assume "
-    "hoodie.copyonwrite.record.size.estimate), and that key is not set, estimate from the bytes and records "
-    "of the newest commits together, if that is smaller. A stream of batches below the small-file limit "
-    "then plans full files from its second batch. false keeps Hudi's rule.", Group.STORAGE)
+RECORD_SIZE_ESTIMATE_AUTO = declare(
+    "hoodie.pyhudi.record.size.estimate.auto", "bool", True,
+    "pyhudi only: where Hudi assumes hoodie.copyonwrite.record.size.estimate (no commit wrote more than "
+    "the estimation threshold) and that key is not set, estimate instead: from the bytes and records of the "
+    "newest commits together, if that is smaller; on a table with no commit yet, from an encoded sample of "
+    "the write's records (in-process engine). A stream of batches below the small-file limit then plans "
+    "full files from its first batch. false keeps Hudi's rule.", Group.STORAGE)
 RECORD_SIZE_ESTIMATION_THRESHOLD = declare(
     "hoodie.record.size.estimation.threshold", "float", 1.0,
     "A commit updates the record size estimate only if it wrote more than threshold x small file limit bytes.",

@@ -387,8 +387,12 @@ def estimate_bytes_per_row(table: pa.Table, settings: ParquetSettings, sample_ro
         return 0.0
     sample = every_nth(table, n / sample_rows, sample_rows) if n > sample_rows else table
     sink = pa.BufferOutputStream()
-    pq.write_table(sample, sink, compression=settings.codec, data_page_size=settings.page_size,
-                   store_schema=False)
+    plain = sample.replace_schema_metadata(None)
+    statistics, dictionary = java_safe_columns(plain, dictionary_columns(plain))
+    # Encoded as `_write_to` encodes a file: a dictionary tried on every column (pyarrow's default) made
+    # the estimate ~10% high on unique strings, and the create handle then rolled over too early.
+    pq.write_table(plain, sink, compression=settings.codec, data_page_size=settings.page_size,
+                   store_schema=False, write_statistics=statistics, use_dictionary=dictionary)
     size = sink.tell()
     return max(1.0, (size - _FOOTER_SLACK / 4) / sample.num_rows)
 

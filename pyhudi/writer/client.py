@@ -253,7 +253,7 @@ class WriteClient:
         bulk = op is WriteOperation.BULK_INSERT
         self._reject_updates_under_clustering(profile, view)
         self._check_update_targets_live(profile, view)
-        plan = None if bulk else self._plan(profile, view, timeline)
+        plan = None if bulk else self._plan(profile, view, timeline, tagged)
 
         def run(instant: str) -> list[WriteStat]:
             if bulk:
@@ -506,9 +506,10 @@ class WriteClient:
         raise TimelineError("could not take a new instant time after 20 attempts; is the clock or the "
                             "storage misbehaving?")
 
-    def _plan(self, profile: WorkloadProfile, view: FileSystemView, timeline: ActiveTimeline) -> BucketPlan:
+    def _plan(self, profile: WorkloadProfile, view: FileSystemView, timeline: ActiveTimeline,
+              tagged: Any = None) -> BucketPlan:
         cfg = self.config
-        avg = average_record_size(timeline, cfg.sizing)
+        avg = average_record_size(timeline, cfg.sizing, lambda: self._sampled_record_size(tagged))
         base_files = self._update_base_files(profile, view)
         mor = None
         if cfg.table.is_mor and not cfg.operation.is_overwrite:
@@ -524,6 +525,11 @@ class WriteClient:
                 for sf in files:
                     mor.log_targets.setdefault((p, sf.file_id), LogTarget(*view.log_target(p, sf.file_id)))
         return plan_buckets(profile, small, base_files, cfg.sizing, avg, mor)
+
+    def _sampled_record_size(self, tagged: Any) -> int | None:
+        """Bytes a record of `tagged` takes in a base file, measured on a sample, for a table with no
+        commit to estimate from (`record_size`); None where the engine's records are not at hand."""
+        return None
 
     def _small_files(self, profile: WorkloadProfile, view: FileSystemView,
                      timeline: ActiveTimeline) -> dict[str, list[SmallFile]]:

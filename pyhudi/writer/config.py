@@ -53,7 +53,7 @@ class SizingConfig:
     auto_split: bool = True
     record_size_estimate: int = 1024
     estimation_threshold: float = 1.0
-    estimate_from_small_commits: bool = True  # only when the estimate key is not set (see record_size)
+    estimate_auto: bool = True  # only when the estimate key is not set (see record_size)
     small_file_candidates_limit: int = 1
     log_to_parquet_ratio: float = 0.35
     log_block_max_size: int = 256 * 1024 * 1024
@@ -69,7 +69,7 @@ class SizingConfig:
             insert_split_size=o.get(K.INSERT_SPLIT_SIZE), auto_split=o.get(K.INSERT_AUTO_SPLIT),
             record_size_estimate=o.get(K.RECORD_SIZE_ESTIMATE),
             estimation_threshold=o.get(K.RECORD_SIZE_ESTIMATION_THRESHOLD),
-            estimate_from_small_commits=o.get(K.RECORD_SIZE_FROM_SMALL_COMMITS) and not o.is_set(K.RECORD_SIZE_ESTIMATE),
+            estimate_auto=o.get(K.RECORD_SIZE_ESTIMATE_AUTO) and not o.is_set(K.RECORD_SIZE_ESTIMATE),
             small_file_candidates_limit=o.get(K.SMALL_FILE_GROUP_CANDIDATES_LIMIT),
             log_to_parquet_ratio=o.get(K.LOGFILE_TO_PARQUET_RATIO),
             log_block_max_size=o.get(K.LOGFILE_DATA_BLOCK_MAX_SIZE), log_max_size=o.get(K.LOGFILE_MAX_SIZE),

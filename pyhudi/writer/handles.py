@@ -45,6 +45,9 @@ SALT = "_pyhudi_salt"
 IS_UPDATE = "_pyhudi_is_update"  # the index located the key in this file group
 STAT_SCHEMA = pa.schema([("stat", pa.string())])
 ROLLOVER_TARGET = 0.97
+# How far past the max size, by estimate, a file may get when a small remainder is spread over the full
+# files instead of rolling over into a file of its own; also the slack of the written size over the max.
+SPREAD_MAX = 1.05
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,7 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     per_row = _uncompressed_bytes_per_row(ctx, records, pid)
     if records.num_rows * per_row > rollover_chunks_budget(ctx.sizing.max_file_size, records.num_rows, ctx.parquet):
         # It may need more than one file: measure how well it compresses to know where to roll over.
-        probe = with_meta(ctx, records.slice(0, min(records.num_rows, 20000)), "x" * 80, pid, 0)
+        probe = file_layout(ctx, records.slice(0, min(records.num_rows, 20000)), "x" * 80, pid, 0)
         per_row = estimate_bytes_per_row(probe, ctx.parquet, sample_rows=20000)
     stats: list[WriteStat] = []
     offset = 0
@@ -218,14 +221,15 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     while offset < records.num_rows:
         remaining = records.num_rows - offset
         rows = remaining if bucket.fixed_file_id else \
-            rollover_chunks(remaining, per_row, ctx.sizing.max_file_size, ctx.parquet)[0]
+            rollover_chunks(remaining, per_row, ctx.sizing.max_file_size, ctx.parquet, ctx.sizing.small_file_limit)[0]
         if keep_tail and rows == remaining and \
                 remaining * per_row < ctx.sizing.max_file_size - file_overhead(remaining, ctx.parquet):
             return stats, records.slice(offset)  # not a full file yet: the caller tops it up later
         fid = created_file_id(bucket, first_rollover + i)
         name = base_file_name(fid, token, ctx.instant)
         path = join_path(bucket.partition, name)
-        limit = 1 << 62 if bucket.fixed_file_id else size_limit(ctx.sizing.max_file_size, rows, ctx.parquet)
+        limit = 1 << 62 if bucket.fixed_file_id else int(size_limit(ctx.sizing.max_file_size, rows, ctx.parquet)
+                                                         * SPREAD_MAX)
         def make(n: int, start: int = offset, fname: str = name) -> pa.Table:
             return file_layout(ctx, records.slice(start, n), fname, pid, start)
 
@@ -287,12 +291,24 @@ def _uncompressed_bytes_per_row(ctx: HandleContext, records: pa.Table, pid: int)
     return records.nbytes / max(1, records.num_rows) + meta
 
 
-def rollover_chunks(n: int, bytes_per_row: float, max_file_size: int, settings: ParquetSettings) -> list[int]:
-    """Rows per file so that no file passes the max size; the last file takes the remainder."""
+def rollover_chunks(n: int, bytes_per_row: float, max_file_size: int, settings: ParquetSettings,
+                    small_file_limit: int = 0) -> list[int]:
+    """Rows per file so that no file passes the max size; the last file takes the remainder.
+
+    A remainder that would make a small file is spread over the full files instead when they stay
+    within `SPREAD_MAX` of the max with it. The planner sizes an insert bucket as max size / record size
+    (Hudi's rule), so about half its buckets (records are routed by key hash, and sizes are estimates)
+    land a little past the max: Hudi's create handle, and this one before, rolled over there into a file
+    of a few dozen records beside every full one (a deliberate difference: files up to 5% over the max
+    instead of a small file each)."""
     budget = rollover_chunks_budget(max_file_size, n, settings)
     fits = int(budget / max(bytes_per_row, 1.0))
     per_file = max(1, fits)
     if n <= per_file:
         return [n]
     full, rest = divmod(n, per_file)
+    if rest and rest * bytes_per_row < small_file_limit:
+        even = -(-n // full)
+        if even * bytes_per_row + file_overhead(even, settings) <= max_file_size * SPREAD_MAX:
+            return [even] * (n // even) + ([n % even] if n % even else [])
     return [per_file] * full + ([rest] if rest else [])

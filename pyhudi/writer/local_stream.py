@@ -161,7 +161,7 @@ class StreamedInsert(WriteClient):
         del first
         self._ensure_table()
         timeline, view = self._recovered_view()
-        plan = self._plan(profile, view, timeline)
+        plan = self._plan(profile, view, timeline, tagged)
         action = Action.DELTA_COMMIT if cfg.table.is_mor else Action.COMMIT
         inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
         held = [tagged]  # handed over once, so the chunk is freed as soon as its rows are routed

@@ -47,7 +47,7 @@ from pyhudi.writer.arrow_prepare import ArrowBatchSpec, ArrowSource, arrow_sourc
 from pyhudi.writer.binpack import pack_balanced
 from pyhudi.writer.bulk_insert import BUCKET_COL, by_partition, gather, partition_groups, write_tables
 from pyhudi.writer.client import WriteResult
-from pyhudi.writer.config import WriteConfig
+from pyhudi.writer.config import WriteConfig, parquet_settings
 from pyhudi.writer.dispatch import bucket_chunks, run_handles
 from pyhudi.writer.handles import HandleContext, dedupe
 from pyhudi.writer.local_stream import StreamedInsert, materialize_reason
@@ -55,6 +55,7 @@ from pyhudi.writer.local_tagging import LOC_FILE_ID, LOC_INSTANT, tag_records
 from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.partitioner import Bucket, BucketPlan, grouped
 from pyhudi.writer.profile import WorkloadProfile
+from pyhudi.writer.record_size import sampled_record_size
 
 log = logging.getLogger(__name__)
 BULK_SORT_CHUNK_ROWS = 1 << 20  # rows a streamed bulk_insert sorts / combines at once
@@ -112,6 +113,9 @@ class LocalWriteClient(StreamedInsert):
         self._ensure_table()
         timeline, view = self._recovered_view(timeline, view)
         return self._commit_write(tagged, profile, spec.avro_schema, timeline, view, replace_all)
+
+    def _sampled_record_size(self, tagged: Any) -> int | None:
+        return sampled_record_size(tagged, self.config.sizing, parquet_settings(self.config))
 
     def _run_handles(self, tagged: pa.Table, plan: BucketPlan, avro_schema: dict[str, Any],
                      instant: str) -> list[WriteStat]:

@@ -21,7 +21,7 @@ from tests.unit._samples import SampleTables
 # small limit so that thresholds are easy to reason about: threshold = 1.0 x 1000 = 1000 bytes. Hudi's rule
 # (pyhudi's small-commit fallback off); PYHUDI is the same with it on (pyhudi's default).
 SIZING = SizingConfig(small_file_limit=1000, record_size_estimate=1024, estimation_threshold=1.0,
-                      estimate_from_small_commits=False)
+                      estimate_auto=False)
 PYHUDI = SizingConfig(small_file_limit=1000, record_size_estimate=1024, estimation_threshold=1.0)
 
 
@@ -174,7 +174,7 @@ def test_corrupt_commit_is_skipped(tmp_path):
 def test_threshold_is_ratio_times_small_file_limit(tmp_path, ratio, limit, nbytes, expected):
     tl = TimelineDir(tmp_path)
     tl.write(T(1), "commit", [(BASE, nbytes, 100)])
-    sizing = SizingConfig(small_file_limit=limit, estimation_threshold=ratio, estimate_from_small_commits=False)
+    sizing = SizingConfig(small_file_limit=limit, estimation_threshold=ratio, estimate_auto=False)
     assert tl.estimate(sizing) == expected
 
 
@@ -217,9 +217,9 @@ def test_setting_the_estimate_key_keeps_hudis_rule() -> None:
     from pyhudi.config import keys as K
     from pyhudi.config.registry import Options
 
-    assert SizingConfig.from_options(Options.parse({})).estimate_from_small_commits
-    for opts in ({K.RECORD_SIZE_ESTIMATE.key: "200"}, {K.RECORD_SIZE_FROM_SMALL_COMMITS.key: "false"}):
-        assert not SizingConfig.from_options(Options.parse(opts)).estimate_from_small_commits
+    assert SizingConfig.from_options(Options.parse({})).estimate_auto
+    for opts in ({K.RECORD_SIZE_ESTIMATE.key: "200"}, {K.RECORD_SIZE_ESTIMATE_AUTO.key: "false"}):
+        assert not SizingConfig.from_options(Options.parse(opts)).estimate_auto
 
 
 # ----------------------------------------------------------------------------- samples
