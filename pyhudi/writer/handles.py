@@ -22,6 +22,7 @@ from pyhudi.io.base_file import (
     ParquetSettings,
     bloom_overhead,
     estimate_bytes_per_row,
+    every_nth,
     write_within,
 )
 from pyhudi.io.schema import conform_table
@@ -45,6 +46,8 @@ SALT = "_pyhudi_salt"
 IS_UPDATE = "_pyhudi_is_update"  # the index located the key in this file group
 STAT_SCHEMA = pa.schema([("stat", pa.string())])
 ROLLOVER_TARGET = 0.97
+# Rows a create handle encodes to learn how well its records compress, before rolling over.
+PROBE_ROWS = 5000
 # How far past the max size, by estimate, a file may get when a small remainder is spread over the full
 # files instead of rolling over into a file of its own; also the slack of the written size over the max.
 SPREAD_MAX = 1.05
@@ -213,8 +216,10 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     per_row = _uncompressed_bytes_per_row(ctx, records, pid)
     if records.num_rows * per_row > rollover_chunks_budget(ctx.sizing.max_file_size, records.num_rows, ctx.parquet):
         # It may need more than one file: measure how well it compresses to know where to roll over.
-        probe = file_layout(ctx, records.slice(0, min(records.num_rows, 20000)), "x" * 80, pid, 0)
-        per_row = estimate_bytes_per_row(probe, ctx.parquet, sample_rows=20000)
+        # An evenly spread sample: encoding the first 20,000 rows cost as much as the file itself at 1-8 MB.
+        k = min(records.num_rows, PROBE_ROWS)
+        probe = file_layout(ctx, every_nth(records, records.num_rows / k, k), "x" * 80, pid, 0)
+        per_row = estimate_bytes_per_row(probe, ctx.parquet, sample_rows=k)
     stats: list[WriteStat] = []
     offset = 0
     i = 0

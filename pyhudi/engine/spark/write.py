@@ -59,6 +59,11 @@ class SparkWriteClient(WriteClient):
         self.spark = spark
         ensure_worker_python(spark)
 
+    def _sampled_record_size(self, tagged: Any) -> int | None:
+        from pyhudi.engine.spark.record_size import spark_sampled_record_size
+
+        return spark_sampled_record_size(tagged, self.config)
+
     # ------------------------------------------------------------------ entry point
     def write(self, df: DataFrame, replace_all: bool = False) -> WriteResult:
         # A version-4/5 table becomes version 6 first, as in Hudi 0.14; hoodie.write.table.version=8|9 upgrades
