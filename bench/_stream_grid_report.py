@@ -119,7 +119,7 @@ def cause(c: dict[str, Any]) -> str:
     total = c["pyhudi"]["end_to_end_seconds"] or 1.0
     out = []
     if c["size_mb"] == 1:
-        out.append("431 KB bloom footer in every ~1 MB file")
+        out.append("per-file fixed costs (encoder set-up, footer, marker, commit entry) of ~1 MB files")
     if c["partitions"] >= 30:
         out.append(f"{c['partitions']} partitions: every partition's small file rewritten per batch")
     wr = written_ratio(c)

@@ -236,6 +236,9 @@ def test_mor_stream_ends_well_sized_with_simple_index_inline_compaction_and_clus
             "hoodie.datasource.write.operation": "upsert", "hoodie.datasource.write.table.type": "MERGE_ON_READ",
             "hoodie.parquet.max.file.size": str(MOR_MAX), "hoodie.parquet.small.file.limit": str(MOR_LIMIT),
             "hoodie.index.bloom.num_entries": "2000", "hoodie.cleaner.commits.retained": "2",
+            # Hudi's record-size rule (1,024 B until a commit passes the threshold) leaves the small files
+            # this test needs its services to fix; pyhudi's own estimate sizes this stream without them.
+            "hoodie.pyhudi.record.size.estimate.auto": "false",
             "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "3",
             "hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "4",
             "hoodie.clustering.plan.strategy.small.file.limit": str(MOR_LIMIT),
