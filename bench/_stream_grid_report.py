@@ -204,56 +204,38 @@ def _sections(r: dict[str, Any], markdown: bool) -> list[str]:
 LIMITS_TEXT = """\
 What limits the missed cells. Two factors multiply, and the missed-cells table gives both per cell: the bytes
 pyhudi writes against delta-rs (Hudi's small-file handling rewrites the open file of every partition a batch
-reaches, and every file carries Hudi's bloom filter footer) and its time per byte written (the ratio with
-that amplification divided out). The profiles (py-spy on single cells, `--cells X --profile FILE --no-save`,
-taken on 2026-11-29 on a loaded machine; shares of pyhudi's samples) say where the time goes:
+reaches) and its time per byte written (the ratio with that amplification divided out). Profiles: py-spy on
+single cells (`--cells X --profile FILE --no-save`, quiet machine, 2026-11-29 after `2b685e7`; shares of all
+samples of the bench process).
 
-* **Bytes written, not speed per byte.** Per byte written, pyhudi is not slower than delta-rs (the median
-  time per byte of each size class is in its summary line above); what multiplies its time is the bytes it
-  writes against delta-rs' (the same lines' medians): Hudi's merge handle (HoodieMergeHandle) rewrites a topped-up small
-  file or a file with updates whole, and every file carries the bloom footer. In the profiles most of pyhudi's
-  time is those merge handles: 60 % of p300-u10-recent-s8MB-cow (reading the old file 16 %, parquet encoding
-  29 %, extending the old bloom filter 6 %), 69 % of its MOR twin, 63 % of p30-u50-recent-s128MB-cow, 43 % of
-  p1-u0-none-s1MB-cow; new files 9-18 %, index lookup 4-11 %, commit and inline services 9-26 %.
-* **1 MB files: Hudi's bloom filter footer.** Every base file carries the record-key bloom filter of Hudi's
-  defaults (`DYNAMIC_V0`, `hoodie.index.bloom.num_entries` 60,000, fpp 1e-9: 323 KB of bits, 431 KB as the
-  footer's base64 text), whatever its record count: Hudi's `BloomFilterFactory.createBloomFilter` sizes it from
-  the config, never from the records written, so pyhudi does too. A 1 MB file is about 43 % footer: pyhudi
-  writes about twice delta-rs' files for the same rows. The first insert plans with Hudi's default record
-  size estimate (1,024 B: 1,024 rows a file, ~600 KB files, all below the 853 KB small-file limit), later ones
-  with `totalWriteBytes / numWrites` of the last commit, which carries the amortized footer (610, 432, 337,
-  295 B a row over four batches, against ~174 B of data), so a top-up adds a fraction of the rows that would
-  fill a file: a 20,000-row insert stream at 1 MB rewrites 20, 24, then 25 small files a batch (measured), as
-  Hudi's copy-on-write partitioner (which offers every small file) would.
-* **30 and 300 partitions: a rewritten file per partition per batch.** A 20,000-row batch over 300
+* **Sizing is met on every cell.** Every base file's bloom filter is sized to its records
+  (`hoodie.pyhudi.index.bloom.size.to.records`; Hudi sizes every file's for `num_entries`, 431 KB of footer at
+  its defaults), and where Hudi's record-size walk finds no commit above the threshold pyhudi estimates from
+  the newest commits together or, on a first write, from an encoded sample of the records
+  (`hoodie.pyhudi.record.size.estimate.auto`; Hudi assumes 1,024 B, so a 20,000-row stream at 8 MB planned
+  1.5 MB files, small from birth, and at 1 MB merge-on-read kept 26-42 small files in a partition). A planned
+  file a little past the max is written whole instead of rolling a few dozen records into a small file.
+* **30 and 300 partitions: a file rewritten per partition per batch.** A 20,000-row batch over 300
   partitions adds ~67 rows to each; small-file handling routes them into each partition's open file, so every
-  batch rewrites 300 files with their footers (merge-on-read too: a slice without log files below the
-  small-file limit takes its inserts and updates by merge, as Hudi's delta-commit executor does for small file
-  ids), where delta-rs appends 300 files of ~10 KB. Footer bytes are cheap per byte (one constant string),
-  the rewritten rows are not: with `hoodie.index.bloom.num_entries=2000` (not Hudi's default)
-  p30-u50-recent-s128MB-cow wrote 1.4x delta-rs' bytes instead of 3.8x, and still took 2.5x its time (2.2x
-  with the default filter, separate loaded runs).
+  batch reads, merges and re-encodes 300 files (merge-on-read too: a slice without log files below the
+  small-file limit takes inserts and updates by merge, as Hudi's delta-commit executor does for small file
+  ids), where delta-rs appends 300 files and rewrites them once in OPTIMIZE. With filters sized to their
+  records pyhudi writes a tenth of the bytes of the run before (0.09x at 300 partitions, 0.42x at 30) at the
+  same time ratio: the cost is per file, not per byte. In p30-u10-recent-s8MB-cow the merge handles take 53 %
+  of the samples: parquet encoding 27 %, building bloom filters 12 % (a file that grows past its filter's
+  power of two gets a fresh filter from all its keys), choosing dictionary columns 7 %, reading the old
+  file 5 %; new files 5 %, the index lookup 2 %.
+* **1 MB files: per-file fixed costs.** Each ~1 MB file pays the encoder's set-up, its footer, its marker and
+  its commit entry; per byte written pyhudi takes 1.48x delta-rs' time at 1 MB (median), 1.02x at 8 MB and
+  0.94x at 128 MB.
 * **128 MB copy-on-write: write-time sizing.** No partition reaches 128 MB in a short stream, so each batch's
   inserts top up the one open file, which is the whole partition: batch k rewrites k batches' rows, where
   delta-rs appends and its one `optimize.compact` rewrites every row once. Merge-on-read defers it to compaction.
-* **8 MB files, sizing: Hudi never learns the record size from batches this small.** The estimate counts
-  only a commit that wrote more than `hoodie.record.size.estimation.threshold` (Hudi's default 1.0) x the
-  small-file limit: at 8 MB that is 6.99 MB, more than a 20,000-row batch writes (~4.3 MB), so every write
-  plans with Hudi's default 1,024 B a row - new files of 8,192 rows (~1.7 MB, small from birth), top-ups of a
-  fifth of the room. Copy-on-write tops every small file up, merge-on-read only the smallest one per
-  partition (`hoodie.merge.small.file.group.candidates.limit` 1), so merge-on-read accumulates small files
-  (11 in p1-u0-none-s8MB-mor). Measured directly: after a first 20,000-row deltacommit of 4.3 MB the
-  estimate stays 1,024 (the same in Hudi, whose #2630 reports it).
-* **Merge-on-read with updates: small files stay small.** Hudi's merge-on-read partitioner (the default index
-  cannot see log files) offers no slice with log files as a small file, so once updates reach a file group,
-  inserts go to new files and small ones wait for compaction to clear their logs (or clustering); the sizing
-  table counts them.
 
-None of these is removable on pyhudi's side without changing Hudi's defaults (bloom sizing, record-size
-estimate threshold), its small-file semantics (top-ups rewrite files at write time, where delta-rs defers all
-rewriting to one OPTIMIZE), or the bytes of its files. Short streams (5 batches) weigh the first batches,
-where Hudi's default estimate misplans most; the Arrow-engine stream (16 + 16 batches, one partition, 8 MB)
-is the long-stream figure.
+None of these is removable on pyhudi's side without giving up Hudi's write-time small-file handling (top-ups
+rewrite files at write time, so a reader never sees the small files delta-rs leaves until its OPTIMIZE).
+Short streams (5 batches) weigh the first batches; the Arrow-engine stream (16 + 16 batches, one partition,
+8 MB) is the long-stream figure.
 """
 
 

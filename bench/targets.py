@@ -265,8 +265,9 @@ def limit_sizing(r: dict[str, Any]) -> str:
     return (f"{f['small_files']} of {f['files']} files are below the small-file limit; the one a stream is "
             "still filling always is, so the share of well-sized bytes depends on how many max-size files the "
             "table holds (the default run has about a dozen; `--scale 2` or more gives the open file less "
-            "weight). Early files also fill slowly while Hudi's record-size estimate is still the 1024-byte "
-            "default (`hoodie.copyonwrite.record.size.estimate`).")
+            "weight). Under Hudi's record-size rule early files also fill slowly while the estimate is still the "
+            "1024-byte default; pyhudi estimates from the stream's own records instead "
+            "(`hoodie.pyhudi.record.size.estimate.auto`, since this benchmark's saved run if it predates it).")
 
 
 def limit_query_small(r: dict[str, Any]) -> str:
