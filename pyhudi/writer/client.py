@@ -60,7 +60,7 @@ from pyhudi.transaction.lock import check_lock_usable, ensure_held, table_lock
 from pyhudi.view.builder import build_view
 from pyhudi.view.file_system_view import FileSystemView
 from pyhudi.writer import delete_partition, single_task
-from pyhudi.writer.config import WriteConfig, parquet_settings
+from pyhudi.writer.config import SizingConfig, WriteConfig, parquet_settings
 from pyhudi.writer.handles import HandleContext
 from pyhudi.writer.markers import begin_markers, delete_markers, list_marked_files, unreported_files
 from pyhudi.writer.operation import WriteOperation
@@ -71,6 +71,7 @@ from pyhudi.writer.partitioner import (
     SmallFile,
     plan_bucket_index,
     plan_buckets,
+    records_per_new_file,
 )
 from pyhudi.writer.prepare import bad_keys_error, null_ordering_error, ordering_required
 from pyhudi.writer.profile import WorkloadProfile
@@ -509,7 +510,8 @@ class WriteClient:
     def _plan(self, profile: WorkloadProfile, view: FileSystemView, timeline: ActiveTimeline,
               tagged: Any = None) -> BucketPlan:
         cfg = self.config
-        avg = average_record_size(timeline, cfg.sizing, lambda: self._sampled_record_size(tagged))
+        avg = average_record_size(timeline, cfg.sizing, (lambda: self._sampled_record_size(tagged))
+                                  if _sample_may_matter(profile, cfg.sizing) else None)
         base_files = self._update_base_files(profile, view)
         mor = None
         if cfg.table.is_mor and not cfg.operation.is_overwrite:
@@ -631,3 +633,12 @@ def _replacing_instants(view: FileSystemView) -> dict[tuple[str, str], str]:
             for fid in ids:
                 out[(p, fid)] = inst.timestamp
     return out
+
+
+def _sample_may_matter(profile: WorkloadProfile, sizing: SizingConfig) -> bool:
+    """Whether a first write's plan can depend on its records' measured size: only when some partition
+    gets more inserts than one new file of the configured estimate's records holds. Below that every
+    partition is one new file whatever the size (a smaller size cannot split it; a file larger than the
+    max is rolled over by its create handle), so the sample (on Spark, a job) is not taken."""
+    per_file = records_per_new_file(sizing, sizing.record_size_estimate)
+    return any(p.num_inserts > per_file for p in profile.partitions.values())

@@ -278,3 +278,38 @@ def test_sample_mor_mixed_deltacommit_uses_base_stats_only(samples):
     assert base and len(base) < len(stats)  # one new base file and one log write
     expected = math.ceil(sum(s["totalWriteBytes"] for s in base) / sum(s["numWrites"] for s in base))
     assert _sample_estimate(samples, name, SizingConfig(small_file_limit=1000)) == expected
+
+
+# ----------------------------------------------------------------------------- a first write, end to end
+def _first_write(path: Path, rows: int, auto: bool) -> list[int]:
+    import pyarrow as pa
+
+    import pyhudi
+
+    table = pa.table({"k": [f"key-{i:07d}" for i in range(rows)], "ts": [1] * rows,
+                      "v": [float(i) * 1.5 for i in range(rows)], "s": [f"text {i % 97} {i}" for i in range(rows)]})
+    pyhudi.write(table, str(path), {
+        "hoodie.table.name": "fw", "hoodie.datasource.write.recordkey.field": "k",
+        "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.operation": "insert",
+        "hoodie.parquet.max.file.size": str(256 * 1024), "hoodie.parquet.small.file.limit": str(200 * 1024),
+        "hoodie.pyhudi.record.size.estimate.auto": str(auto).lower()})
+    return sorted(f.stat().st_size for f in path.glob("*.parquet"))
+
+
+def test_a_first_write_is_planned_from_a_sample_of_its_records(tmp_path, monkeypatch):
+    """Hudi's 1,024 B a record splits 30,000 ~40 B records into 256-record files of ~12 KB; the sample
+    plans files near the 256 KB max, all but the last above the small-file limit. A write whose every
+    partition fits one file at 1,024 B takes no sample (on Spark it would be a job)."""
+    from pyhudi.writer import local_write
+
+    hudi = _first_write(tmp_path / "hudi", 30_000, auto=False)
+    assert len(hudi) >= 100 and max(hudi) < 200 * 1024, hudi
+    sizes = _first_write(tmp_path / "auto", 30_000, auto=True)
+    assert len(sizes) <= 8 and all(200 * 1024 <= s <= 256 * 1024 * 1.05 for s in sizes[1:]), sizes
+    calls = []
+    real = local_write.sampled_record_size
+    monkeypatch.setattr(local_write, "sampled_record_size", lambda *a: calls.append(1) or real(*a))
+    _first_write(tmp_path / "small", 200, auto=True)
+    assert not calls
+    _first_write(tmp_path / "large", 1_000, auto=True)
+    assert calls == [1]
