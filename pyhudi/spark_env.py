@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import weakref
 
 from pyhudi.errors import JavaNotFoundError
 
@@ -117,7 +118,9 @@ def ensure_worker_python(spark: object) -> None:
     _hint_unix_domain_socket(sc)
 
 
-_HINTED: set[int] = set()
+# The contexts already hinted, by reference: a set of id()s said nothing to a new context that reused a
+# collected one's id (seen as a flaky test, where stand-in contexts come and go).
+_HINTED: weakref.WeakSet[object] = weakref.WeakSet()
 
 
 def _spark_has_uds() -> bool:
@@ -129,9 +132,12 @@ def _spark_has_uds() -> bool:
 def _hint_unix_domain_socket(sc: object) -> None:
     """Say once per SparkContext when its Python workers talk over loopback TCP: each small write's
     task then waits ~40 ms on its input (delayed ACK), and the setting cannot change once it runs."""
-    if id(sc) in _HINTED:
-        return
-    _HINTED.add(id(sc))
+    try:
+        if sc in _HINTED:
+            return
+        _HINTED.add(sc)
+    except TypeError:  # not weakly referenceable: hint each time rather than never
+        pass
     if not _spark_has_uds():
         return
     try:
