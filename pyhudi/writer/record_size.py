@@ -15,10 +15,11 @@ threshold exists because a small commit's bytes are dominated by per-file footer
 are small (its bloom filters are sized to each file's records), and taking the smaller of the two
 never plans smaller files than Hudi's fallback would (a table whose small commits Hudi wrote, each file
 carrying a 431 KB filter, comes out above 1,024 and keeps Hudi's answer). A table with no commit that
-wrote records (its first write) is planned from an encoded sample of the write's records where the
-engine holds them (the in-process engine; Spark's rows stay on the executors, so Hudi's fallback): at
-the 1,024-byte default a 1 MB target split a first batch of 180-byte records into 1,024-record files
-of ~190 KB, and merge-on-read tops up only one small file per partition per write.
+wrote records (its first write) is planned from an encoded sample of the write's records (in-process;
+on Spark an executor measures it, engine/spark/record_size.py), taken only when some partition gets more
+inserts than one file holds at the configured estimate: at the 1,024-byte default a 1 MB target split a
+first batch of 180-byte records into 1,024-record files of ~190 KB, and merge-on-read tops up only one
+small file per partition per write.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ log = logging.getLogger(__name__)
 
 def average_record_size(timeline: ActiveTimeline, sizing: SizingConfig,
                         sampled: Callable[[], int | None] | None = None) -> int:
-    """`sampled` measures the write's own records (the in-process engine), for a table with no commit."""
+    """`sampled` measures the write's own records (either engine), for a table with no commit."""
     threshold = int(sizing.estimation_threshold * sizing.small_file_limit)
     completed = timeline.actions(Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT).completed()
     together = [0, 0]  # bytes, records of the newest commits, until their bytes pass the threshold
