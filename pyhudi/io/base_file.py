@@ -132,7 +132,8 @@ def extended_bloom(old_footer: Mapping[bytes, bytes] | None, new_keys: pa.Array 
                    settings: ParquetSettings, num_records: int,
                    hashed: np.ndarray | None = None) -> BloomFilter | FooterFilter | None:
     """The old base file's bloom filter plus `new_keys` (the new file holds `num_records`), or None when
-    it cannot be reused (the writer then builds a fresh filter from every key it writes, as Hudi's merge handle always does).
+    it cannot be reused (the writer then builds a fresh filter from every key it writes, as Hudi's merge
+    handle always does).
 
     A merge keeps every old record key (updates keep their key; deletes may leave a key behind, which
     is only a false positive the index's key check removes), so the old filter plus the inserted keys
@@ -200,8 +201,7 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
               bytes_per_row: float, mid_write_fault: str | None = None,
               bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None) -> None:
     metadata = footer_raw(table, avro_schema_with_meta, settings, bloom, key_bounds)
-    plain = table.replace_schema_metadata(None)
-    statistics, dictionary = java_safe_columns(plain, dictionary_columns(plain))
+    plain, statistics, dictionary = _encoding(table)
     writer = pq.ParquetWriter(
         sink, plain.schema, compression=settings.codec, data_page_size=settings.page_size,
         store_schema=False, write_statistics=statistics, use_dictionary=dictionary, memory_pool=WRITE_POOL,
@@ -214,6 +214,15 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
     # given str, pyarrow converts the 431 KB bloom entry at ~0.3 ms a file, given bytes at ~0.02 ms.
     writer.add_key_value_metadata(metadata)
     writer.close()
+
+
+def _encoding(table: pa.Table) -> tuple[pa.Table, bool | list[str], bool | list[str]]:
+    """`table` without schema metadata, and the `write_statistics` and `use_dictionary` a base file of
+    it is written with: shared by the writer and `estimate_bytes_per_row`, whose estimate came out ~10%
+    high on unique strings while it let pyarrow try a dictionary on every column."""
+    plain = table.replace_schema_metadata(None)
+    statistics, dictionary = java_safe_columns(plain, dictionary_columns(plain))
+    return plain, statistics, dictionary
 
 
 def dictionary_columns(table: pa.Table, sample_rows: int = 2048) -> bool | list[str]:
@@ -387,10 +396,7 @@ def estimate_bytes_per_row(table: pa.Table, settings: ParquetSettings, sample_ro
         return 0.0
     sample = every_nth(table, n / sample_rows, sample_rows) if n > sample_rows else table
     sink = pa.BufferOutputStream()
-    plain = sample.replace_schema_metadata(None)
-    statistics, dictionary = java_safe_columns(plain, dictionary_columns(plain))
-    # Encoded as `_write_to` encodes a file: a dictionary tried on every column (pyarrow's default) made
-    # the estimate ~10% high on unique strings, and the create handle then rolled over too early.
+    plain, statistics, dictionary = _encoding(sample)  # as `_write_to` encodes a file
     pq.write_table(plain, sink, compression=settings.codec, data_page_size=settings.page_size,
                    store_schema=False, write_statistics=statistics, use_dictionary=dictionary)
     size = sink.tell()

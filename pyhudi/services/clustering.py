@@ -269,16 +269,18 @@ def _next_file_rows(ctx: ClusterContext, remaining: int, per_row: float, overhea
     files no later write or clustering touches again, and only the group's last file stays small.
     """
     target = ctx.target_file_bytes
-    if overhead is None:  # a file holds at most a full file's rows, which sizes its bloom filter
-        overhead = file_overhead(min(remaining, max(1, int(target / max(per_row, 1.0)))), ctx.parquet)
-    o = overhead
+    measured = overhead is not None
+    # Unmeasured, a file's overhead follows its own rows (they size its bloom filter): a full file holds at
+    # most a full file's rows, an evenly split one its share.
+    o = overhead if overhead is not None else \
+        file_overhead(min(remaining, max(1, int(target / max(per_row, 1.0)))), ctx.parquet)
     budget = max(target * AIM - o, target * 0.5 * AIM)  # data bytes of a full file, below `_hard_limit`
     full = max(1, int(budget / max(per_row, 1.0)))
     if remaining <= full:
         return remaining
     files = -(-remaining // full)
     even = -(-remaining // files)
-    even_overhead = file_overhead(even, ctx.parquet) if overhead is None else o
+    even_overhead = o if measured else file_overhead(even, ctx.parquet)
     return even if even * per_row + even_overhead >= ctx.small_file_bytes * EVEN_MARGIN else full
 
 

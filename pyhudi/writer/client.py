@@ -26,6 +26,7 @@ import logging
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from pyhudi.config import keys as K
@@ -510,8 +511,8 @@ class WriteClient:
     def _plan(self, profile: WorkloadProfile, view: FileSystemView, timeline: ActiveTimeline,
               tagged: Any = None) -> BucketPlan:
         cfg = self.config
-        avg = average_record_size(timeline, cfg.sizing, (lambda: self._sampled_record_size(tagged))
-                                  if _sample_may_matter(profile, cfg.sizing) else None)
+        sample = partial(self._sampled_record_size, tagged) if _sample_may_matter(profile, cfg.sizing) else None
+        avg = average_record_size(timeline, cfg.sizing, sample)
         base_files = self._update_base_files(profile, view)
         mor = None
         if cfg.table.is_mor and not cfg.operation.is_overwrite:

@@ -33,10 +33,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import HudiError
-from pyhudi.io.base_file import ParquetSettings, bloom_overhead, estimate_bytes_per_row, every_nth
+from pyhudi.io.base_file import ParquetSettings, estimate_bytes_per_row, every_nth
 from pyhudi.timeline.instant import Action
 from pyhudi.timeline.timeline import ActiveTimeline
 from pyhudi.writer.config import SizingConfig
+from pyhudi.writer.handles import COMMIT_TIME, FILE_NAME, PARTITION, SEQNO, file_overhead
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def average_record_size(timeline: ActiveTimeline, sizing: SizingConfig,
 # Rows of a write's records encoded to estimate a first write's record size (a few ms).
 SAMPLE_ROWS = 4000
 # Meta columns whose value is the same in every row of a file (one dictionary entry in the encoding).
-_CONSTANT_PER_FILE = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_file_name")
+_CONSTANT_PER_FILE = (COMMIT_TIME, PARTITION, FILE_NAME)
 
 
 def sampled_record_size(records: pa.Table, sizing: SizingConfig, parquet: ParquetSettings) -> int | None:
@@ -87,6 +88,6 @@ def sampled_record_size(records: pa.Table, sizing: SizingConfig, parquet: Parque
     sample = every_nth(records, n / k, k) if n > k else records
     keep = [c for c in sample.column_names if not c.startswith(("_pyhudi", "__pyhudi")) and c not in _CONSTANT_PER_FILE]
     seqno = pc.binary_join_element_wise("00000000000000000_0_", pc.cast(pa.array(np.arange(k)), pa.string()), "")
-    per_row = estimate_bytes_per_row(sample.select(keep).append_column("_hoodie_commit_seqno", seqno), parquet, k)
+    per_row = estimate_bytes_per_row(sample.select(keep).append_column(SEQNO, seqno), parquet, k)
     full = max(1, int(sizing.max_file_size / per_row))
-    return max(1, math.ceil(per_row + (bloom_overhead(full, parquet) + 4096) / full))
+    return max(1, math.ceil(per_row + file_overhead(full, parquet) / full))
