@@ -403,6 +403,23 @@ class BloomFilter:
                 flat[pos] = True
         self._rows = list(matrix)
 
+    def add_hashed(self, positions: np.ndarray) -> None:
+        """:meth:`add_keys` for keys already hashed by `key_positions` with this filter's `num_hashes` and
+        `vector_size` (shape (num_hashes, keys), keys in order): a batched merge hashes all its files'
+        new keys in one pass, and a file whose filter is decoded to take them must not hash them again."""
+        if positions.ndim != 2 or positions.shape[0] != self.num_hashes:
+            raise ValueError(f"positions of shape {positions.shape} are not ({self.num_hashes}, keys)")
+        n = positions.shape[1]
+        if not n:
+            return
+        rows = self._plan_rows(n)
+        if len(self._rows) == 1:
+            self._rows[0][positions.ravel()] = True
+            return
+        matrix = np.stack(self._rows)
+        matrix.reshape(-1)[(positions + rows * self.vector_size).ravel()] = True
+        self._rows = list(matrix)
+
     def might_contain_many(self, keys: Keys) -> np.ndarray:
         """Bool mask: False means the key is certainly not in the file.
 

@@ -88,3 +88,32 @@ def test_leaf_paths_are_the_paths_pyarrow_writes(dtype: pa.DataType) -> None:
     pq.write_table(pa.table({"c": pa.array([], dtype)}), sink)
     meta = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata
     assert list(_leaf_paths("c", dtype)) == [meta.schema.column(j).path for j in range(meta.num_columns)]
+
+
+def test_one_operations_files_share_the_sampled_dictionary_choice_but_not_the_java_safety() -> None:
+    """`ParquetSettings.dictionary_memo`: the first file large enough to sample picks the dictionary columns
+    for the operation's later files of its schema (a file too small to sample decides nothing), while
+    each file's own floats still decide its Java-safe encoding."""
+    settings = ParquetSettings()
+    n = ROWS
+    first = pa.table({"_hoodie_record_key": pa.array([f"k{i:05d}" for i in range(n)]),
+                      "city": pa.array(["x", "y", "z"] * (n // 3)),
+                      "f": pa.array([float(i % 3 + 1) for i in range(n)])})
+    small = first.slice(0, 100)
+    assert settings.dictionary_memo.columns(small) is True  # too small to sample: pyarrow's default
+    assert settings.dictionary_memo.columns(first) == ["city", "f"]
+    # A later file of the same schema whose `city` happens to be unique keeps the operation's choice...
+    later = first.set_column(1, "city", pa.array([f"c{i}" for i in range(n)]))
+    later = later.set_column(2, "f", pa.array([0.0 if i == 4 else float(i % 3 + 1) for i in range(n)]))
+    assert settings.dictionary_memo.columns(later) == ["city", "f"]
+    assert settings.dictionary_memo.columns(small) == ["city", "f"]
+    # ...but its zero still takes `f` out of the dictionary, as for any file.
+    data, _ = encode_within(lambda k: later.slice(0, k), n, sys.maxsize, AVRO, settings)
+    chunks = _chunks(pq.ParquetFile(pa.BufferReader(data)).metadata)
+    assert chunks["city"].has_dictionary_page and not chunks["f"].has_dictionary_page
+    assert not chunks["_hoodie_record_key"].has_dictionary_page
+    # Another schema, or another operation's settings, samples again.
+    other = later.rename_columns(["_hoodie_record_key", "town", "f"])
+    assert settings.dictionary_memo.columns(other) == ["f"]
+    assert ParquetSettings().dictionary_memo.columns(later) == ["f"]
+    assert ParquetSettings() == settings  # the memo is not part of the settings' value

@@ -501,3 +501,46 @@ def test_string_keys_hash_from_their_own_buffers_sliced_or_chunked() -> None:
         got = BloomFilter.create(1000, 1e-6, 1000, "SIMPLE")
         got.add_keys(given)
         assert got.serialized() == want.serialized()
+
+
+@pytest.mark.parametrize("type_code,max_entries", [("DYNAMIC_V0", 10**6), ("DYNAMIC_V0", 30), ("SIMPLE", 0)])
+def test_prehashed_keys_set_the_same_bits_as_keys(type_code: str, max_entries: int) -> None:
+    """A batched merge hashes its files' new keys once (`key_positions`) and hands each decoded filter
+    its share: the filter must come out byte for byte as if it had hashed the keys itself, through row
+    growth and past the bound's round robin."""
+    from pyhudi.index.bloom_filter import key_positions
+
+    rng = random.Random(7)
+    by_keys = BloomFilter.create(10, 1e-6, max_entries=max_entries, type_code=type_code)
+    by_hash = BloomFilter.create(10, 1e-6, max_entries=max_entries, type_code=type_code)
+    keys = _random_keys(rng, 90)
+    i = 0
+    while i < len(keys):
+        batch = keys[i:i + rng.choice([1, 4, 9, 23])]
+        by_keys.add_keys(batch)
+        by_hash.add_hashed(key_positions(batch, by_hash.num_hashes, by_hash.vector_size))
+        assert (by_hash.num_rows, by_hash.current_count) == (by_keys.num_rows, by_keys.current_count)
+        assert by_hash.serialize() == by_keys.serialize()
+        i += len(batch)
+    with pytest.raises(ValueError):
+        by_hash.add_hashed(np.zeros((by_hash.num_hashes + 1, 2), np.int64))
+
+
+def test_extended_filter_takes_prehashed_keys_on_the_decode_path() -> None:
+    """Too many new keys to patch in place: the decoded old filter takes the batch's hashes, and the
+    result equals extending it with the keys."""
+    from pyhudi.index.bloom_filter import FooterFilter, filter_shape, key_positions
+    from pyhudi.io.base_file import ParquetSettings, extended_bloom
+
+    settings = ParquetSettings()  # filters sized to the file's records
+    old = [f"old-{i}" for i in range(2100)]
+    new = pa.array([f"new-{i}" for i in range(1500)])
+    footer = _footer_of(old, settings)
+    bits, rounds = filter_shape(settings.bloom_entries(3600), settings.bloom_fpp)
+    hashed = key_positions(new, rounds, bits)
+    by_hash = extended_bloom(footer, new, settings, num_records=3600, hashed=hashed)
+    by_keys = extended_bloom(footer, new, settings, num_records=3600)
+    assert isinstance(by_hash, BloomFilter)  # the decode path, not a patch of the old text
+    assert not isinstance(by_hash, FooterFilter)
+    assert by_keys is not None and by_hash.serialize() == by_keys.serialize()
+    assert by_hash.might_contain_many(old + new.to_pylist()).all()
