@@ -23,6 +23,7 @@ from pyhudi.io.base_file import (
     bloom_overhead,
     estimate_bytes_per_row,
     every_nth,
+    proportional,
     write_within,
 )
 from pyhudi.io.schema import conform_table
@@ -48,6 +49,8 @@ STAT_SCHEMA = pa.schema([("stat", pa.string())])
 ROLLOVER_TARGET = 0.97
 # Rows a create handle encodes to learn how well its records compress, before rolling over.
 PROBE_ROWS = 5000
+# Arrow bytes of a bucket the planner sized as one file up to which the create handle skips the probe.
+PLANNED_ARROW_MAX = 4
 # How far past the max size, by estimate, a file may get when a small remainder is spread over the full
 # files instead of rolling over into a file of its own; also the slack of the written size over the max.
 SPREAD_MAX = 1.05
@@ -213,20 +216,22 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
     records = data_only(without_deletes(records))
     if records.num_rows == 0:
         return [], None
-    per_row = _uncompressed_bytes_per_row(ctx, records, pid)
-    if records.num_rows * per_row > rollover_chunks_budget(ctx.sizing.max_file_size, records.num_rows, ctx.parquet):
+    bound = _uncompressed_bytes_per_row(ctx, records, pid)
+    per_row: float | None = bound
+    if records.num_rows * bound > rollover_chunks_budget(ctx.sizing.max_file_size, records.num_rows, ctx.parquet):
         # It may need more than one file: measure how well it compresses to know where to roll over.
-        # An evenly spread sample: encoding the first 20,000 rows cost as much as the file itself at 1-8 MB.
-        k = min(records.num_rows, PROBE_ROWS)
-        probe = file_layout(ctx, every_nth(records, records.num_rows / k, k), "x" * 80, pid, 0)
-        per_row = estimate_bytes_per_row(probe, ctx.parquet, sample_rows=k)
+        planned = not keep_tail and _planned_one_file(ctx, bucket, records)
+        per_row = None if planned else _probe(ctx, records, pid)
     stats: list[WriteStat] = []
     offset = 0
     i = 0
     while offset < records.num_rows:
         remaining = records.num_rows - offset
-        rows = remaining if bucket.fixed_file_id else \
-            rollover_chunks(remaining, per_row, ctx.sizing.max_file_size, ctx.parquet, ctx.sizing.small_file_limit)[0]
+        if bucket.fixed_file_id or per_row is None:
+            rows = remaining
+        else:
+            rows = rollover_chunks(remaining, per_row, ctx.sizing.max_file_size, ctx.parquet,
+                                   ctx.sizing.small_file_limit)[0]
         if keep_tail and rows == remaining and \
                 remaining * per_row < ctx.sizing.max_file_size - file_overhead(remaining, ctx.parquet):
             return stats, records.slice(offset)  # not a full file yet: the caller tops it up later
@@ -240,7 +245,8 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
 
         create_marker(storage, ctx.instant, bucket.partition, name, "CREATE", ctx.marking)
         size, rows = write_within(storage, path, make, rows, limit, ctx.avro_schema_with_meta, ctx.parquet,
-                                  per_row, mid_write_fault="write.mid_file")
+                                  per_row or bucket.record_size, mid_write_fault="write.mid_file",
+                                  shrink=_resplit(ctx, remaining))
         stats.append(WriteStat(
             file_id=fid, path=path, partition_path=bucket.partition, num_writes=rows, num_inserts=rows,
             total_write_bytes=size, file_size_in_bytes=size,
@@ -251,6 +257,39 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
         offset += rows
         i += 1
     return stats, None
+
+
+def _planned_one_file(ctx: HandleContext, bucket: Bucket, records: pa.Table) -> bool:
+    """Whether the planner sized this bucket as one file (`Bucket.record_size`: at most max / record size
+    records, routing's variance aside) and its data's Arrow bytes stay within a few files: the create
+    handle then skips the probe and encodes the file straight away, re-splitting only if it comes out too
+    big (the planner's record size, from earlier commits' bytes and records or the first write's sample,
+    includes each file's footer share, so a file rarely does). At 1 MB files the probe encoded about half
+    a file. The Arrow bound keeps a planner size far too low (Hudi's 1,024-byte default on wide records)
+    from encoding many files' worth to learn it."""
+    max_size = ctx.sizing.max_file_size
+    return bucket.record_size > 0 and records.num_rows * bucket.record_size <= max_size * SPREAD_MAX \
+        and records.nbytes <= max_size * PLANNED_ARROW_MAX
+
+
+def _probe(ctx: HandleContext, records: pa.Table, pid: int) -> float:
+    """Bytes a row of `records` takes in a file, from an evenly spread sample encoded as the file's
+    columns: encoding the first 20,000 rows cost as much as the file itself at 1-8 MB."""
+    k = min(records.num_rows, PROBE_ROWS)
+    probe = file_layout(ctx, every_nth(records, records.num_rows / k, k), "x" * 80, pid, 0)
+    return estimate_bytes_per_row(probe, ctx.parquet, sample_rows=k)
+
+
+def _resplit(ctx: HandleContext, remaining: int) -> Callable[[int, int, int], int]:
+    """The rows a create handle retries a too-big file with, `remaining` rows being left to write: the
+    first chunk of `rollover_chunks` at the size per row the attempt measured (so a remainder spreads as
+    a probed plan would spread it), never more than proportionally fewer rows."""
+    def shrink(rows: int, size: int, limit: int) -> int:
+        per_row = max(1.0, (size - file_overhead(rows, ctx.parquet)) / rows)
+        chunk = rollover_chunks(remaining, per_row, ctx.sizing.max_file_size, ctx.parquet,
+                                ctx.sizing.small_file_limit)[0]
+        return min(chunk, proportional(rows, size, limit))
+    return shrink
 
 
 def created_file_id(bucket: Bucket, rollover: int) -> str:

@@ -30,9 +30,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import WriteRolledBackError
-from pyhudi.index.bloom_filter import filter_shape, key_positions
+from pyhudi.index.bloom_filter import BloomFilter, FooterFilter, key_positions
 from pyhudi.index.key_order import java_min_max_by_group
-from pyhudi.io.base_file import extended_bloom, read_parquet, write_parquet
+from pyhudi.io.base_file import (
+    bloom_shape,
+    extended_bloom,
+    filter_extends,
+    fresh_bloom,
+    read_parquet,
+    write_parquet,
+)
 from pyhudi.io.schema import conform_table
 from pyhudi.model.file_names import base_file_name, join_path
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
@@ -54,6 +61,11 @@ from pyhudi.writer.partitioner import Bucket
 # Old records (Arrow bytes) at which a batch closes: hundreds of small files, while a large file (which
 # gains nothing from batching) is merged alone; a batch's memory is about three times this at most.
 MERGE_BATCH_BYTES = 64 * 1024 * 1024
+# Largest file whose fresh bloom filter a batch hashes with its other files' keys (a bigger file's own
+# hashing pass amortizes its fixed cost), and the most keys one hashing pass holds: its (hashes, keys)
+# int64 matrix is 240 bytes a key at Hudi's 30 hashes, 15.7 MB at 65,536 keys.
+FRESH_HASHED_MAX = 16384
+HASH_PASS_KEYS = 65536
 _FILE = "__pyhudi_file"
 _KEY = "__pyhudi_key"
 
@@ -129,16 +141,14 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     counts = [np.bincount(f, minlength=k) for f in (m.out_file, in_file[m.inserts], m.deleted_file, m.replaced_file)]
     out_at, ins_at = (np.concatenate([[0], np.cumsum(c)]) for c in counts[:2])
     bounds = java_min_max_by_group(out.column(RECORD_KEY), m.out_file, k) if k > 1 else [None]
-    hashed = _hashed(ctx, inserted_keys, np.diff(out_at)) if k > 1 else None
+    blooms = _blooms(ctx, [o.footer for o in batch], out.column(RECORD_KEY), out_at, inserted_keys, ins_at)
     shared = (time.monotonic() - start) / k
     stats = []
     for i, o in enumerate(batch):
         began = time.monotonic()
         bucket = o.item.bucket
         rows = out.slice(out_at[i], out_at[i + 1] - out_at[i])
-        lo, hi = ins_at[i], ins_at[i + 1]
-        bloom = extended_bloom(o.footer, inserted_keys.slice(lo, hi - lo), ctx.parquet, rows.num_rows,
-                               None if hashed is None else hashed[:, lo:hi])
+        bloom = blooms[i]
         create_marker(storage, ctx.instant, bucket.partition, names[i], "MERGE", ctx.marking)
         path = join_path(bucket.partition, names[i])
         size = write_parquet(storage, path, rows, ctx.avro_schema_with_meta, ctx.parquet,
@@ -218,17 +228,58 @@ def _concatenates(ctx: HandleContext) -> bool:
     return ctx.operation in (WriteOperation.INSERT, WriteOperation.BULK_INSERT) and ctx.allow_duplicate_on_inserts
 
 
-def _hashed(ctx: HandleContext, keys: pa.ChunkedArray, file_rows: np.ndarray) -> np.ndarray | None:
-    """The bloom filter bits of the batch's inserted keys, hashed together for the filter shape the
-    settings give the batch's new files (`extended_bloom` extends only filters of that shape); None
-    when the files' sizes give them different shapes (each file then hashes its own keys)."""
-    if not ctx.parquet.with_bloom or not len(keys):
-        return None
-    entries = {ctx.parquet.bloom_entries(int(n)) for n in file_rows}
-    if len(entries) != 1:
-        return None
-    bits, rounds = filter_shape(entries.pop(), ctx.parquet.bloom_fpp)
-    return key_positions(keys, rounds, bits)
+def _blooms(ctx: HandleContext, footers: Sequence[dict[bytes, bytes] | None], out_keys: pa.ChunkedArray,
+            out_at: np.ndarray, inserted: pa.ChunkedArray, ins_at: np.ndarray
+            ) -> list[BloomFilter | FooterFilter | None]:
+    """Each new file's bloom filter: the old filter extended by the file's inserted keys where its shape
+    still fits the file (`extended_bloom`), else a fresh filter of all its keys; None leaves it to the
+    writer. Keys are hashed one pass per filter shape for the whole batch: a hashing pass costs ~0.5 ms
+    of numpy calls however few its keys, and a batch of a spread write holds hundreds of small files,
+    each gaining a few keys or crossing its filter's power of two (a fresh build of its every key)."""
+    k = len(footers)
+    if not ctx.parquet.with_bloom:
+        return [None] * k
+    sizes = np.diff(out_at)
+    extends = [i for i in range(k) if filter_extends(footers[i], ctx.parquet, int(sizes[i]))]
+    hashed = _hash_by_shape(ctx, inserted, ins_at, extends, sizes)
+    blooms: list[BloomFilter | FooterFilter | None] = [None] * k
+    for i in extends:
+        blooms[i] = extended_bloom(footers[i], inserted.slice(ins_at[i], ins_at[i + 1] - ins_at[i]), ctx.parquet,
+                                   int(sizes[i]), hashed.get(i))
+    if out_keys.null_count:
+        return blooms
+    fresh = [i for i in range(k) if blooms[i] is None and 0 < sizes[i] <= FRESH_HASHED_MAX]
+    hashed = _hash_by_shape(ctx, out_keys, out_at, fresh, sizes)
+    for i in fresh:
+        if i in hashed:
+            blooms[i] = fresh_bloom(ctx.parquet, out_keys.slice(out_at[i], sizes[i]), hashed[i])
+    return blooms
+
+
+def _hash_by_shape(ctx: HandleContext, keys: pa.ChunkedArray, at: np.ndarray, files: list[int],
+                   sizes: np.ndarray) -> dict[int, np.ndarray]:
+    """`key_positions` of each file's keys (`keys[at[i]:at[i + 1]]`), for the filter shape its size
+    gives it, hashed together with the other files of that shape, at most HASH_PASS_KEYS a pass. A
+    file alone in its shape is left out (its filter hashes its keys as cheaply itself)."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i in files:
+        if at[i + 1] > at[i]:
+            groups.setdefault(bloom_shape(ctx.parquet, int(sizes[i])), []).append(i)
+    out: dict[int, np.ndarray] = {}
+    for (bits, rounds), members in groups.items():
+        while len(members) > 1:
+            take = np.cumsum([at[i + 1] - at[i] for i in members]) <= HASH_PASS_KEYS
+            part = members[:max(1, int(take.sum()))]
+            members = members[len(part):]
+            picked = pa.chunked_array([c for i in part for c in keys.slice(at[i], at[i + 1] - at[i]).chunks],
+                                      keys.type)
+            positions = key_positions(picked, rounds, bits)
+            lo = 0
+            for i in part:
+                n = int(at[i + 1] - at[i])
+                out[i] = positions[:, lo:lo + n]
+                lo += n
+    return out
 
 
 def _incoming(records: pa.Table, rows: list[np.ndarray | None]) -> tuple[pa.Table, np.ndarray]:

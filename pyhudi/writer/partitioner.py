@@ -59,6 +59,7 @@ class Bucket:
     log_base_instant: str | None = None  # APPEND: base instant the new log file is named with
     log_version: int = 1  # APPEND: version of the new log file (never append to an existing one)
     fixed_file_id: bool = False  # BUCKET index: the file id is the bucket's, no rollover
+    record_size: int = 0  # INSERT: the bytes a record the planner sized this bucket with (0: not sized)
 
     @property
     def writes_logs(self) -> bool:
@@ -234,7 +235,7 @@ class UpsertPartitioner:
                 counts.append(n)
             for n in split_evenly_capped(remaining, per_new_file):
                 bucket = Bucket(len(self.plan.buckets), BucketKind.INSERT, partition, new_file_id_prefix(),
-                                expected_inserts=n)
+                                expected_inserts=n, record_size=self.avg if self.sizing.auto_split else 0)
                 self.plan.buckets.append(bucket)
                 numbers.append(bucket.number)
                 counts.append(n)

@@ -117,3 +117,20 @@ def test_one_operations_files_share_the_sampled_dictionary_choice_but_not_the_ja
     assert settings.dictionary_memo.columns(other) == ["f"]
     assert ParquetSettings().dictionary_memo.columns(later) == ["f"]
     assert ParquetSettings() == settings  # the memo is not part of the settings' value
+
+
+def test_nan_and_zero_are_found_in_slices_and_behind_nulls_but_null_slots_do_not_count() -> None:
+    """The scan reads a null-free column's buffer in place and leaves nulls to the compute kernels: a
+    null slot's bits (here a NaN and a zero written under the validity mask) must not count, a slice must
+    be scanned from its offset, and -0.0 is a zero."""
+    values = pa.array([1.0, math.nan, 0.0, 2.0, -0.0, 3.0])
+    masked = pa.Array.from_buffers(pa.float64(), 4, [pa.py_buffer(bytes([0b1001])), values.buffers()[1]])
+    assert masked.to_pylist() == [1.0, None, None, 2.0]
+    table = pa.table({"masked": masked, "plain": [2.0] * 4,
+                      "neg": pa.array([-0.0, 1.0, 2.0, 3.0], pa.float32()),
+                      "tail": values.slice(2, 4), "nan_only": values.slice(0, 2).to_pylist() * 2})
+    statistics, dictionary = java_safe_columns(table, True)
+    assert statistics == ["masked", "plain", "neg", "tail"]  # only nan_only holds a NaN
+    assert dictionary == ["masked", "plain", "nan_only"]  # neg and tail hold zeros
+    assert java_safe_columns(pa.table({"s": values.slice(3, 1)}), True) == (True, True)
+    assert java_safe_columns(pa.table({"s": values.slice(1, 1)}), True) == ([], True)

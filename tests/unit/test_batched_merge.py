@@ -150,3 +150,48 @@ def test_a_batch_bound_splits_a_task_into_several_batches(tmp_path, monkeypatch)
     theirs = hudi_rs(path)
     assert theirs is not None
     assert {(r["p"], r["id"]): (r["ts"], r["v"]) for r in theirs.to_pylist()} == _model("latest")
+
+
+def test_a_batch_hashes_its_files_keys_together_and_writes_each_files_own_filter(tmp_path, monkeypatch):
+    """Filters are sized to each file's records (a power of two), so in one batch some files extend their
+    old filter by their inserts and others cross a power of two and get a fresh filter of every key; the
+    batch hashes each group's keys in one pass (`_blooms`). Files of both groups, two of each shape and one
+    alone in its shape: every footer equals the lone merge's, and a crossing file's filter is the one a
+    fresh build of its keys in file order gives."""
+    from pyhudi.io.base_file import ParquetSettings, fresh_bloom
+
+    sizes = {"extend-a": 100, "extend-b": 101, "cross-a": 126, "cross-b": 127, "alone": 300}
+    first = _rows([(f"{p}-{i}", p, 1, "old", False) for p, n in sizes.items() for i in range(n)])
+    opts = {**_options(PAYLOADS["latest"]), "hoodie.index.bloom.num_entries": "60000"}
+    pyhudi.write(first, str(tmp_path / "base"), {**opts, "hoodie.datasource.write.operation": "insert"})
+    upsert = _rows([(f"{p}-new-{i}", p, 2, "new", False) for p in sizes for i in range(5)]
+                   + [(f"{p}-{i}", p, 2, "upd", False) for p in sizes for i in range(0, 40, 7)])
+    calls: list[int] = []
+    real = merge_handle.key_positions
+
+    def counting(keys, rounds, bits):  # type: ignore[no-untyped-def]
+        calls.append(len(keys))
+        return real(keys, rounds, bits)
+
+    monkeypatch.setattr(merge_handle, "key_positions", counting)
+    paths = {}
+    for name, bound in (("batched", merge_handle.MERGE_BATCH_BYTES), ("alone", 1)):
+        paths[name] = tmp_path / name
+        shutil.copytree(tmp_path / "base", paths[name])
+        monkeypatch.setattr(merge_handle, "MERGE_BATCH_BYTES", bound)
+        pyhudi.write(upsert, str(paths[name]), {**opts, "hoodie.datasource.write.operation": "upsert"})
+        if name == "batched":
+            assert sorted(calls) == [10, 126 + 127 + 10], "one pass for the extending pair's inserts, one for the crossing pair"
+    instants = {n: sorted(f.name.split(".")[0] for f in (p / ".hoodie").glob("*.commit"))[-1] for n, p in paths.items()}
+    got, want = _normalized(paths["batched"], instants["batched"]), _normalized(paths["alone"], instants["alone"])
+    assert got.keys() == want.keys() and len(got) == len(sizes)
+    for where in want:
+        assert got[where] == want[where], where
+    for (part, _), (rows, footer) in got.items():
+        if part.startswith("cross"):
+            keys = pa.array([r["_hoodie_record_key"] for r in rows])
+            assert len(keys) > 128
+            expected = fresh_bloom(ParquetSettings(), keys).footer_raw()
+            assert {k: bytes(v) for k, v in expected.items()}.items() <= footer.items(), part
+    theirs = hudi_rs(paths["batched"])
+    assert theirs is not None and theirs.num_rows == sum(sizes.values()) + 5 * len(sizes)
