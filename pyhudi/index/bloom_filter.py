@@ -154,7 +154,7 @@ def key_positions(keys: Keys, nb_hash: int, vector_size: int) -> np.ndarray:
 
 
 def _scalar_positions(data: np.ndarray, offsets: np.ndarray, nb_hash: int, vector_size: int) -> np.ndarray:
-    """The same positions as `_hash_group`, one key at a time in plain Python: the vectorised rounds cost
+    """The same positions as `_hash_rounds`, one key at a time in plain Python: the vectorised rounds cost
     ~16 numpy calls each (0.4-0.5 ms for Hudi's 30 rounds however few the keys), while a merge that tops
     a file up adds one to a few keys (measured: this form wins up to about 8 keys of 13-36 bytes)."""
     out = np.empty((nb_hash, len(offsets) - 1), np.int64)
@@ -203,15 +203,6 @@ def _blocks(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nb: int) 
     else:
         raw = data[starts[:, None] + np.arange(4 * nb)]
     return np.ascontiguousarray(raw).view("<u4").astype(np.uint32)
-
-
-def _hash_group(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nb_hash: int,
-                vector_size: int) -> np.ndarray:
-    """Bit positions, shape (nb_hash, keys), for keys that all have the same number of 4-byte blocks."""
-    out = np.empty((nb_hash, len(starts)), np.int64)
-    for i, pos in enumerate(_hash_rounds(data, starts, lengths, nb_hash, vector_size)):
-        out[i] = pos
-    return out
 
 
 def _hash_rounds(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nb_hash: int,
@@ -272,6 +263,13 @@ def _hash_rounds(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nb_h
         quotient *= modulus
         np.subtract(tmp, quotient, out=out.view(np.uint64))
         yield out
+
+
+def _hashed_keys(positions: np.ndarray, num_hashes: int) -> int:
+    """How many keys `positions` (from `key_positions`) holds, checked to be hashed `num_hashes` times."""
+    if positions.ndim != 2 or positions.shape[0] != num_hashes:
+        raise ValueError(f"positions of shape {positions.shape} are not ({num_hashes}, keys)")
+    return int(positions.shape[1])
 
 
 def _division_magic(divisor: int) -> tuple[np.uint64, np.uint64]:
@@ -407,9 +405,7 @@ class BloomFilter:
         """:meth:`add_keys` for keys already hashed by `key_positions` with this filter's `num_hashes` and
         `vector_size` (shape (num_hashes, keys), keys in order): a batched merge hashes all its files'
         new keys in one pass, and a file whose filter is decoded to take them must not hash them again."""
-        if positions.ndim != 2 or positions.shape[0] != self.num_hashes:
-            raise ValueError(f"positions of shape {positions.shape} are not ({self.num_hashes}, keys)")
-        n = positions.shape[1]
+        n = _hashed_keys(positions, self.num_hashes)
         if not n:
             return
         rows = self._plan_rows(n)
@@ -654,9 +650,7 @@ class FooterFilter:
     def add_hashed(self, positions: np.ndarray) -> None:
         """:meth:`add_keys` for keys already hashed by `key_positions` with this filter's `num_hashes` and
         `vector_size` (shape (num_hashes, keys)), as a batched merge hashes many files' keys at once."""
-        if positions.ndim != 2 or positions.shape[0] != self.num_hashes:
-            raise ValueError(f"positions of shape {positions.shape} are not ({self.num_hashes}, keys)")
-        n = positions.shape[1]
+        n = _hashed_keys(positions, self.num_hashes)
         if not n:
             return
         if not self.fits(n):

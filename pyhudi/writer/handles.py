@@ -232,7 +232,7 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
         else:
             rows = rollover_chunks(remaining, per_row, ctx.sizing.max_file_size, ctx.parquet,
                                    ctx.sizing.small_file_limit)[0]
-        if keep_tail and rows == remaining and \
+        if keep_tail and per_row is not None and rows == remaining and \
                 remaining * per_row < ctx.sizing.max_file_size - file_overhead(remaining, ctx.parquet):
             return stats, records.slice(offset)  # not a full file yet: the caller tops it up later
         fid = created_file_id(bucket, first_rollover + i)
