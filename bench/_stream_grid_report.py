@@ -205,8 +205,8 @@ LIMITS_TEXT = """\
 What limits the missed cells. Two factors multiply, and the missed-cells table gives both per cell: the bytes
 pyhudi writes against delta-rs (Hudi's small-file handling rewrites the open file of every partition a batch
 reaches) and its time per byte written (the ratio with that amplification divided out). Profiles: py-spy on
-single cells (`--cells X --profile FILE --no-save`, quiet machine, 2026-11-29 after `2b685e7`; shares of all
-samples of the bench process).
+single cells (`--cells X --profile FILE --no-save`, quiet machine; shares of all samples of the bench
+process).
 
 * **Sizing is met on every cell.** Every base file's bloom filter is sized to its records
   (`hoodie.pyhudi.index.bloom.size.to.records`; Hudi sizes every file's for `num_entries`, 431 KB of footer at
@@ -219,15 +219,20 @@ samples of the bench process).
   partitions adds ~67 rows to each; small-file handling routes them into each partition's open file, so every
   batch reads, merges and re-encodes 300 files (merge-on-read too: a slice without log files below the
   small-file limit takes inserts and updates by merge, as Hudi's delta-commit executor does for small file
-  ids), where delta-rs appends 300 files and rewrites them once in OPTIMIZE. With filters sized to their
-  records pyhudi writes a tenth of the bytes of the run before (0.09x at 300 partitions, 0.42x at 30) at the
-  same time ratio: the cost is per file, not per byte. In p30-u10-recent-s8MB-cow the merge handles take 53 %
-  of the samples: parquet encoding 27 %, building bloom filters 12 % (a file that grows past its filter's
-  power of two gets a fresh filter from all its keys), choosing dictionary columns 7 %, reading the old
-  file 5 %; new files 5 %, the index lookup 2 %.
+  ids), where delta-rs appends 300 files and rewrites them once in OPTIMIZE: 1.37-1.41x its bytes. The per-file
+  costs that made pyhudi's time per byte 1.31-1.56x delta-rs' are cut to 1.19-1.33x (2026-11-29, after
+  `0ed8055`): one operation's files share the sampled dictionary-column choice (it sampled every file: 7 %
+  of p30-u10-recent-s8MB-cow), a batched merge hashes its files' bloom keys one pass per filter shape,
+  fresh filters of files that crossed a power of two included (bloom work fell from 12 % to 6 %), and the
+  Java-safety scan of float columns reads their buffers with numpy. In that cell's profile now (quiet
+  machine, 349 samples, shares of all): merge handles 34 % (writing the files 12 %, bloom hashing 6 %,
+  reading the old files 5 %, merging 6 %), new files 6 % (their fresh filters 5 %), the index lookup 2 %. What is left is
+  per-key hashing (Hudi's 30 murmur rounds a key, in numpy) and the encoder.
 * **1 MB files: per-file fixed costs.** Each ~1 MB file pays the encoder's set-up, its footer, its marker and
-  its commit entry; per byte written pyhudi takes 1.48x delta-rs' time at 1 MB (median), 1.02x at 8 MB and
-  0.94x at 128 MB.
+  its commit entry. A create handle whose bucket the planner sized as one file now writes it without first
+  encoding a 5,000-row probe (about half a 1 MB file), and re-splits only an attempt that comes out too big.
+  Per byte written pyhudi takes 1.07x delta-rs' time at 1 MB in one partition, 1.23-1.29x at 3-300; 29 of 56
+  cells are within 1.5x (10 before).
 * **128 MB copy-on-write: write-time sizing.** No partition reaches 128 MB in a short stream, so each batch's
   inserts top up the one open file, which is the whole partition: batch k rewrites k batches' rows, where
   delta-rs appends and its one `optimize.compact` rewrites every row once. Merge-on-read defers it to compaction.
