@@ -30,8 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import WriteRolledBackError
-from pyhudi.index.bloom_filter import BloomFilter, FooterFilter, key_positions
+from pyhudi.index.bloom_filter import BloomFilter, FooterFilter
 from pyhudi.index.key_order import java_min_max_by_group
+from pyhudi.index.murmur import key_positions
 from pyhudi.io.base_file import (
     bloom_shape,
     extended_bloom,

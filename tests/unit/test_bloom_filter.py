@@ -31,11 +31,11 @@ from pyhudi.index.bloom_filter import (
     OLD_FOOTER_KEY,
     TYPE_CODE_KEY,
     BloomFilter,
-    _division_magic,
-    _positions,
-    _utf8_columns,
     read_footer_filter,
 )
+from pyhudi.index.murmur import _division_magic
+from pyhudi.index.murmur import hash_positions as _positions
+from pyhudi.index.murmur import utf8_columns as _utf8_columns
 from tests.helpers import samples_root
 
 # These tests pin Hudi's own filter shapes (every file sized for num_entries), whose bytes Hudi's writers
@@ -508,7 +508,7 @@ def test_prehashed_keys_set_the_same_bits_as_keys(type_code: str, max_entries: i
     """A batched merge hashes its files' new keys once (`key_positions`) and hands each decoded filter
     its share: the filter must come out byte for byte as if it had hashed the keys itself, through row
     growth and past the bound's round robin."""
-    from pyhudi.index.bloom_filter import key_positions
+    from pyhudi.index.murmur import key_positions
 
     rng = random.Random(7)
     by_keys = BloomFilter.create(10, 1e-6, max_entries=max_entries, type_code=type_code)
@@ -529,7 +529,8 @@ def test_prehashed_keys_set_the_same_bits_as_keys(type_code: str, max_entries: i
 def test_extended_filter_takes_prehashed_keys_on_the_decode_path() -> None:
     """Too many new keys to patch in place: the decoded old filter takes the batch's hashes, and the
     result equals extending it with the keys."""
-    from pyhudi.index.bloom_filter import FooterFilter, filter_shape, key_positions
+    from pyhudi.index.bloom_filter import FooterFilter, filter_shape
+    from pyhudi.index.murmur import key_positions
     from pyhudi.io.base_file import ParquetSettings, extended_bloom
 
     settings = ParquetSettings()  # filters sized to the file's records

@@ -16,6 +16,7 @@ import pytest
 
 import pyhudi
 import pyhudi.index.bloom_filter as bf
+import pyhudi.index.murmur as mm
 from pyhudi.errors import HudiError, InvalidRecordError
 from pyhudi.index.bloom_filter import FOOTER_KEY, TYPE_CODE_KEY, BloomFilter, FooterFilter
 from pyhudi.io.base_file import ParquetSettings, extended_bloom, footer_metadata, parallel_read, read_parquet
@@ -224,8 +225,8 @@ def test_damaged_group_is_reported_not_misread() -> None:
     key = "k-1"
     parsed = FooterFilter.parse(bytes(text), "DYNAMIC_V0")
     assert parsed is not None
-    data, offsets = bf._utf8_columns([key])
-    pos = bf._scalar_positions(data, offsets, parsed.num_hashes, parsed.vector_size)[0, 0]
+    data, offsets = mm.utf8_columns([key])
+    pos = mm._scalar_positions(data, offsets, parsed.num_hashes, parsed.vector_size)[0, 0]
     char = 4 * ((parsed._rows_at[-1] * 8 + int(pos)) // 24)
     text[char] = ord("!")
     damaged = FooterFilter.parse(bytes(text), "DYNAMIC_V0")
@@ -253,15 +254,15 @@ def test_scalar_hash_equals_vectorised(seed: int, monkeypatch: pytest.MonkeyPatc
     signed bytes, keys of many lengths, tiny and huge vectors)."""
     rng = random.Random(seed)
     for _ in range(60):
-        keys = _odd_keys(rng, rng.randint(1, bf._SCALAR_MAX_KEYS), "")
-        data, offsets = bf._utf8_columns(keys)
+        keys = _odd_keys(rng, rng.randint(1, mm._SCALAR_MAX_KEYS), "")
+        data, offsets = mm.utf8_columns(keys)
         nh, vs = rng.choice([1, 2, 30]), rng.choice([1, 7, 4096, 3_450_000, 2**31 - 1])
-        scalar = bf._scalar_positions(data, offsets, nh, vs)
-        monkeypatch.setattr(bf, "_SCALAR_MAX_KEYS", 0)
+        scalar = mm._scalar_positions(data, offsets, nh, vs)
+        monkeypatch.setattr(mm, "_SCALAR_MAX_KEYS", 0)
         vec = np.empty_like(scalar)
-        for idx, pos in bf._positions(data, offsets, nh, vs):
+        for idx, pos in mm.hash_positions(data, offsets, nh, vs):
             vec[:, idx] = pos
-        monkeypatch.setattr(bf, "_SCALAR_MAX_KEYS", 8)
+        monkeypatch.setattr(mm, "_SCALAR_MAX_KEYS", 8)
         assert (scalar == vec).all(), keys
 
 
