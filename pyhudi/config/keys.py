@@ -311,7 +311,7 @@ RECORD_SIZE_ESTIMATE_AUTO = declare(
     "pyhudi only: where Hudi assumes hoodie.copyonwrite.record.size.estimate (no commit wrote more than "
     "the estimation threshold) and that key is not set, estimate instead: from the bytes and records of the "
     "newest commits together, if that is smaller; on a table with no commit yet, from an encoded sample of "
-    "the write's records (in-process engine). A stream of batches below the small-file limit then plans "
+    "the write's records (on Spark, one executor measures it). A stream of batches below the small-file limit then plans "
     "full files from its first batch. false keeps Hudi's rule.", Group.STORAGE)
 RECORD_SIZE_ESTIMATION_THRESHOLD = declare(
     "hoodie.record.size.estimation.threshold", "float", 1.0,
