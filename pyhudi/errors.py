@@ -53,6 +53,11 @@ class TimelineError(HudiError):
     """The timeline is in a state that forbids the requested transition."""
 
 
+class InstantTimeTakenError(TimelineError):
+    """Another writer took this instant time (the same moment, another action); nothing of this instant
+    was left behind, so the caller takes the next time."""
+
+
 class InstantNotFoundError(TimelineError):
     """A requested instant is not on the timeline (or was archived/cleaned)."""
 

@@ -411,10 +411,12 @@ def _execute(engine: Engine, storage: Storage, table: TableConfig, timeline: Act
                      record_key_fields=table.record_key_fields, committed_before=first.timestamp if first else None)
     target = int(params.get("hoodie.clustering.plan.strategy.target.file.max.bytes", cfg.target_file_max_bytes))
     small = int(params.get("hoodie.clustering.plan.strategy.small.file.limit", cfg.small_file_limit))
-    ctx = ClusterContext(storage, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet, target,
-                         sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout), small,
-                         begin_markers(storage, instant, marker_type))
     groups = plan.get("inputGroups") or []
+    # A task per group, each marking its files one at a time as it rolls over (none written ahead): the
+    # batched layout would only add its type file (see begin_markers).
+    marking = begin_markers(storage, instant, marker_type, files=len(groups), tasks=len(groups))
+    ctx = ClusterContext(storage, instant, spec, S.to_json(S.with_meta_fields(avro)), parquet, target,
+                         sort_columns, params.get("hoodie.layout.optimize.strategy", cfg.layout), small, marking)
     rows = [{"group": i, "partition": str(g["slices"][0].get("partitionPath") or ""), "slices": json.dumps(g["slices"])}
             for i, g in enumerate(groups)]
     try:

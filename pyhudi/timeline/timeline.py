@@ -23,6 +23,7 @@ from typing import Any
 from pyhudi.errors import (
     InstantAlreadyCompletedError,
     InstantNotFoundError,
+    InstantTimeTakenError,
     TimelineError,
 )
 from pyhudi.faults import fault_point
@@ -408,8 +409,10 @@ class ActiveTimeline(Timeline):
         `clustering` on layout 2 (both complete as a replacecommit)."""
         return Action.CLUSTERING if self.layout.is_v2 else Action.REPLACE_COMMIT
 
-    def create_requested(self, instant: Instant, content: bytes = b"") -> Instant:
-        """Start an instant; fails if any file of this timestamp already exists."""
+    def create_requested(self, instant: Instant, content: bytes = b"", check_time: bool = True) -> Instant:
+        """Start an instant; fails if any file of this timestamp already exists. `check_time=False`: the
+        caller goes straight on to `transition_to_inflight(..., check_time=True)`, whose one listing does
+        the look below too."""
         if instant.state is not State.REQUESTED:
             raise TimelineError(f"can only create a requested instant, got {instant}")
         # The names this timeline listed when it was loaded: a time taken since is caught by the listing
@@ -418,14 +421,21 @@ class ActiveTimeline(Timeline):
         if instant.timestamp in self._files:
             raise TimelineError(f"instant time {instant.timestamp} is already used on the timeline")
         if not self.storage.create_exclusive(self._rel(instant.file_name), content):
-            raise TimelineError(f"instant {instant} already exists (another writer took this instant time)")
+            raise InstantTimeTakenError(f"instant {instant} already exists (another writer took this instant time)")
         # Exclusive creation only guards this action's file name: another process may have taken the same
         # time for another action between the check above and the create. Whoever sees the other after
         # its own create gives the time up, so at least one side always does (both may; both retry).
-        if any(_same_time(n, instant.timestamp) and n != instant.file_name for n in self._existing_names()):
+        if check_time and self._time_shared(instant, self._existing_names()):
             self.storage.delete(self._rel(instant.file_name))
-            raise TimelineError(f"instant time {instant.timestamp} was taken at the same moment by another writer")
+            raise InstantTimeTakenError(f"instant time {instant.timestamp} was taken at the same moment by another "
+                                        "writer")
         return instant
+
+    @staticmethod
+    def _time_shared(instant: Instant, names: Iterable[str]) -> bool:
+        """Whether a listing shows another instant of `instant`'s time (its own files aside)."""
+        ours = {instant.file_name, instant.with_state(State.INFLIGHT).file_name}
+        return any(_same_time(n, instant.timestamp) and n not in ours for n in names)
 
     def create_new_requested(self, action: Action, content: bytes = b"", local: bool = False) -> Instant:
         """Start an instant of `action` at a fresh time after the timeline's last, taking the next time
@@ -441,11 +451,16 @@ class ActiveTimeline(Timeline):
         raise TimelineError("could not take a new instant time after 20 attempts; is the clock or the "
                             "storage misbehaving?")
 
-    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+    def transition_to_inflight(self, instant: Instant, content: bytes = b"", check_time: bool = False) -> Instant:
         """requested -> inflight. The requested file is looked for once, after the inflight file is created
         (a HEAD): missing then, it was missing before too or was rolled back meanwhile, and either way the
         inflight file is withdrawn; a check before the create as well would cost a second HEAD and tell
-        nothing the one after does not."""
+        nothing the one after does not.
+
+        `check_time`: the requested file was created with `check_time=False`, so a listing after the
+        inflight create replaces both the HEAD and the requested create's own look for another instant of
+        the same time (InstantTimeTakenError, both files withdrawn). That a side of a same-time race always
+        gives up holds as before: each lists after its own creates."""
         requested = Instant(instant.timestamp, instant.action, State.REQUESTED)
         inflight = requested.with_state(State.INFLIGHT)
         fault_point("timeline.before_inflight")
@@ -454,7 +469,15 @@ class ActiveTimeline(Timeline):
                 f"cannot move {instant} to inflight: {inflight.file_name} already exists with other content "
                 f"in {self.storage.base_uri}/{self.layout.timeline_dir} (another process started this "
                 "instant); let that process finish, or roll the instant back")
-        if not self.storage.exists(self._rel(requested.file_name)):
+        names = self._existing_names() if check_time else None
+        if names is not None and self._time_shared(requested, names):
+            self.storage.delete(self._rel(inflight.file_name))
+            self.storage.delete(self._rel(requested.file_name))
+            raise InstantTimeTakenError(f"instant time {instant.timestamp} was taken at the same moment by another "
+                                        "writer")
+        present = requested.file_name in names if names is not None else \
+            self.storage.exists(self._rel(requested.file_name))
+        if not present:
             # Never requested, or a rollback or restore removed the instant before or since the create: the
             # inflight file would be an orphan that later readers and writers take for a live instant.
             self.storage.delete(self._rel(inflight.file_name))

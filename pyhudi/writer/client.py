@@ -36,6 +36,7 @@ from pyhudi.errors import (
     CommitConflictError,
     HudiError,
     InstantAlreadyCompletedError,
+    InstantTimeTakenError,
     InvalidRecordError,
     PostCommitWarning,
     TableNotFoundError,
@@ -311,13 +312,12 @@ class WriteClient:
         cfg = self.config
         self._after_commit = None
         fault_point("write.before_instant")
-        requested, heartbeat = self._start_instant(timeline, action, requested_bytes)
-        instant = requested.timestamp
+        started, heartbeat = self._start_instant(timeline, action, requested_bytes, inflight_bytes)
+        instant = started.timestamp
         after_commit: list[tuple[str, Exception]] = []
         # Once committed, the heartbeat file goes with the markers in one batch delete (markers known here)
         batched = False
         try:
-            timeline.transition_to_inflight(requested, inflight_bytes)
             stats = run(instant)
             self._reconcile_markers(instant, stats)
             fault_point("write.before_complete")
@@ -487,9 +487,11 @@ class WriteClient:
             p, fid = hit[0]
             raise _updates_under_clustering(len(hit), p, fid, pending[(p, fid)], self.storage.base_uri)
 
-    def _start_instant(self, timeline: ActiveTimeline, action: Action,
-                       content: bytes) -> tuple[Instant, Heartbeat]:
-        """Take a fresh instant time; if another writer took the same one first, take the next.
+    def _start_instant(self, timeline: ActiveTimeline, action: Action, content: bytes,
+                       inflight: bytes) -> tuple[Instant, Heartbeat]:
+        """Take a fresh instant time and move it to inflight; if another writer took the same time first,
+        take the next. One listing after both timeline files serves both checks (`transition_to_inflight`'s
+        `check_time`). A failure once the requested file exists rolls the instant back.
 
         In every mode the heartbeat starts before the instant exists and always carries the instant's
         own time, so no other writer ever sees this live write without one (and rolls it back). It is
@@ -501,10 +503,26 @@ class WriteClient:
             instant = new_instant_time(after=after, local=cfg.table.local_timezone)
             beat = Heartbeat(self.storage, instant, cfg.heartbeat_interval_ms).start()
             try:
-                return timeline.create_requested(Instant(instant, action, State.REQUESTED), content), beat
+                requested = timeline.create_requested(Instant(instant, action, State.REQUESTED), content,
+                                                      check_time=False)
             except TimelineError:
                 beat.stop()
                 after = instant
+                continue
+            except BaseException:
+                beat.stop()
+                raise
+            try:
+                return timeline.transition_to_inflight(requested, inflight, check_time=True), beat
+            except InstantTimeTakenError:  # both files withdrawn
+                beat.stop()
+                after = instant
+            except BaseException:
+                try:
+                    self._rollback_own(instant, action)
+                finally:
+                    beat.stop()
+                raise
         raise TimelineError("could not take a new instant time after 20 attempts; is the clock or the "
                             "storage misbehaving?")
 
@@ -577,7 +595,8 @@ class WriteClient:
             parquet=parquet_settings(cfg), buckets=tuple(plan.buckets) if plan else (), salts=tuple(salts),
             # bulk_insert deduplicates in Spark (layout) when asked; handles must not redo it per file.
             combine=(cfg.combine_before_write and plan is not None) if combine is None else combine,
-            require_ordering=ordering_required(cfg), marking=begin_markers(self.storage, instant, cfg.marker_type),
+            require_ordering=ordering_required(cfg), marking=begin_markers(self.storage, instant, cfg.marker_type,
+                                                                    files=len(plan.buckets) if plan else None),
             logs_named_by_commit=cfg.table.layout_version >= 2,
         )
 

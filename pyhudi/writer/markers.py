@@ -100,13 +100,24 @@ class Marking:
         return cls(batched=marker_type == BATCHED)
 
 
-def begin_markers(storage: Storage, instant: str, marker_type: str) -> Marking:
+def begin_markers(storage: Storage, instant: str, marker_type: str, files: int | None = None,
+                  tasks: int | None = None) -> Marking:
     """The marking of an instant's tasks, its `MARKERS.type` file written first (the driver, once: Hudi
     reads `MARKERS<n>` files only when the type file names their layout; tasks of a marking that is not
-    `typed` write it themselves)."""
+    `typed` write it themselves).
+
+    `files` and `tasks`, when the caller's plan knows them: the data files the instant will create and
+    the tasks that create them. Hudi without its timeline server (pyhudi has none) always marks DIRECT;
+    pyhudi emulates the server's batched layout only where it saves requests, which it does when tasks
+    name several files each in one `MARKERS<n>` file: batched costs the type file plus a file per task,
+    DIRECT a file per data file. So an instant of at most `tasks + 1` files marks DIRECT (one write of a
+    single file: one request instead of two). Either layout is read back by pyhudi's and Hudi's rollback
+    (`MarkerBasedRollbackUtils` takes a directory without a type file for DIRECT)."""
     marking = Marking.of(marker_type)
     if not marking.batched:
         return marking
+    if files is not None and files <= (tasks or 1) + 1:
+        return Marking(batched=False)
     _write_type(storage, instant)
     return replace(marking, typed=True)
 

@@ -118,6 +118,45 @@ def test_premarked_names_are_not_written_again_and_others_get_their_own_file(tmp
     assert list_marked_files(storage, I1) == ["a/b/f1.parquet", "f2.parquet"]
 
 
+def test_the_batched_layout_is_used_only_where_it_saves_requests(tmp_path: Path) -> None:
+    """Hudi without its timeline server marks DIRECT; pyhudi writes the server's layout only when a task
+    will name several files in one MARKERS<n> file: more files than tasks + 1. Unknown counts keep the
+    configured layout; DIRECT stays DIRECT."""
+    storage = Storage(str(tmp_path))
+    cases = [("20240101000000001", "TIMELINE_SERVER_BASED", {"files": 1}, False),
+             ("20240101000000002", "TIMELINE_SERVER_BASED", {"files": 2}, False),
+             ("20240101000000003", "TIMELINE_SERVER_BASED", {"files": 3}, True),
+             ("20240101000000004", "TIMELINE_SERVER_BASED", {"files": 6, "tasks": 6}, False),
+             ("20240101000000005", "TIMELINE_SERVER_BASED", {"files": 8, "tasks": 6}, True),
+             ("20240101000000006", "TIMELINE_SERVER_BASED", {}, True),
+             ("20240101000000007", "DIRECT", {"files": 40}, False)]
+    for instant, kind, counts, batched in cases:
+        marking = begin_markers(storage, instant, kind, **counts)
+        assert marking.batched is batched, (instant, kind, counts)
+        assert (tmp_path / MARKER_ROOT / instant / "MARKERS.type").exists() is batched, instant
+
+
+def test_a_one_file_write_marks_its_file_directly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upsert into a one-file table: one DIRECT marker (`<partition>/<file>.marker.MERGE`, no type
+    file: Hudi's rollback then reads the directory as DIRECT) naming exactly the file the commit names."""
+    path = tmp_path / "t"
+    opts = {**BASE, "hoodie.datasource.write.partitionpath.field": ""}
+    pyhudi.write(_batches(5, 1), str(path), opts)
+    kept: list[str] = []
+    monkeypatch.setattr(writer_client, "delete_markers", lambda storage, instant, **_: kept.append(instant))
+    pyhudi.write(_batches(2, 2), str(path), opts)
+    (instant,) = kept
+    root = path / MARKER_ROOT / instant
+    written = _written(path, instant)
+    assert len(written) == 1
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == \
+        [f"{written[0]}.marker.MERGE"]
+    assert marked_files(path, instant) == list_marked_files(Storage(str(path)), instant) == written
+    got = hudi_rs(path)
+    assert got is not None and sorted(zip(got["id"].to_pylist(), got["ts"].to_pylist())) == \
+        sorted([(f"k/{i}.0-ü", 2 if i < 2 else 1) for i in range(5)])
+
+
 def test_direct_markers_are_one_file_each(tmp_path: Path) -> None:
     storage = Storage(str(tmp_path))
     marking = begin_markers(storage, I1, "DIRECT")

@@ -84,24 +84,37 @@ def test_index_lookup_of_a_log_file_a_rollback_deleted(tmp_path: Path, monkeypat
     assert _rows(path) == model
 
 
-def test_marker_directory_deleted_by_a_rollback_mid_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("layout", ["direct", "batched"])
+def test_marker_directory_deleted_by_a_rollback_mid_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          layout: str) -> None:
+    """A two-key write marks its one file DIRECT (a marker file, its directory made by the storage's
+    makedirs); forced to the batched layout, its MARKERS<n> file is created exclusively (os.makedirs)."""
     path = str(tmp_path / "t")
     pyhudi.write(_batch([f"k{i}" for i in range(8)], 1), path, OPTIONS)
     model = _rows(path)
-    real_makedirs = os.makedirs
     fired: list[str] = []
 
-    def racing_makedirs(name: Any, *args: Any, **kwargs: Any) -> None:
-        real_makedirs(name, *args, **kwargs)
-        if "/.hoodie/.temp/" in os.fspath(name) and not fired:  # this write's marker directory
-            fired.append(os.fspath(name))
-            _roll_back_pending(path)  # another writer took this one for dead: its marker directory goes
+    def racing(real: Any) -> Any:
+        def makedirs(*args: Any, **kwargs: Any) -> None:
+            real(*args, **kwargs)
+            name = os.fspath(args[-1] if isinstance(args[0], storage_mod.Storage) else args[0])
+            if ".hoodie/.temp/" in name and not fired:  # this write's marker directory
+                fired.append(name)
+                _roll_back_pending(path)  # another writer took this one for dead: its marker directory goes
+        return makedirs
 
-    monkeypatch.setattr(storage_mod.os, "makedirs", racing_makedirs)
+    if layout == "batched":
+        real_begin = client_mod.begin_markers
+        monkeypatch.setattr(client_mod, "begin_markers", lambda storage, instant, kind, **_: real_begin(
+            storage, instant, kind))
+        monkeypatch.setattr(storage_mod.os, "makedirs", racing(os.makedirs))
+    else:
+        monkeypatch.setattr(storage_mod.Storage, "makedirs", racing(storage_mod.Storage.makedirs))
     with pytest.raises(CommitConflictError, match="rolled back by another writer"):
         pyhudi.write(_batch(["k1", "k9"], 2), path, OPTIONS)
     monkeypatch.undo()
-    assert fired
+    # the instant's own directory (batched: the MARKERS<n> file's) or the partition's in it (DIRECT)
+    assert fired and (fired[0].endswith("/a") if layout == "direct" else fired[0].split("/")[-1].isdigit()), fired
     assert _rows(path) == model
     pyhudi.write(_batch(["k1", "k9"], 2), path, OPTIONS)
     model.update({"k1": (2, "k1-2-ü"), "k9": (2, "k9-2-ü")})

@@ -222,7 +222,8 @@ def make_writer(opts: SourceOptions, schema: T.StructType, overwrite: bool) -> H
     write_avro = am.write_instant_avro_1x if timeline.layout.is_v2 else am.write_instant_avro
     requested = write_avro("HoodieRequestedReplaceMetadata", am.empty_requested_replace_metadata()) \
         if action is Action.REPLACE_COMMIT else b""
-    instant, beat = client._start_instant(timeline, action, requested)
+    inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
+    instant, beat = client._start_instant(timeline, action, requested, inflight)
     # The beat passes to a heartbeat of no process (this worker does not outlive the call): the file is
     # rewritten in place, never missing, so no other writer takes the new instant for a dead one.
     beat._stop.set()
@@ -230,8 +231,6 @@ def make_writer(opts: SourceOptions, schema: T.StructType, overwrite: bool) -> H
         beat._thread.join(timeout=5)
     SharedHeartbeat(storage, instant.timestamp, cfg.heartbeat_interval_ms)._beat()
     try:
-        inflight = WorkloadProfile(operation_type=cfg.operation.operation_type).to_inflight_bytes()
-        timeline.transition_to_inflight(instant, inflight)
         ctx = client._handle_context(spec.avro_schema, instant.timestamp, None, [], combine=False)
     except BaseException:
         client._rollback_own(instant.timestamp, action)
