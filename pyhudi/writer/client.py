@@ -506,7 +506,7 @@ class WriteClient:
                 requested = timeline.create_requested(Instant(instant, action, State.REQUESTED), content,
                                                       check_time=False)
             except TimelineError:
-                beat.stop()
+                beat.stop(delete=False)  # the file of this time may be the other writer's too (see below)
                 after = instant
                 continue
             except BaseException:
@@ -515,7 +515,10 @@ class WriteClient:
             try:
                 return timeline.transition_to_inflight(requested, inflight, check_time=True), beat
             except InstantTimeTakenError:  # both files withdrawn
-                beat.stop()
+                # The heartbeat file is named by the time alone: the writer that kept the time beats the
+                # same file, and deleting it would leave that live write without one until its next beat
+                # (open to a rollback by a third process). Left behind, it only names a time no instant has.
+                beat.stop(delete=False)
                 after = instant
             except BaseException:
                 try:

@@ -78,7 +78,8 @@ def test_the_writers_listing_finds_its_requested_file_rolled_back(tmp_path):
 def test_a_write_whose_time_is_taken_meanwhile_commits_at_the_next_time(tmp_path, monkeypatch):
     """End to end: the first time a write takes is also taken by a clustering plan of another process
     between its requested file and its listing; the write gives it up and commits at a later time, the
-    plan's file stays, nothing of the given-up attempt is left, and hudi-rs reads the rows."""
+    plan's file stays, nothing of the given-up attempt is left on the timeline, the heartbeat file of that
+    time (which the live plan beats too) is not deleted, and hudi-rs reads the rows."""
     import pyarrow as pa
 
     import pyhudi
@@ -96,15 +97,16 @@ def test_a_write_whose_time_is_taken_meanwhile_commits_at_the_next_time(tmp_path
     original = ActiveTimeline.transition_to_inflight
 
     def racing(self, instant, content=b"", check_time=False):
-        if instant.timestamp == taken:
+        if instant.timestamp == taken:  # the other process's plan, and its heartbeat over this writer's
             (path / ".hoodie" / f"{taken}.replacecommit.requested").write_bytes(b"")
+            (path / ".hoodie" / ".heartbeat" / taken).write_bytes(b"")
         return original(self, instant, content, check_time)
 
     monkeypatch.setattr(ActiveTimeline, "transition_to_inflight", racing)
     instant = pyhudi.write(pa.table({"id": ["b", "c"], "ts": [2, 2]}), str(path), opts)
     assert instant > taken, "the next time after the one given up"
     assert [n for n in _names(Storage(str(path))) if n.startswith(taken)] == [f"{taken}.replacecommit.requested"]
-    assert not (path / ".hoodie" / ".heartbeat" / taken).exists()
+    assert (path / ".hoodie" / ".heartbeat" / taken).exists(), "the live plan's heartbeat (same time) is kept"
     (path / ".hoodie" / f"{taken}.replacecommit.requested").unlink()  # the other process's plan, not ours to read
     got = hudi_rs(path)
     assert got is not None and sorted(zip(got["id"].to_pylist(), got["ts"].to_pylist())) == \
