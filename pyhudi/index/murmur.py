@@ -60,7 +60,7 @@ def utf8_columns(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
 
 
 def hash_positions(data: np.ndarray, offsets: np.ndarray, nb_hash: int,
-               vector_size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                   vector_size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Yield (key indices, bit positions of shape (nb_hash, len(indices))).
 
     Vectorised Hadoop MurmurHash. Keys are grouped by their number of whole
@@ -77,7 +77,7 @@ def hash_positions(data: np.ndarray, offsets: np.ndarray, nb_hash: int,
 
 
 def round_groups(data: np.ndarray, offsets: np.ndarray, nb_hash: int,
-                  vector_size: int) -> Iterator[tuple[np.ndarray, Iterator[np.ndarray]]]:
+                 vector_size: int) -> Iterator[tuple[np.ndarray, Iterator[np.ndarray]]]:
     """`hash_positions` one round at a time: (key indices, an iterator of each round's bit positions, one
     int64 array per round that the next round overwrites). A filter that only sets bits scatters each
     round while it is in cache, instead of writing and reading back an (nb_hash, keys) matrix (15.7 MB

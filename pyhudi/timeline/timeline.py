@@ -427,8 +427,7 @@ class ActiveTimeline(Timeline):
         # its own create gives the time up, so at least one side always does (both may; both retry).
         if check_time and self._time_shared(instant, self._existing_names()):
             self.storage.delete(self._rel(instant.file_name))
-            raise InstantTimeTakenError(f"instant time {instant.timestamp} was taken at the same moment by another "
-                                        "writer")
+            raise _time_taken(instant)
         return instant
 
     @staticmethod
@@ -469,14 +468,15 @@ class ActiveTimeline(Timeline):
                 f"cannot move {instant} to inflight: {inflight.file_name} already exists with other content "
                 f"in {self.storage.base_uri}/{self.layout.timeline_dir} (another process started this "
                 "instant); let that process finish, or roll the instant back")
-        names = self._existing_names() if check_time else None
-        if names is not None and self._time_shared(requested, names):
-            self.storage.delete(self._rel(inflight.file_name))
-            self.storage.delete(self._rel(requested.file_name))
-            raise InstantTimeTakenError(f"instant time {instant.timestamp} was taken at the same moment by another "
-                                        "writer")
-        present = requested.file_name in names if names is not None else \
-            self.storage.exists(self._rel(requested.file_name))
+        if check_time:
+            names = self._existing_names()
+            if self._time_shared(requested, names):
+                self.storage.delete(self._rel(inflight.file_name))
+                self.storage.delete(self._rel(requested.file_name))
+                raise _time_taken(requested)
+            present = requested.file_name in names
+        else:
+            present = self.storage.exists(self._rel(requested.file_name))
         if not present:
             # Never requested, or a rollback or restore removed the instant before or since the create: the
             # inflight file would be an orphan that later readers and writers take for a live instant.
@@ -616,6 +616,10 @@ class ActiveTimeline(Timeline):
 
     def _existing_names(self) -> list[str]:
         return [i.name for i in self.storage.list_dir(self.layout.timeline_dir) if not i.is_dir]
+
+
+def _time_taken(instant: Instant) -> InstantTimeTakenError:
+    return InstantTimeTakenError(f"instant time {instant.timestamp} was taken at the same moment by another writer")
 
 
 def _same_time(name: str, ts: str) -> bool:
