@@ -19,8 +19,6 @@ merge-on-read table its base file hits in groups with log files are confirmed ag
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -33,9 +31,10 @@ from pyhudi.engine.base import Engine, TaskInfo, task_count
 from pyhudi.index import bucket as bucket_index
 from pyhudi.index import log_index, merged_keys
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, footer_probe
+from pyhudi.index.key_cache import KEY_FIELD, cache_keys, cached_keys, stored_keys
 from pyhudi.index.key_order import utf16_sort_keys
 from pyhudi.index.locations import LOC_FILE_ID, LOC_INSTANT
-from pyhudi.io.base_file import parallel_read, read_parquet
+from pyhudi.io.base_file import parallel_read
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.reader.log_merge import MergeSpec
 from pyhudi.storage import Storage
@@ -46,7 +45,6 @@ from pyhudi.writer.operation import WriteOperation
 from pyhudi.writer.profile import WorkloadProfile
 
 BUCKET_COL = "_pyhudi_bucket_id"
-KEY_FIELD = "_hoodie_record_key"
 
 
 @dataclass(frozen=True)
@@ -218,10 +216,9 @@ def _bloom_lookup(storage: Storage, kf: KeyFile, wanted: pa.Array, by_ranges: bo
         if not len(candidates):
             return []
         uri = storage.uri(kf.base_path)
-        stored = _cached_keys(uri)
+        stored = cached_keys(uri)
         if stored is None:
-            stored = pf.read(columns=[KEY_FIELD], use_threads=threads).column(0).combine_chunks()
-            _cache_keys(uri, stored)
+            stored = cache_keys(uri, pf.read(columns=[KEY_FIELD], use_threads=threads).column(0).combine_chunks())
     return [(kf, _present(candidates, stored))]
 
 
@@ -242,62 +239,6 @@ def _file_keys(storage: Storage, kf: KeyFile) -> pa.Array:
     return pa.chunked_array(arrays, pa.string()).combine_chunks() if len(arrays) > 1 else arrays[0]
 
 
-# Record keys of base files, per process: base files never change once written, so a process (or a Python
-# worker Spark reuses for the next micro-batch) reads only the files written since.
-class _KeyCache(OrderedDict[str, pa.Array]):
-    """LRU of key columns that keeps the sum of their bytes: summing the whole cache on every insert cost
-    O(files^2) on a write spread over thousands of files."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.nbytes = 0
-
-    def put(self, uri: str, keys: pa.Array) -> None:
-        old = self.pop(uri, None)
-        if old is not None:
-            self.nbytes -= old.nbytes
-        self[uri] = keys
-        self.nbytes += keys.nbytes
-
-    def evict_to(self, max_bytes: int) -> None:
-        """Drop the least recently used columns until the rest fit `max_bytes` (the newest always stays)."""
-        while self.nbytes > max_bytes and len(self) > 1:
-            _, dropped = self.popitem(last=False)
-            self.nbytes -= dropped.nbytes
-
-    def clear(self) -> None:
-        super().clear()
-        self.nbytes = 0
-
-
-_KEY_CACHE = _KeyCache()
-_KEY_CACHE_MAX_BYTES = 256 * 1024 * 1024
-_KEY_CACHE_LOCK = threading.Lock()  # the in-process engine looks keys up from several threads
-
-
-def stored_keys(storage: Storage, path: str) -> pa.Array:
-    """The `_hoodie_record_key` column of a base file, from the bounded per-process cache."""
-    uri = storage.uri(path)
-    cached = _cached_keys(uri)
-    if cached is not None:
-        return cached
-    keys = read_parquet(storage, path, columns=[KEY_FIELD]).column(0).combine_chunks()
-    _cache_keys(uri, keys)
-    return keys
-
-
-def _cached_keys(uri: str) -> pa.Array | None:
-    with _KEY_CACHE_LOCK:
-        cached = _KEY_CACHE.get(uri)
-        if cached is not None:
-            _KEY_CACHE.move_to_end(uri)
-        return cached
-
-
-def _cache_keys(uri: str, keys: pa.Array) -> None:
-    with _KEY_CACHE_LOCK:
-        _KEY_CACHE.put(uri, keys)
-        _KEY_CACHE.evict_to(_KEY_CACHE_MAX_BYTES)
 
 
 def _bloom_filtered(meta: dict[bytes, bytes], keys: pa.Array, by_ranges: bool) -> pa.Array:

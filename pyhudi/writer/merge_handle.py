@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from pyhudi.errors import WriteRolledBackError
 from pyhudi.index.bloom_filter import BloomFilter, FooterFilter
+from pyhudi.index.key_cache import remember_written
 from pyhudi.index.key_order import java_min_max_by_group
 from pyhudi.index.murmur import key_positions
 from pyhudi.io.base_file import (
@@ -154,6 +155,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
         path = join_path(bucket.partition, names[i])
         size = write_parquet(storage, path, rows, ctx.avro_schema_with_meta, ctx.parquet,
                              mid_write_fault="write.mid_file", bloom=bloom, key_bounds=bounds[i])
+        remember_written(storage, path, rows)  # the next write's index lookup need not read them back
         stats.append(WriteStat(
             file_id=bucket.file_id, path=path, partition_path=bucket.partition,
             prev_commit=bucket.base_instant or "null", num_writes=rows.num_rows,

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pyhudi.index import key_cache
 from pyhudi.io import schema as S
 from pyhudi.io.base_file import ParquetSettings, encode_within
 from pyhudi.storage import Storage
@@ -66,6 +67,9 @@ def _write(tmp_path: Path, records: pa.Table, record_size: int, monkeypatch: pyt
         assert (tmp_path / s.path).stat().st_size == s.file_size_in_bytes
     keys = [k for s in stats for k in pq.read_table(tmp_path / s.path, columns=[H.RECORD_KEY]).column(0).to_pylist()]
     assert keys == records.column(H.RECORD_KEY).to_pylist(), "every record once, in order"
+    for s in stats:  # write-through: the keys kept are the written file's, also after a re-split
+        kept = key_cache.cached_keys(Storage(str(tmp_path)).uri(s.path))
+        assert kept is not None and kept.equals(pq.read_table(tmp_path / s.path).column(H.RECORD_KEY).combine_chunks())
     return sizes, len(probes)
 
 

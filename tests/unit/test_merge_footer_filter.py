@@ -18,10 +18,10 @@ import pyhudi
 import pyhudi.index.bloom_filter as bf
 import pyhudi.index.murmur as mm
 from pyhudi.errors import HudiError, InvalidRecordError
+from pyhudi.index import key_cache
 from pyhudi.index.bloom_filter import FOOTER_KEY, TYPE_CODE_KEY, BloomFilter, FooterFilter
 from pyhudi.io.base_file import ParquetSettings, extended_bloom, footer_metadata, parallel_read, read_parquet
 from pyhudi.storage import Storage
-from pyhudi.writer import local_tagging as lt
 from tests.helpers import hudi_rs
 
 # These tests pin Hudi's own filter shapes (every file sized for num_entries), whose bytes Hudi's writers
@@ -279,7 +279,7 @@ def test_few_and_many_keys_build_the_same_filter() -> None:
 
 # --------------------------------------------------------------------------- key cache, reads
 def test_key_cache_keeps_a_running_total(monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = lt._KeyCache()
+    cache = key_cache.KeyCache()
     arrays = [pa.array([f"k{i}-{j}" for j in range(i + 1)]) for i in range(20)]
     for i, a in enumerate(arrays):
         cache.put(f"f{i % 7}", a)  # re-puts replace: the total must not count the old column

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pyhudi.index import key_cache
 from pyhudi.keygen.spec import PARTITION_COL, RECORD_KEY_COL
 from pyhudi.storage import Storage
-from pyhudi.writer import local_tagging as lt
 from pyhudi.writer import single_task as st
 from pyhudi.writer.config import SizingConfig
 from pyhudi.writer.handles import DELETE_FLAG
@@ -26,7 +26,7 @@ def _base_file(root, part: str, name: str, keys: list[str]) -> str:
 
 @pytest.fixture
 def table(tmp_path):
-    lt._KEY_CACHE.clear()
+    key_cache.KEY_CACHE.clear()
     files = {
         "p0": (st.StoredFile("f1-0", "001", _base_file(tmp_path, "p0", "f1-0_0-1-1_001.parquet", ["a", "b", "c"])),
                st.StoredFile("f2-0", "002", _base_file(tmp_path, "p0", "f2-0_0-1-1_002.parquet", ["d", "e"]))),
@@ -35,7 +35,7 @@ def table(tmp_path):
     layout = st.TableLayout(base_files=files, small_files={}, log_targets={}, pending_clustering={},
                             average_record_size=100, tag=True, reject_updates_under_clustering=True, mor=False)
     yield Storage(str(tmp_path)), layout
-    lt._KEY_CACHE.clear()
+    key_cache.KEY_CACHE.clear()
 
 
 def _records(keys: list[str], parts: list[str]) -> pa.Table:
@@ -96,9 +96,9 @@ def test_routing_follows_the_plan(table):
 def test_stored_keys_cache_is_bounded_and_reused(table, monkeypatch):
     storage, layout = table
     paths = [sf.path for files in layout.base_files.values() for sf in files]
-    first = lt.stored_keys(storage, paths[0])
-    assert lt.stored_keys(storage, paths[0]) is first, "an immutable base file is read once"
-    monkeypatch.setattr(lt, "_KEY_CACHE_MAX_BYTES", first.nbytes + 1)
+    first = key_cache.stored_keys(storage, paths[0])
+    assert key_cache.stored_keys(storage, paths[0]) is first, "an immutable base file is read once"
+    monkeypatch.setattr(key_cache, "KEY_CACHE_MAX_BYTES", first.nbytes + 1)
     for p in paths[1:]:
-        lt.stored_keys(storage, p)
-    assert len(lt._KEY_CACHE) == 1 and storage.uri(paths[-1]) in lt._KEY_CACHE
+        key_cache.stored_keys(storage, p)
+    assert len(key_cache.KEY_CACHE) == 1 and storage.uri(paths[-1]) in key_cache.KEY_CACHE

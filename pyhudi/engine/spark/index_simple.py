@@ -88,7 +88,7 @@ def _arrow_locations(spark: SparkSession, storage: Storage, base_files: Sequence
               for group in pack_balanced(list(base_files), cost, tasks)]
 
     def read(group: list[tuple[str, str, str, str]]) -> Iterator[pa.RecordBatch]:
-        from pyhudi.writer.local_tagging import stored_keys
+        from pyhudi.index.key_cache import stored_keys
 
         for path, partition, file_id, instant in group:
             keys = stored_keys(storage, path)

@@ -1,0 +1,95 @@
+"""Record keys of base files, per process: base files never change once written, so a process (or a Python
+worker Spark reuses for the next micro-batch) reads a file's `_hoodie_record_key` column at most once.
+
+Write-through: a handle that writes a base file puts the keys it wrote here (`remember_written`), so the next
+write's index lookup in the same process does not read back the files the previous one wrote (a stream
+spread over 300 partitions rewrites 300 files a batch, and its next batch looks all of them up). The keys
+are those of the table the file was encoded from, in file order: what reading the column would give. A file
+that a failed write leaves and its rollback deletes is never looked up (lookups go through the committed
+view), and a file name is never reused for other content (names carry the file id, the write token and the
+instant; a re-split attempt rewrites the same name, and the last attempt's keys are the ones put)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import pyarrow as pa
+
+from pyhudi.io.base_file import read_parquet
+from pyhudi.io.write_pool import WRITE_POOL
+from pyhudi.storage import Storage
+
+KEY_FIELD = "_hoodie_record_key"
+
+
+class KeyCache(OrderedDict[str, pa.Array]):
+    """LRU of key columns that keeps the sum of their bytes: summing the whole cache on every insert cost
+    O(files^2) on a write spread over thousands of files."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nbytes = 0
+
+    def put(self, uri: str, keys: pa.Array) -> None:
+        old = self.pop(uri, None)
+        if old is not None:
+            self.nbytes -= old.nbytes
+        self[uri] = keys
+        self.nbytes += keys.nbytes
+
+    def evict_to(self, max_bytes: int) -> None:
+        """Drop the least recently used columns until the rest fit `max_bytes` (the newest always stays)."""
+        while self.nbytes > max_bytes and len(self) > 1:
+            _, dropped = self.popitem(last=False)
+            self.nbytes -= dropped.nbytes
+
+    def clear(self) -> None:
+        super().clear()
+        self.nbytes = 0
+
+
+KEY_CACHE = KeyCache()
+KEY_CACHE_MAX_BYTES = 256 * 1024 * 1024
+_LOCK = threading.Lock()  # the in-process engine looks keys up (and writes files) from several threads
+
+
+def stored_keys(storage: Storage, path: str) -> pa.Array:
+    """The `_hoodie_record_key` column of a base file, from the bounded per-process cache."""
+    uri = storage.uri(path)
+    cached = cached_keys(uri)
+    if cached is not None:
+        return cached
+    return cache_keys(uri, read_parquet(storage, path, columns=[KEY_FIELD]).column(0).combine_chunks())
+
+
+def cached_keys(uri: str) -> pa.Array | None:
+    with _LOCK:
+        cached = KEY_CACHE.get(uri)
+        if cached is not None:
+            KEY_CACHE.move_to_end(uri)
+        return cached
+
+
+def cache_keys(uri: str, keys: pa.Array) -> pa.Array:
+    """Keep a copy of `keys` made from pyhudi's process-long pool. The column was allocated from whatever
+    pool was Arrow's default during the read or the write, and a caller may have set a short-lived one
+    (a `proxy_memory_pool` to measure a write's peak): freeing an array after its pool is gone is a
+    segmentation fault, and this cache frees its arrays at any later eviction. `concat_arrays` always
+    copies, where `combine_chunks` of a single chunk hands the same buffers back."""
+    keys = pa.concat_arrays([keys], memory_pool=WRITE_POOL)
+    with _LOCK:
+        KEY_CACHE.put(uri, keys)
+        KEY_CACHE.evict_to(KEY_CACHE_MAX_BYTES)
+    return keys
+
+
+def remember_written(storage: Storage, path: str, table: pa.Table) -> None:
+    """Put the keys of a base file this process just wrote from `table` (a no-op without meta fields:
+    such files have no key column to look up)."""
+    if KEY_FIELD not in table.column_names:
+        return
+    keys = table.column(KEY_FIELD).combine_chunks()
+    if keys.type != pa.string():
+        keys = keys.cast(pa.string())
+    cache_keys(storage.uri(path), keys)
