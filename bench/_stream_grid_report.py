@@ -232,12 +232,15 @@ process).
   write tasks: merge handles 47 % (writing the files 34 %, reading the old ones 10 %), new files 11 %, the
   first batch's 300 partition metadata files 6 % (a new directory and file cost ~1 ms on this disk, as
   delta-rs' first batch pays too), the index lookup 6 %, the commit 4 %. Writing a 30 KB file into an
-  existing directory takes ~0.75 ms here whether pyarrow or plain Python writes it.
+  existing directory takes ~0.75 ms here whether pyarrow or plain Python writes it. The index lookup's key
+  reads are since cut (`cfc958b`: the files a write creates or merges put their keys in the per-process key
+  cache, so the next write does not read them back; that stream took 2.96 against 3.10 s, medians of three
+  alternating runs).
 * **1 MB files: per-file fixed costs.** Each ~1 MB file pays the encoder's set-up, its footer, its marker and
   its commit entry. A create handle whose bucket the planner sized as one file now writes it without first
   encoding a 5,000-row probe (about half a 1 MB file), and re-splits only an attempt that comes out too big.
   Per byte written pyhudi took 1.07x delta-rs' time at 1 MB in one partition, 1.23-1.29x at 3-300, in the
-  run after these cuts (29 of 56 cells within 1.5x, 10 before); the run above has 34 of 56.
+  run after these cuts (29 of 56 cells within 1.5x, 10 before; the run above gives its own count).
 * **128 MB copy-on-write: write-time sizing.** No partition reaches 128 MB in a short stream, so each batch's
   inserts top up the one open file, which is the whole partition: batch k rewrites k batches' rows, where
   delta-rs appends and its one `optimize.compact` rewrites every row once. Merge-on-read defers it to compaction.
