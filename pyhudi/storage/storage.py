@@ -331,12 +331,18 @@ class Storage:
             from pyhudi.storage.object_files import open_output_file
 
             return open_output_file(self._object, rel)
+        path = self.full_path(rel)
         parent = posixpath.dirname(rel.strip("/"))
+        try:
+            # the directory usually exists (a partition's next file): no recursive mkdir per file
+            return self.fs.open_output_stream(path)
+        except FileNotFoundError:
+            if not parent:
+                raise
         for attempt in range(_DIR_RACE_ATTEMPTS):  # the directory made again if deleted meanwhile (_open_new)
-            if parent:
-                self.makedirs(parent)
+            self.makedirs(parent)
             try:
-                return self.fs.open_output_stream(self.full_path(rel))
+                return self.fs.open_output_stream(path)
             except FileNotFoundError:
                 if attempt == _DIR_RACE_ATTEMPTS - 1:
                     raise

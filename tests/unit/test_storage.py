@@ -83,6 +83,30 @@ def test_write_bytes_creates_parents(tmp_path, storage):
     assert (tmp_path / "w" / "v.bin").read_bytes() == b"12"
 
 
+def test_output_stream_makes_its_directory_only_when_missing_and_again_if_deleted(tmp_path, storage,
+                                                                                  monkeypatch):
+    """The stream opens into an existing directory without a mkdir; a missing one is made, and made again
+    when deleted between its mkdir and the open (a rollback removing a directory it took for a dead
+    write's), as _open_new does for markers."""
+    made: list[str] = []
+    real = storage.makedirs
+
+    def racing(rel: str) -> None:
+        real(rel)
+        made.append(rel)
+        if len(made) == 1:
+            storage.delete_dir(rel)  # deleted right after it was made
+
+    monkeypatch.setattr(storage, "makedirs", racing)
+    with storage.open_output_stream("p/q/a.bin") as f:
+        f.write(b"a")
+    assert made == ["p/q", "p/q"] and (tmp_path / "p" / "q" / "a.bin").read_bytes() == b"a"
+    with storage.open_output_stream("p/q/b.bin") as f:
+        f.write(b"b")
+    assert made == ["p/q", "p/q"], "an existing directory is not made again"
+    assert (tmp_path / "p" / "q" / "b.bin").read_bytes() == b"b"
+
+
 def test_write_atomic_creates_replaces_and_leaves_no_temp(tmp_path, storage):
     storage.write_atomic(".hoodie/1.commit", b"first")
     assert (tmp_path / ".hoodie" / "1.commit").read_bytes() == b"first"
