@@ -60,7 +60,7 @@ def stored_keys(storage: Storage, path: str) -> pa.Array:
     cached = cached_keys(uri)
     if cached is not None:
         return cached
-    return cache_keys(uri, read_parquet(storage, path, columns=[KEY_FIELD]).column(0).combine_chunks())
+    return cache_keys(uri, read_parquet(storage, path, columns=[KEY_FIELD]).column(0))
 
 
 def cached_keys(uri: str) -> pa.Array | None:
@@ -71,13 +71,16 @@ def cached_keys(uri: str) -> pa.Array | None:
         return cached
 
 
-def cache_keys(uri: str, keys: pa.Array) -> pa.Array:
-    """Keep a copy of `keys` made from pyhudi's process-long pool. The column was allocated from whatever
+def cache_keys(uri: str, column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Keep a copy of `column` made from pyhudi's process-long pool. The column was allocated from whatever
     pool was Arrow's default during the read or the write, and a caller may have set a short-lived one
     (a `proxy_memory_pool` to measure a write's peak): freeing an array after its pool is gone is a
     segmentation fault, and this cache frees its arrays at any later eviction. `concat_arrays` always
-    copies, where `combine_chunks` of a single chunk hands the same buffers back."""
-    keys = pa.concat_arrays([keys], memory_pool=WRITE_POOL)
+    copies (a chunked column's chunks in the same pass), where `combine_chunks` of a single chunk hands the
+    same buffers back."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    keys = (pa.concat_arrays(chunks, memory_pool=WRITE_POOL) if chunks
+            else pa.array([], column.type, memory_pool=WRITE_POOL))
     with _LOCK:
         KEY_CACHE.put(uri, keys)
         KEY_CACHE.evict_to(KEY_CACHE_MAX_BYTES)
@@ -89,7 +92,7 @@ def remember_written(storage: Storage, path: str, table: pa.Table) -> None:
     such files have no key column to look up)."""
     if KEY_FIELD not in table.column_names:
         return
-    keys = table.column(KEY_FIELD).combine_chunks()
-    if keys.type != pa.string():
-        keys = keys.cast(pa.string())
-    cache_keys(storage.uri(path), keys)
+    column = table.column(KEY_FIELD)
+    if column.type != pa.string():
+        column = column.cast(pa.string())
+    cache_keys(storage.uri(path), column)

@@ -218,7 +218,7 @@ def _bloom_lookup(storage: Storage, kf: KeyFile, wanted: pa.Array, by_ranges: bo
         uri = storage.uri(kf.base_path)
         stored = cached_keys(uri)
         if stored is None:
-            stored = cache_keys(uri, pf.read(columns=[KEY_FIELD], use_threads=threads).column(0).combine_chunks())
+            stored = cache_keys(uri, pf.read(columns=[KEY_FIELD], use_threads=threads).column(0))
     return [(kf, _present(candidates, stored))]
 
 
