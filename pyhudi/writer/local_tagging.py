@@ -239,8 +239,6 @@ def _file_keys(storage: Storage, kf: KeyFile) -> pa.Array:
     return pa.chunked_array(arrays, pa.string()).combine_chunks() if len(arrays) > 1 else arrays[0]
 
 
-
-
 def _bloom_filtered(meta: dict[bytes, bytes], keys: pa.Array, by_ranges: bool) -> pa.Array:
     """The keys a file may hold: within its footer key range (Java order) and passing its bloom filter."""
     if by_ranges:
