@@ -310,6 +310,7 @@ def test_small_upsert_pays_each_request_once(s3: S3Bucket, monkeypatch: pytest.M
                  key=lambda i: i.name.rsplit("_", 1)[-1])
     calls.clear()
     warm = _upsert_cost(s3, uri, model, 6, tt)
+    print(f"{table_type} next 2-row upsert, same process: {sum(warm.values())} requests {warm}")
     reads = [c for c in calls if c[0] == "GET" and c[1] == newest.path]
     assert len(reads) == 1, reads  # the merge's (an insert into the small file rewrites it on MOR too)
     assert sum(warm.values()) <= total - 1, (warm, seen)
