@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -56,11 +57,14 @@ _LOCK = threading.Lock()  # the in-process engine looks keys up (and writes file
 
 def stored_keys(storage: Storage, path: str) -> pa.Array:
     """The `_hoodie_record_key` column of a base file, from the bounded per-process cache."""
-    uri = storage.uri(path)
+    return keys_of(storage.uri(path), lambda: read_parquet(storage, path, columns=[KEY_FIELD]).column(0))
+
+
+def keys_of(uri: str, read: Callable[[], pa.ChunkedArray]) -> pa.Array:
+    """The cached key column of the base file at `uri`, or `read()`'s, kept (a caller holding the file
+    open already, as the bloom lookup does after its footer, reads the column from it)."""
     cached = cached_keys(uri)
-    if cached is not None:
-        return cached
-    return cache_keys(uri, read_parquet(storage, path, columns=[KEY_FIELD]).column(0))
+    return cached if cached is not None else cache_keys(uri, read())
 
 
 def cached_keys(uri: str) -> pa.Array | None:

@@ -433,27 +433,28 @@ def proportional(rows: int, size: int, limit: int) -> int:
 
 def encode_within(make: Callable[[int], pa.Table], rows: int, limit: int, avro_schema_with_meta: str,
                   settings: ParquetSettings, bytes_per_row: float = 0.0,
-                  shrink: Shrink = proportional) -> tuple[pa.Buffer, int]:
+                  shrink: Shrink = proportional) -> tuple[pa.Buffer, int, pa.Table]:
     """Encode the first `rows` rows (as built by `make`) as a base file of at most `limit` bytes.
 
     Size estimates can miss (compression varies along the data), so the file is encoded in memory
     and, if it is too big, re-encoded with fewer rows, as many as `shrink(rows, size, limit)` says
-    (at least one fewer). Returns (bytes, rows).
+    (at least one fewer). Returns (bytes, rows, the table encoded).
     """
     while True:
         sink = pa.BufferOutputStream()
-        _write_to(sink, make(rows), avro_schema_with_meta, settings, bytes_per_row)
+        table = make(rows)
+        _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row)
         data = sink.getvalue()  # written as is: no copy into Python bytes
         if len(data) <= limit or rows <= 1:
-            return data, rows
+            return data, rows, table
         rows = max(1, min(rows - 1, shrink(rows, len(data), limit)))
 
 
 def write_within(storage: Storage, rel_path: str, make: Callable[[int], pa.Table], rows: int, limit: int,
                  avro_schema_with_meta: str, settings: ParquetSettings, bytes_per_row: float = 0.0,
-                 mid_write_fault: str | None = None, shrink: Shrink = proportional) -> tuple[int, int]:
+                 mid_write_fault: str | None = None, shrink: Shrink = proportional) -> tuple[int, int, pa.Table]:
     """`encode_within`, written: the first `rows` rows (as built by `make`) as a base file of at most
-    `limit` bytes at `rel_path`; returns (size, rows).
+    `limit` bytes at `rel_path`; returns (size, rows, the table written).
 
     On a local file system the encoder writes straight into the file and a file that came out too big
     is written again with proportionally fewer rows (rare: the rows were planned from a measured size
@@ -462,14 +463,16 @@ def write_within(storage: Storage, rel_path: str, make: Callable[[int], pa.Table
     store's file is one PUT of bytes held in memory anyway, so there the file is encoded in memory first
     and stored only once it fits."""
     if not storage.is_local:
-        data, rows = encode_within(make, rows, limit, avro_schema_with_meta, settings, bytes_per_row, shrink)
+        data, rows, table = encode_within(make, rows, limit, avro_schema_with_meta, settings, bytes_per_row,
+                                          shrink)
         storage.write_bytes(rel_path, data, mid_write_fault=mid_write_fault)
-        return len(data), rows
+        return len(data), rows, table
     while True:
-        size = write_parquet(storage, rel_path, make(rows), avro_schema_with_meta, settings, bytes_per_row,
+        table = make(rows)
+        size = write_parquet(storage, rel_path, table, avro_schema_with_meta, settings, bytes_per_row,
                              mid_write_fault)
         if size <= limit or rows <= 1:
-            return size, rows
+            return size, rows, table
         rows = max(1, min(rows - 1, shrink(rows, size, limit)))
 
 

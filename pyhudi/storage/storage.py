@@ -31,8 +31,9 @@ import os
 import posixpath
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -45,6 +46,7 @@ from pyhudi.storage.config import Location, parse_location, resolve_options
 if TYPE_CHECKING:
     from pyhudi.storage.object_store import ObjectBackend
 
+T = TypeVar("T")
 TEMP_DIR = ".hoodie/.aux/.pyhudi-tmp"
 _LISTED_MAX = 500_000  # data-file sizes kept per Storage object (`known_size`), about 100 bytes each
 TEMP_FILE_MAX_AGE_S = 3600  # a temp file lives for one write_atomic call; an older one was left by a crash
@@ -72,35 +74,42 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 _DIR_RACE_ATTEMPTS = 3  # a directory deleted between its mkdir and the create inside it is made again
 
 
+def _in_dir(create: Callable[[], T], make_dir: Callable[[], None], retry: Callable[[], bool] = lambda: True) -> T:
+    """`create()` a file, making its directory only when the create finds it missing: the directory
+    usually exists (a partition's next file), so no recursive mkdir per file. A directory deleted between
+    the mkdir and the create (a rollback removing the marker directory of a write it took for dead) is made
+    again, so the write goes on to its commit, which then says it was rolled back. `retry` says whether a
+    missing file is worth another attempt at all."""
+    for attempt in range(_DIR_RACE_ATTEMPTS + 1):
+        try:
+            return create()
+        except FileNotFoundError:
+            if attempt == _DIR_RACE_ATTEMPTS or not retry():
+                raise
+        make_dir()
+    raise AssertionError("not reached")
+
+
 def _open_new(path: str) -> int | None:
-    """A new file opened with O_CREAT|O_EXCL, its directory made first; None when it exists. A directory
-    deleted between the mkdir and the open (a rollback removing the marker directory of a write it took
-    for dead) is made again, so the write goes on to its commit, which then says it was rolled back."""
-    for attempt in range(_DIR_RACE_ATTEMPTS):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+    """A new file opened with O_CREAT|O_EXCL (its directory made if missing); None when it exists."""
+    def create() -> int | None:
         try:
             return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             return None
-        except FileNotFoundError:
-            if attempt == _DIR_RACE_ATTEMPTS - 1:
-                raise
-    return None  # not reached
+    return _in_dir(create, lambda: os.makedirs(os.path.dirname(path), exist_ok=True))
 
 
 def _link_new(src: str, path: str) -> bool:
-    """link(2) `src` to `path`, its directory made first (again if deleted meanwhile); False if it exists."""
-    for attempt in range(_DIR_RACE_ATTEMPTS):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+    """link(2) `src` to `path` (its directory made if missing); False if it exists."""
+    def create() -> bool:
         try:
             os.link(src, path)
             return True
         except FileExistsError:
             return False
-        except FileNotFoundError:
-            if attempt == _DIR_RACE_ATTEMPTS - 1 or not os.path.exists(src):
-                raise
-    return False  # not reached
+    return _in_dir(create, lambda: os.makedirs(os.path.dirname(path), exist_ok=True),
+                   retry=lambda: os.path.exists(src))
 
 
 def _normalize_uri(uri: str) -> str:
@@ -331,22 +340,9 @@ class Storage:
             from pyhudi.storage.object_files import open_output_file
 
             return open_output_file(self._object, rel)
-        path = self.full_path(rel)
-        parent = posixpath.dirname(rel.strip("/"))
-        try:
-            # the directory usually exists (a partition's next file): no recursive mkdir per file
-            return self.fs.open_output_stream(path)
-        except FileNotFoundError:
-            if not parent:
-                raise
-        for attempt in range(_DIR_RACE_ATTEMPTS):  # the directory made again if deleted meanwhile (_open_new)
-            self.makedirs(parent)
-            try:
-                return self.fs.open_output_stream(path)
-            except FileNotFoundError:
-                if attempt == _DIR_RACE_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("not reached")
+        path, parent = self.full_path(rel), posixpath.dirname(rel.strip("/"))
+        return _in_dir(lambda: self.fs.open_output_stream(path), lambda: self.makedirs(parent),
+                       retry=lambda: bool(parent))
 
     def write_bytes(self, rel: str, data: bytes | pa.Buffer, mid_write_fault: str | None = None) -> None:
         """Plain write; only for files that nobody reads until a commit names them.

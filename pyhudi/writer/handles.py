@@ -241,17 +241,15 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
         path = join_path(bucket.partition, name)
         limit = 1 << 62 if bucket.fixed_file_id else int(size_limit(ctx.sizing.max_file_size, rows, ctx.parquet)
                                                          * SPREAD_MAX)
-        built: list[pa.Table] = []
 
-        def make(n: int, start: int = offset, fname: str = name, out: list[pa.Table] = built) -> pa.Table:
-            out[:] = [file_layout(ctx, records.slice(start, n), fname, pid, start)]
-            return out[0]
+        def make(n: int, start: int = offset, fname: str = name) -> pa.Table:
+            return file_layout(ctx, records.slice(start, n), fname, pid, start)
 
         create_marker(storage, ctx.instant, bucket.partition, name, "CREATE", ctx.marking)
-        size, rows = write_within(storage, path, make, rows, limit, ctx.avro_schema_with_meta, ctx.parquet,
-                                  per_row or bucket.record_size, mid_write_fault="write.mid_file",
-                                  shrink=_resplit(ctx, remaining))
-        remember_written(storage, path, built[0])  # the last attempt built is the file written
+        size, rows, written = write_within(storage, path, make, rows, limit, ctx.avro_schema_with_meta,
+                                           ctx.parquet, per_row or bucket.record_size,
+                                           mid_write_fault="write.mid_file", shrink=_resplit(ctx, remaining))
+        remember_written(storage, path, written)
         stats.append(WriteStat(
             file_id=fid, path=path, partition_path=bucket.partition, num_writes=rows, num_inserts=rows,
             total_write_bytes=size, file_size_in_bytes=size,

@@ -31,7 +31,7 @@ from pyhudi.engine.base import Engine, TaskInfo, task_count
 from pyhudi.index import bucket as bucket_index
 from pyhudi.index import log_index, merged_keys
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, footer_probe
-from pyhudi.index.key_cache import KEY_FIELD, cache_keys, cached_keys, stored_keys
+from pyhudi.index.key_cache import KEY_FIELD, keys_of, stored_keys
 from pyhudi.index.key_order import utf16_sort_keys
 from pyhudi.index.locations import LOC_FILE_ID, LOC_INSTANT
 from pyhudi.io.base_file import parallel_read
@@ -215,10 +215,7 @@ def _bloom_lookup(storage: Storage, kf: KeyFile, wanted: pa.Array, by_ranges: bo
         candidates = _bloom_filtered(pf.metadata.metadata or {}, wanted, by_ranges)
         if not len(candidates):
             return []
-        uri = storage.uri(kf.base_path)
-        stored = cached_keys(uri)
-        if stored is None:
-            stored = cache_keys(uri, pf.read(columns=[KEY_FIELD], use_threads=threads).column(0))
+        stored = keys_of(storage.uri(kf.base_path), lambda: pf.read(columns=[KEY_FIELD], use_threads=threads).column(0))
     return [(kf, _present(candidates, stored))]
 
 
