@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from common import MB, REPO_DIR, median  # noqa: E402 - bench/ is on sys.path
 
 # --------------------------------------------------------------------------- live files
@@ -171,7 +172,7 @@ class HudiWriteLedger:
 def delta_bytes_written(path: str) -> dict[str, Any]:
     """Sum of the sizes of every add action in the delta log (every file any commit wrote), per operation."""
     log_dir = Path(path) / "_delta_log"
-    total, per_op = 0, {}
+    total, rows, per_op = 0, 0, {}
     for f in sorted(log_dir.glob("*.json")):
         op, added = "?", 0
         for line in f.read_text().splitlines():
@@ -180,13 +181,34 @@ def delta_bytes_written(path: str) -> dict[str, Any]:
             action = json.loads(line)
             if "add" in action:
                 added += int(action["add"].get("size") or 0)
+                rows += int(json.loads(action["add"].get("stats") or "{}").get("numRecords") or 0)
             elif "commitInfo" in action:
                 op = str(action["commitInfo"].get("operation") or "?")
         total += added
         k = per_op.setdefault(op, {"commits": 0, "bytes": 0})
         k["commits"] += 1
         k["bytes"] += added
-    return {"bytes": total, "by_operation": per_op}
+    return {"bytes": total, "rows": rows, "by_operation": per_op}
+
+
+HUDI_FOOTER_KEYS = ("org.apache.hudi.bloomfilter", "hoodie_min_record_key", "hoodie_max_record_key",
+                    "hoodie_bloom_filter_type_code")
+
+
+def hudi_meta_bytes(files: list[tuple[str, int]]) -> dict[str, int]:
+    """Of these base files' bytes, how many the Hudi format itself adds: the five `_hoodie_*` meta columns'
+    column chunks and the footer's bloom filter and record-key range (read from each file's footer)."""
+    total = meta = footer = 0
+    for f, size in files:
+        md = pq.ParquetFile(f).metadata
+        total += size
+        for rg in range(md.num_row_groups):
+            g = md.row_group(rg)
+            meta += sum(g.column(c).total_compressed_size for c in range(g.num_columns)
+                        if g.column(c).path_in_schema.startswith("_hoodie_"))
+        kv = md.metadata or {}
+        footer += sum(len(k) + len(kv[k]) for k in kv if k.decode() in HUDI_FOOTER_KEYS)
+    return {"bytes": total, "meta_column_bytes": meta, "footer_bytes": footer}
 
 
 # --------------------------------------------------------------------------- queries and checks

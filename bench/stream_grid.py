@@ -102,7 +102,8 @@ def make_sinks(root: Path, kinds: list[str], size: int, args: argparse.Namespace
 
 def sizing(path: str, small_limit: int, max_size: int) -> dict[str, Any]:
     """Well-sized share of pyhudi's live bytes with each partition's one open (largest small) file left
-    out, the most small base files in any partition, and the plain summary."""
+    out, the most small base files in any partition, the plain summary, and the share of the live bytes the
+    Hudi format itself adds (the `_hoodie_*` meta columns, the footer's bloom filter and key range)."""
     live = _tables.hudi_live_files(path)
     base, logs = live["base"], live["log"]
     summary = _tables.size_summary(base, path, small_limit, max_size)
@@ -114,7 +115,10 @@ def sizing(path: str, small_limit: int, max_size: int) -> dict[str, Any]:
     log_bytes = sum(s for _, s in logs)
     denom = summary.get("total", 0) + log_bytes - open_bytes
     well = summary.get("well_sized_bytes", 0)
-    return {"files": summary.get("files", 0), "total": summary.get("total", 0), "log_files": len(logs),
+    fmt = _tables.hudi_meta_bytes(base)
+    return {"format_bytes_share": (fmt["meta_column_bytes"] + fmt["footer_bytes"]) / fmt["bytes"] if fmt["bytes"] else
+            float("nan"), "meta_column_bytes": fmt["meta_column_bytes"], "footer_bytes": fmt["footer_bytes"],
+            "files": summary.get("files", 0), "total": summary.get("total", 0), "log_files": len(logs),
             "log_bytes": log_bytes, "partitions": len(per_part),
             "well_sized_pct_raw": summary.get("well_sized_pct", float("nan")),
             "open_bytes": open_bytes, "sizable_bytes": denom,
@@ -124,16 +128,17 @@ def sizing(path: str, small_limit: int, max_size: int) -> dict[str, Any]:
 
 
 def written(kind: str, path: str) -> dict[str, int]:
-    """Bytes and files every commit of the table wrote (Hudi: totalWriteBytes of each completed instant,
+    """Bytes, rows and files every commit of the table wrote (Hudi: totalWriteBytes of each completed instant,
     compaction included; delta-rs: the add actions of its log, optimize included): write amplification."""
     if kind == "delta":
         d = _tables.delta_bytes_written(path)
         files = sum(1 for f in (Path(path) / "_delta_log").glob("*.json")
                     for line in f.read_text().splitlines() if line.startswith('{"add"'))
-        return {"bytes": int(d["bytes"]), "files": files}
+        return {"bytes": int(d["bytes"]), "files": files, "rows": int(d["rows"])}
     ledger = _tables.HudiWriteLedger(path)
     ledger.update()
-    return {"bytes": ledger.total(), "files": sum(i["files"] for i in ledger.instants.values())}
+    return {"bytes": ledger.total(), "files": sum(i["files"] for i in ledger.instants.values()),
+            "rows": sum(i["records"] for i in ledger.instants.values())}
 
 
 # --------------------------------------------------------------------------- one group
