@@ -397,7 +397,11 @@ class Storage:
             os.close(fd)
         return True
 
-    def write_atomic(self, rel: str, data: bytes) -> None:
+    def write_atomic(self, rel: str, data: bytes, durable: bool = True) -> None:
+        """Readers see the old or the complete new content. Locally `durable` also fsyncs the content
+        before the rename, so that a power loss cannot leave the new name on an empty file; only a file
+        whose loss or emptiness is harmless passes False (`.hoodie_partition_metadata`: see
+        `ensure_partition_metadata`)."""
         if self._object is not None:
             self._object.put(rel, data)  # one PUT: visible whole or not at all
             return
@@ -409,7 +413,8 @@ class Storage:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             _write_all(fd, data)
-            os.fsync(fd)  # the renamed file must never turn out empty after a power loss
+            if durable:
+                os.fsync(fd)  # the renamed file must never turn out empty after a power loss
         finally:
             os.close(fd)
         parent = posixpath.dirname(rel.strip("/"))
