@@ -134,6 +134,24 @@ def format_share(c: dict[str, Any]) -> float:
     return float(c["sizing"].get("format_bytes_share", float("nan")))
 
 
+def factor_table(r: dict[str, Any], markdown: bool) -> str:
+    """Per (partitions, file size), the medians of the ratio's three factors and of the format's share."""
+    cells = [c for c in r.get("cells") or [] if _ok(c) and not _nan(rows_ratio(c))]
+    rows = []
+    for p, s in sorted({(c["partitions"], c["size_mb"]) for c in cells}):
+        sel = [c for c in cells if c["partitions"] == p and c["size_mb"] == s]
+        shares = [format_share(c) for c in sel if not _nan(format_share(c))]
+        data = [bytes_per_row_ratio(c) * (1 - format_share(c)) for c in sel if not _nan(format_share(c))]
+        met = sum(c["ratio"] <= limit(s) for c in sel)
+        rows.append([str(p), f"{s} MB", str(len(sel)), f"{median([c['ratio'] for c in sel]):.2f}",
+                     f"{median([rows_ratio(c) for c in sel]):.2f}", f"{median([bytes_per_row_ratio(c) for c in sel]):.2f}",
+                     f"{median(shares):.0%}" if shares else "-", f"{median(data):.2f}" if data else "-",
+                     f"{median([c['ratio'] / written_ratio(c) for c in sel]):.2f}", f"{met}/{len(sel)}"])
+    return format_table(["partitions", "file size", "cells", "ratio", "rows written", "bytes per row",
+                         "Hudi format's share of pyhudi's bytes", "data columns alone: bytes per row",
+                         "time per byte written", "cells met"], rows, markdown=markdown)
+
+
 def _x(v: float) -> str:
     return "-" if _nan(v) else f"{v:.2f}x"
 
@@ -238,6 +256,10 @@ def _sections(r: dict[str, Any], markdown: bool) -> list[str]:
         "<= 1.5 at 1 MB" + ("; missed cells in bold" if markdown else "") + "):",
         ratio_table(r, markdown),
         "Per size class: " + "; ".join(summary) + ".",
+        "The ratio's three factors, medians per group against delta-rs (ratio = rows written x bytes per row x "
+        "time per byte written; the format's share is read from pyhudi's live files' footers: the `_hoodie_*` "
+        "meta columns, the bloom filter and key range):",
+        factor_table(r, markdown),
         "Missed cells, and where pyhudi's time goes in them (step wall times from wrapping pyhudi's write steps):",
         missed_table(r, markdown),
         "pyhudi's sizing, worst cells first (cells where no partition holds more than its open file are `n/a`):",
@@ -246,55 +268,69 @@ def _sections(r: dict[str, Any], markdown: bool) -> list[str]:
 
 
 LIMITS_TEXT = """\
-What limits the missed cells. Two factors multiply, and the missed-cells table gives both per cell: the bytes
-pyhudi writes against delta-rs (Hudi's small-file handling rewrites the open file of every partition a batch
-reaches) and its time per byte written (the ratio with that amplification divided out). Profiles: py-spy on
-single cells (`--cells X --profile FILE --no-save`, quiet machine; shares of all samples of the bench
-process).
+What limits the missed cells. The ratio is the product of three factors, given per missed cell and as group
+medians in the factor table: the rows pyhudi writes against delta-rs, the bytes a row costs, and the time a
+byte written costs. Profiles: py-spy on single cells (`--cells X --profile FILE --no-save`, quiet machine;
+shares of all samples of the bench process).
 
-* **Sizing is met on every cell.** Every base file's bloom filter is sized to its records
-  (`hoodie.pyhudi.index.bloom.size.to.records`; Hudi sizes every file's for `num_entries`, 431 KB of footer at
-  its defaults), and where Hudi's record-size walk finds no commit above the threshold pyhudi estimates from
-  the newest commits together or, on a first write, from an encoded sample of the records
-  (`hoodie.pyhudi.record.size.estimate.auto`; Hudi assumes 1,024 B, so a 20,000-row stream at 8 MB planned
-  1.5 MB files, small from birth, and at 1 MB merge-on-read kept 26-42 small files in a partition). A planned
-  file a little past the max is written whole instead of rolling a few dozen records into a small file.
-* **30 and 300 partitions: a file rewritten per partition per batch.** A 20,000-row batch over 300
-  partitions adds ~67 rows to each; small-file handling routes them into each partition's open file, so every
-  batch reads, merges and re-encodes 300 files (merge-on-read too: a slice without log files below the
-  small-file limit takes inserts and updates by merge, as Hudi's delta-commit executor does for small file
-  ids), where delta-rs appends 300 files and rewrites them once in OPTIMIZE: 1.37-1.41x its bytes. The per-file
-  costs that made pyhudi's time per byte 1.31-1.56x delta-rs' are cut to 1.19-1.33x (2026-11-29, after
-  `0ed8055`): one operation's files share the sampled dictionary-column choice (it sampled every file: 7 %
-  of p30-u10-recent-s8MB-cow), a batched merge hashes its files' bloom keys one pass per filter shape,
-  fresh filters of files that crossed a power of two included (bloom work fell from 12 % to 6 %), and the
-  Java-safety scan of float columns reads their buffers with numpy. In that cell's profile now (quiet
-  machine, 349 samples, shares of all): merge handles 34 % (writing the files 12 %, bloom hashing 6 %,
-  reading the old files 5 %, merging 6 %), new files 6 % (their fresh filters 5 %), the index lookup 2 %. What is left is
-  per-key hashing (Hudi's 30 murmur rounds a key, in numpy) and the encoder. At 300 partitions the files are
-  ~30 KB and per-file costs lead: p300-u10-all-s8MB-cow (1,299 samples, after `ae558b5`) spends 67 % in the
-  write tasks: merge handles 47 % (writing the files 34 %, reading the old ones 10 %), new files 11 %, the
-  first batch's 300 partition metadata files 6 % (a new directory and file cost ~1 ms on this disk, as
-  delta-rs' first batch pays too), the index lookup 6 %, the commit 4 %. Writing a 30 KB file into an
-  existing directory takes ~0.75 ms here whether pyarrow or plain Python writes it. The index lookup's key
-  reads are since cut (`74816e5`: the files a write creates or merges put their keys in the per-process key
-  cache, so the next write does not read them back). The same cell's profile after it (1,348 samples, on
-  `1cd4b71`): write tasks 69 %, merge handles 44 % (reading the old files 9 %), new files 15 %, encoding
-  and writing the files (both kinds) 35 %, partition metadata 7 %, the commit 4 %, the index lookup 2 % and keeping the written keys 2.5 %:
-  about 1 % saved in all, inside this machine's run-to-run noise (the cell took 3.45-4.39 s over six runs).
-* **1 MB files: per-file fixed costs.** Each ~1 MB file pays the encoder's set-up, its footer, its marker and
-  its commit entry. A create handle whose bucket the planner sized as one file now writes it without first
-  encoding a 5,000-row probe (about half a 1 MB file), and re-splits only an attempt that comes out too big.
-  Per byte written pyhudi took 1.07x delta-rs' time at 1 MB in one partition, 1.23-1.29x at 3-300, in the
-  run after these cuts (29 of 56 cells within 1.5x, 10 before; the run above gives its own count).
-* **128 MB copy-on-write: write-time sizing.** No partition reaches 128 MB in a short stream, so each batch's
-  inserts top up the one open file, which is the whole partition: batch k rewrites k batches' rows, where
-  delta-rs appends and its one `optimize.compact` rewrites every row once. Merge-on-read defers it to compaction.
+* **Bytes per row: the Hudi format's own bytes, 1.3-1.4x delta-rs' in every group.** Every base file
+  carries Hudi's five meta columns, which Hudi's readers, incremental queries and merges read:
+  `_hoodie_record_key` repeats the key (here a 36-character uuid, as wide as the key column itself),
+  `_hoodie_commit_seqno` is unique per row, and `_hoodie_commit_time`, `_hoodie_file_name` and
+  `_hoodie_partition_path` are constant per file. The footer holds the bloom filter Hudi's bloom index reads
+  (base64, as Hudi writes it, sized to the file's records where Hudi sizes every file's for `num_entries`,
+  431 KB at its defaults) and the key range. Read from the live files' footers, these are 28-33 % of
+  pyhudi's bytes (the meta columns 22-27 %, the footer's entries about 6 %). Without them the data columns
+  weigh 0.91-0.94x delta-rs' bytes per row, and 1.01x at 300 partitions, where each ~40 KB file's footer
+  also holds its schema. `hoodie.populate.meta.fields=false` drops the meta columns: bulk_insert then runs
+  at 1.49x delta-rs' throughput (`bench/arrow_engine.py`). But pyhudi supports only inserts on such
+  tables, so the grid keeps Hudi's default.
+* **Rows written: equal, except where Hudi's write-time sizing rewrites more.** With updates spread over
+  the keys, delta-rs' merge rewrites every file holding a matched key, and OPTIMIZE rewrites again. So
+  both systems write the same rows (1.00x), and the whole byte gap is per row. (Earlier runs' notes put
+  the 1.34-1.41x bytes on small-file top-ups; this split shows they were the format.) Insert-only cells
+  differ:
+  * delta-rs appends each batch once and rewrites it once in OPTIMIZE;
+  * pyhudi's top-ups rewrite a partition's open file at every batch until it is full: 1.50x delta-rs'
+    rows (15 batch-writes against 10) where the open file takes all 5 batches. That is 17 of the 24
+    insert-only cells: every size at 30-300 partitions, 8-128 MB at 3, 128 MB at 1.
 
-None of these is removable on pyhudi's side without giving up Hudi's write-time small-file handling (top-ups
-rewrite files at write time, so a reader never sees the small files delta-rs leaves until its OPTIMIZE).
-Short streams (5 batches) weigh the first batches; the Arrow-engine stream (16 + 16 batches, one partition,
-8 MB) is the long-stream figure.
+  Where files fill within the stream, pyhudi writes fewer rows than delta-rs (0.62-0.96x). A full file is
+  not rewritten again, and merge-on-read sends updates to log files until the compaction.
+* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (0.7-0.8x), above it at 30-300
+  partitions (1.1-1.2x) and at 1 MB (1.1-1.4x).** That is pyhudi's own cost per file and per write.
+  * **300 partitions.** A 20,000-row batch adds ~67 rows to each partition, so every batch merges 300
+    files of ~30-65 KB, as delta-rs' merge rewrites 300 files. Raw pyarrow reading and writing the final
+    65 KB files takes 1.7 ms a file here (0.7 read, 1.0 write). pyhudi takes ~2.1 ms a file all-in
+    (index, merge, bloom, commit); delta-rs ~1.1 ms.
+    * p300-u10-all-s8MB-cow (1,348 samples, on `1cd4b71`): write tasks 69 %, merge handles 44 % (reading
+      the old files 9 %), new files 15 %;
+    * encoding and writing the files (both kinds) 35 %, the first batch's 300 partition metadata files 7 %
+      (mostly their fsync: ~0.6 ms each while the disk holds the batch's dirty data files; since `e6f4d44`
+      a partition metafile is written atomically without fsync, as Hudi does: 682 fsyncs in a COW + MOR
+      cell pair became 76, 0.435 s of fsync became 0.030 s, and pyhudi's time over four 300-partition
+      groups fell by ~3 % in three alternating A/B runs);
+    * the commit 4 %, the index lookup 2 %, keeping the written keys 2.5 %.
+  * **30 partitions.** p30-u10-recent-s8MB-cow with 15 batches (1,044 samples, on `1d5fb4d`): merge
+    handles 51 %, of which writing the files 21 %, reading the old ones 9 %, the bloom filters 6 % (murmur
+    hashing 4.5 %) and merging 4 %; the index lookup 2 %.
+  * **1 MB files: per-file fixed costs.** Each ~1 MB file pays the encoder's set-up, a fresh bloom filter
+    of all its keys (Hudi's murmur rounds per key: 4 % of p1-u0-none-s1MB-cow's samples, against 14 % for
+    encoding), its footer, marker and commit entry. Each write also pays about 20 ms outside its file
+    writes (planning, the instant, the commit), against delta-rs' ~30 ms for a whole 20,000-row append.
+  * Reading a merge's old file is 14 % of a one-partition stream at 8 MB (30 batches). Since `36ceafc`,
+    files from 2 MB up are read with Arrow's thread pools: 1.5-1.8x faster reads of 2-8 MB files on an
+    idle core. The 5-batch cells here read files of 2-3 MB, and their times did not move beyond the
+    noise (two A/B runs each way over the 56 cells of 1-3 partitions at 8-128 MB).
+
+**What stays on pyhudi's side:**
+* the per-file and per-write costs at 30-300 partitions and at 1 MB. Most of them are pyarrow's encoder
+  and the file system; the rest is bloom hashing in numpy, the merge and the timeline.
+* The other two factors are Hudi's format and Hudi's small-file handling: top-ups rewrite files at write
+  time, so a reader never sees the small files delta-rs leaves until its OPTIMIZE.
+
+Short streams (5 batches) weigh the first batches. The Arrow-engine stream (16 + 16 batches, one
+partition, 8 MB) is the long-stream figure.
 """
 
 
