@@ -297,12 +297,15 @@ shares of all samples of the bench process).
 
   Where files fill within the stream, pyhudi writes fewer rows than delta-rs (0.62-0.96x). A full file is
   not rewritten again, and merge-on-read sends updates to log files until the compaction.
-* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (0.7-0.8x), above it at 30-300
-  partitions (1.1-1.2x) and at 1 MB (1.1-1.4x).** That is pyhudi's own cost per file and per write.
+* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (0.70-0.85x in the run above),
+  a little above it at 30-300 partitions (1.02-1.08x), and 1.30x at 1 MB on 1-3 partitions.** That is
+  pyhudi's own cost per file and per write. (The run before `36ceafc` and `e6f4d44`, on `1d5fb4d`:
+  1.09-1.18x at 30-300 partitions.)
   * **300 partitions.** A 20,000-row batch adds ~67 rows to each partition, so every batch merges 300
     files of ~30-65 KB, as delta-rs' merge rewrites 300 files. Raw pyarrow reading and writing the final
-    65 KB files takes 1.7 ms a file here (0.7 read, 1.0 write). pyhudi takes ~2.1 ms a file all-in
-    (index, merge, bloom, commit); delta-rs ~1.1 ms.
+    65 KB files takes 1.7 ms a file here (0.7 read, 1.0 write). pyhudi's stream takes 2.1-2.3 ms a file
+    all-in (index, merge, bloom, commit), delta-rs' 1.1-1.7 ms (p300-u10-all-s8MB-cow, 1,500 files each:
+    3.15 against 1.67 s in one run on `1d5fb4d`, 3.47 against 2.51 s in the run above).
     * p300-u10-all-s8MB-cow (1,348 samples, on `1cd4b71`): write tasks 69 %, merge handles 44 % (reading
       the old files 9 %), new files 15 %;
     * encoding and writing the files (both kinds) 35 %, the first batch's 300 partition metadata files 7 %
@@ -322,6 +325,13 @@ shares of all samples of the bench process).
     files from 2 MB up are read with Arrow's thread pools: 1.5-1.8x faster reads of 2-8 MB files on an
     idle core. The 5-batch cells here read files of 2-3 MB, and their times did not move beyond the
     noise (two A/B runs each way over the 56 cells of 1-3 partitions at 8-128 MB).
+
+* **Sizing is met on every cell.** Two pyhudi choices make it so at these small batch sizes:
+  * every base file's bloom filter is sized to its records (`hoodie.pyhudi.index.bloom.size.to.records`);
+  * where Hudi's record-size walk finds no commit above its threshold, pyhudi estimates from the newest
+    commits together or, on a first write, from an encoded sample of the records
+    (`hoodie.pyhudi.record.size.estimate.auto`). Hudi assumes 1,024 B: a 20,000-row stream at 8 MB then
+    planned 1.5 MB files, small from birth.
 
 **What stays on pyhudi's side:**
 * the per-file and per-write costs at 30-300 partitions and at 1 MB. Most of them are pyarrow's encoder
