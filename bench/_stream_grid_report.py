@@ -280,7 +280,7 @@ shares of all samples of the bench process).
   `_hoodie_partition_path` are constant per file. The footer holds the bloom filter Hudi's bloom index reads
   (base64, as Hudi writes it, sized to the file's records where Hudi sizes every file's for `num_entries`,
   431 KB at its defaults) and the key range. Read from the live files' footers, these are 28-33 % of
-  pyhudi's bytes (the meta columns 22-27 %, the footer's entries about 6 %). Without them the data columns
+  pyhudi's bytes (the meta columns 22-27 %, the footer's entries 5-8 %). Without them the data columns
   weigh 0.91-0.94x delta-rs' bytes per row, and 1.01x at 300 partitions, where each ~40 KB file's footer
   also holds its schema. `hoodie.populate.meta.fields=false` drops the meta columns: bulk_insert then runs
   at 1.49x delta-rs' throughput (`bench/arrow_engine.py`). But pyhudi supports only inserts on such
@@ -292,10 +292,10 @@ shares of all samples of the bench process).
   differ:
   * delta-rs appends each batch once and rewrites it once in OPTIMIZE;
   * pyhudi's top-ups rewrite a partition's open file at every batch until it is full: 1.50x delta-rs'
-    rows (15 batch-writes against 10) where the open file takes all 5 batches. That is 17 of the 24
+    rows (15 batch-writes against 10) where the open file takes all 5 batches. That is 18 of the 24
     insert-only cells: every size at 30-300 partitions, 8-128 MB at 3, 128 MB at 1.
 
-  Where files fill within the stream, pyhudi writes fewer rows than delta-rs (0.62-0.96x). A full file is
+  Where files fill within the stream, pyhudi writes fewer rows than delta-rs (0.62-0.97x). A full file is
   not rewritten again, and merge-on-read sends updates to log files until the compaction.
 * **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (0.70-0.85x in the run above),
   a little above it at 30-300 partitions (1.02-1.08x), and 1.30x at 1 MB on 1-3 partitions.** That is
