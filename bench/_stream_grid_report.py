@@ -99,7 +99,7 @@ def missed_table(r: dict[str, Any], markdown: bool) -> str:
     cells = [c for c in r.get("cells") or [] if _ok(c) and c["ratio"] > limit(c["size_mb"])]
     rows = [[c["id"], f"{c['ratio']:.2f}", f"{c['pyhudi']['end_to_end_seconds']:.2f}",
              f"{c['delta']['ingest_seconds']:.2f} + {c['delta']['maintenance_seconds']:.2f}", _written(c),
-             _x(rows_ratio(c)), _per_row(c), _per_byte(c), top_steps(c), cause(c)]
+             _x(rows_ratio(c)), _per_row(c), _x(per_byte_ratio(c)), top_steps(c), cause(c)]
             for c in sorted(cells, key=lambda c: -c["ratio"])]
     return format_table(["cell", "ratio", "pyhudi s", "delta-rs s (writes + optimize)",
                          "written: pyhudi / delta-rs (files)", "rows written vs delta-rs",
@@ -129,6 +129,11 @@ def bytes_per_row_ratio(c: dict[str, Any]) -> float:
     return written_ratio(c) / rows_ratio(c)
 
 
+def per_byte_ratio(c: dict[str, Any]) -> float:
+    """The ratio with the bytes written divided out: pyhudi's time per byte written against delta-rs'."""
+    return c["ratio"] / written_ratio(c)
+
+
 def format_share(c: dict[str, Any]) -> float:
     """Share of pyhudi's live base-file bytes in the Hudi format's own parts (meta columns, bloom footer)."""
     return float(c["sizing"].get("format_bytes_share", float("nan")))
@@ -146,7 +151,7 @@ def factor_table(r: dict[str, Any], markdown: bool) -> str:
         rows.append([str(p), f"{s} MB", str(len(sel)), f"{median([c['ratio'] for c in sel]):.2f}",
                      f"{median([rows_ratio(c) for c in sel]):.2f}", f"{median([bytes_per_row_ratio(c) for c in sel]):.2f}",
                      f"{median(shares):.0%}" if shares else "-", f"{median(data):.2f}" if data else "-",
-                     f"{median([c['ratio'] / written_ratio(c) for c in sel]):.2f}", f"{met}/{len(sel)}"])
+                     f"{median([per_byte_ratio(c) for c in sel]):.2f}", f"{met}/{len(sel)}"])
     return format_table(["partitions", "file size", "cells", "ratio", "rows written", "bytes per row",
                          "Hudi format's share of pyhudi's bytes", "data columns alone: bytes per row",
                          "time per byte written", "cells met"], rows, markdown=markdown)
@@ -180,7 +185,7 @@ def cause(c: dict[str, Any]) -> str:
         out.append(f"{rr:.2f}x delta-rs' rows written (write-time top-ups rewrite the open file"
                    + (", compaction rewrites the slices" if c["type"] == "mor" else "")
                    + "; delta-rs rewrites once in optimize)")
-    pb = c["ratio"] / written_ratio(c) if not _nan(written_ratio(c)) else float("nan")
+    pb = per_byte_ratio(c)
     if c["partitions"] >= 30 and not _nan(pb) and pb > 1.0:
         out.append(f"{c['partitions']} partitions: per-file costs of small files ({pb:.2f}x delta-rs' time per byte)")
     if steps.get("compaction", 0.0) / total >= 0.2:
@@ -198,19 +203,13 @@ def _amplification(r: dict[str, Any], size: int) -> str:
     if not sel:
         return ""
     wr = median([written_ratio(c) for c in sel])
-    pb = median([c["ratio"] / written_ratio(c) for c in sel])
+    pb = median([per_byte_ratio(c) for c in sel])
     rows = [c for c in sel if not _nan(rows_ratio(c))]
     if not rows:
         return f" (median {wr:.1f}x delta-rs' bytes written, {pb:.2f}x its time per byte written)"
     return (f" (medians against delta-rs: {median([rows_ratio(c) for c in rows]):.2f}x rows written x "
             f"{median([bytes_per_row_ratio(c) for c in rows]):.2f}x bytes per row = {wr:.2f}x bytes written; "
             f"{pb:.2f}x time per byte written)")
-
-
-def _per_byte(c: dict[str, Any]) -> str:
-    """The ratio with write amplification divided out: what pyhudi's writing costs per byte against delta-rs'."""
-    wr = written_ratio(c)
-    return "-" if _nan(wr) else f"{c['ratio'] / wr:.2f}x"
 
 
 def _written(c: dict[str, Any]) -> str:

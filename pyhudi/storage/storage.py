@@ -397,6 +397,21 @@ class Storage:
             os.close(fd)
         return True
 
+    def _temp_file(self, data: bytes, durable: bool = True) -> str:
+        """A new local temp file holding `data`, for `write_atomic` to rename and `create_exclusive` to link
+        into place; `durable` fsyncs it first, so the name it takes never turns out empty after a power loss."""
+        tmp = self.full_path(f"{TEMP_DIR}/{uuid.uuid4().hex}")
+        fd = _open_new(tmp)
+        if fd is None:
+            raise FileExistsError(tmp)  # a fresh uuid4 name: never expected
+        try:
+            _write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        return tmp
+
     def write_atomic(self, rel: str, data: bytes, durable: bool = True) -> None:
         """Readers see the old or the complete new content. Locally `durable` also fsyncs the content
         before the rename, so that a power loss cannot leave the new name on an empty file; only a file
@@ -408,15 +423,7 @@ class Storage:
         if not self.is_local:
             self.write_bytes(rel, data)
             return
-        tmp = self.full_path(f"{TEMP_DIR}/{uuid.uuid4().hex}")
-        os.makedirs(os.path.dirname(tmp), exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            _write_all(fd, data)
-            if durable:
-                os.fsync(fd)  # the renamed file must never turn out empty after a power loss
-        finally:
-            os.close(fd)
+        tmp = self._temp_file(data, durable)
         parent = posixpath.dirname(rel.strip("/"))
         if parent:
             self.makedirs(parent)
@@ -430,14 +437,7 @@ class Storage:
         if self.is_local:
             # Write the content to a temp file first, then link(2) it into place: the link fails if the
             # target exists (exclusive) and makes the complete content appear at once (atomic).
-            tmp = self.full_path(f"{TEMP_DIR}/{uuid.uuid4().hex}")
-            os.makedirs(os.path.dirname(tmp), exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            tmp = self._temp_file(data)
             fault_point("storage.before_link")
             try:
                 return _link_new(tmp, self.full_path(rel))
