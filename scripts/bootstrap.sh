@@ -53,7 +53,9 @@ ensure_venv() {
   fi
   stamp="$VENV/.installed-${extras//,/-}"
   target="$ROOT${extras:+[$extras]}"
-  if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+  # setup.py and pyhudi/_native.c: the optional compiled kernel is built by the install, not on import
+  if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] || [ "$ROOT/setup.py" -nt "$stamp" ] \
+     || [ "$ROOT/pyhudi/_native.c" -nt "$stamp" ]; then
     echo "[pyhudi] installing pyhudi${extras:+[$extras]} and its dependencies into .venv${extras:+ (first run downloads PySpark, ~400 MB)}" >&2
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$target"
     touch "$stamp"

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from pyhudi.errors import CorruptFileError, HudiError, InvalidConfigError
-from pyhudi.index.murmur import Keys, hash_positions, key_positions, round_groups, utf8_columns
+from pyhudi.index.murmur import Keys, hash_positions, key_positions, set_bits, utf8_columns
 
 FOOTER_KEY = "org.apache.hudi.bloomfilter"
 OLD_FOOTER_KEY = "com.uber.hoodie.bloomfilter"  # pre-Apache writers; Hudi still reads it
@@ -173,19 +173,11 @@ class BloomFilter:
             return
         rows = self._plan_rows(n)
         if len(self._rows) == 1:
-            row = self._rows[0]
-            for _, rounds in round_groups(data, offsets, self.num_hashes, self.vector_size):
-                for pos in rounds:
-                    row[pos] = True
+            set_bits(data, offsets, self.num_hashes, self.vector_size, self._rows[0])
             return
-        # Several rows: scatters into the rows laid end to end, each key's bits offset by its row.
+        # Several rows: the rows laid end to end, each key's bits offset by its row.
         matrix = np.stack(self._rows)
-        flat = matrix.reshape(-1)
-        for idx, rounds in round_groups(data, offsets, self.num_hashes, self.vector_size):
-            row_start = rows[idx] * self.vector_size
-            for pos in rounds:
-                pos += row_start
-                flat[pos] = True
+        set_bits(data, offsets, self.num_hashes, self.vector_size, matrix.reshape(-1), rows * self.vector_size)
         self._rows = list(matrix)
 
     def add_hashed(self, positions: np.ndarray) -> None:

@@ -5,13 +5,20 @@ round ``i`` is seeded with the signed result of round ``i - 1`` (the first with 
 is ``abs(h % vector_size)`` with Java's truncating ``%`` (Hadoop's ``HashFunction``). The rounds depend
 only on the key and the previous round, never on the filter, so keys hashed once (`key_positions`) serve
 every filter of one shape. The filters themselves are `bloom_filter.py`.
+
+The rounds run in the compiled `pyhudi._native` when the install built it (a C compiler was there),
+else in numpy (`_hash_rounds`); both give the same bits (tests/unit/test_murmur_native.py). The compiled
+kernel is 5-7 times faster and releases the GIL, so a write's threads hash their files in parallel.
+`PYHUDI_NATIVE=0` in the environment selects numpy.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import struct
 from collections.abc import Iterable, Iterator
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +31,23 @@ Keys: TypeAlias = Iterable[str] | pa.Array | pa.ChunkedArray
 _M = np.uint32(0x5BD1E995)
 _CHUNK = 1 << 16  # keys hashed together; bounds the (nbHash, chunk) position matrix
 _SCALAR_MAX_KEYS = 8  # up to this many keys, plain Python hashes faster than numpy (_scalar_positions)
+_NATIVE_CHUNK = 1 << 13  # keys per compiled call: a (30, 8192) int64 position matrix is 2 MB
+_KERNEL_VERSION = 1  # the pyhudi/_native.c this module was written against
+
+
+def _load_native() -> Any:
+    """The compiled kernels, or None: not built, disabled (PYHUDI_NATIVE=0), or built from another
+    version of pyhudi/_native.c than this module expects (an editable install's stale build)."""
+    if os.environ.get("PYHUDI_NATIVE", "1") == "0":
+        return None
+    try:
+        native = importlib.import_module("pyhudi._native")
+    except ImportError:
+        return None
+    return native if getattr(native, "KERNEL_VERSION", None) == _KERNEL_VERSION else None
+
+
+_NATIVE = _load_native()
 
 
 def utf8_columns(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
@@ -69,6 +93,11 @@ def hash_positions(data: np.ndarray, offsets: np.ndarray, nb_hash: int,
     element-wise. The mixed blocks do not depend on the seed, so they are
     computed once and reused by all ``nb_hash`` chained rounds.
     """
+    if _NATIVE is not None and len(offsets) > 1:
+        starts = offsets[:-1]
+        lengths = offsets[1:] - starts
+        yield from _native_groups(data, starts, lengths, lengths >> 2, nb_hash, vector_size)
+        return
     for idx, rounds in round_groups(data, offsets, nb_hash, vector_size):
         out = np.empty((nb_hash, len(idx)), np.int64)
         for i, pos in enumerate(rounds):
@@ -84,18 +113,72 @@ def round_groups(data: np.ndarray, offsets: np.ndarray, nb_hash: int,
     per 64k keys at Hudi's 30 rounds)."""
     if len(offsets) < 2:
         return
-    if len(offsets) - 1 <= _SCALAR_MAX_KEYS:
+    if _NATIVE is None and len(offsets) - 1 <= _SCALAR_MAX_KEYS:
         yield np.arange(len(offsets) - 1), iter(_scalar_positions(data, offsets, nb_hash, vector_size))
         return
     starts = offsets[:-1]
     lengths = offsets[1:] - starts
     nblocks = lengths >> 2
-    order = np.argsort(nblocks, kind="stable")
-    bounds = np.flatnonzero(np.diff(nblocks[order])) + 1
-    for group in np.split(order, bounds):
+    if _NATIVE is not None:
+        for idx, positions in _native_groups(data, starts, lengths, nblocks, nb_hash, vector_size):
+            yield idx, iter(positions)
+        return
+    for group in _block_groups(nblocks):
         for lo in range(0, len(group), _CHUNK):
             idx = group[lo:lo + _CHUNK]
             yield idx, _hash_rounds(data, starts[idx], lengths[idx], nb_hash, vector_size)
+
+
+def _block_groups(nblocks: np.ndarray) -> list[np.ndarray]:
+    """Key indices grouped by their number of whole 4-byte blocks (one group when all keys have the same
+    length, as uuids do: no sort then)."""
+    if len(nblocks) and nblocks[0] == nblocks[-1] and bool(np.all(nblocks == nblocks[0])):
+        return [np.arange(len(nblocks))]
+    order = np.argsort(nblocks, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(nblocks[order])) + 1)
+
+
+def _native_groups(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nblocks: np.ndarray, nb_hash: int,
+                   vector_size: int, chunk: int | None = _NATIVE_CHUNK) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(key indices, their (nb_hash, keys) positions) from the compiled kernel, a fresh matrix per call of
+    at most `chunk` keys (None: a whole block group at once)."""
+    magic, shift = _division_magic(vector_size)
+    for group in _block_groups(nblocks):
+        nb = int(nblocks[group[0]])
+        step = chunk or len(group)
+        for lo in range(0, len(group), step):
+            idx = group[lo:lo + step]
+            out = np.empty((nb_hash, len(idx)), np.int64)
+            _NATIVE.murmur_positions(data, np.ascontiguousarray(starts[idx], np.int64),
+                                     np.ascontiguousarray(lengths[idx], np.int64), nb, nb_hash, vector_size,
+                                     int(magic), int(shift), b"", out)
+            yield idx, out
+
+
+def set_bits(data: np.ndarray, offsets: np.ndarray, nb_hash: int, vector_size: int, bits: np.ndarray,
+             row_starts: np.ndarray | None = None) -> None:
+    """bits[row_starts[key] + position] = True for each key's `nb_hash` positions (`bits`: a flat, contiguous
+    bool array; no `row_starts`: one row). The compiled kernel sets them as it hashes, so the (nb_hash, keys)
+    position matrix is never built."""
+    if len(offsets) < 2:
+        return
+    if _NATIVE is None or not bits.flags.c_contiguous or bits.dtype != np.bool_:
+        for idx, rounds in round_groups(data, offsets, nb_hash, vector_size):
+            shift_by = None if row_starts is None else row_starts[idx]
+            for pos in rounds:
+                if shift_by is not None:
+                    pos += shift_by
+                bits[pos] = True
+        return
+    starts = offsets[:-1]
+    lengths = offsets[1:] - starts
+    nblocks = lengths >> 2
+    magic, shift = _division_magic(vector_size)
+    for group in _block_groups(nblocks):
+        rows = b"" if row_starts is None else np.ascontiguousarray(row_starts[group], np.int64)
+        _NATIVE.murmur_set_bits(data, np.ascontiguousarray(starts[group], np.int64),
+                                np.ascontiguousarray(lengths[group], np.int64), int(nblocks[group[0]]), nb_hash,
+                                vector_size, int(magic), int(shift), rows, bits)
 
 
 def key_positions(keys: Keys, nb_hash: int, vector_size: int) -> np.ndarray:
@@ -103,8 +186,17 @@ def key_positions(keys: Keys, nb_hash: int, vector_size: int) -> np.ndarray:
     merge extends hundreds of files' filters by a few keys each; hashing them together is one vectorised
     pass instead of a Python murmur loop per key)."""
     data, offsets = utf8_columns(keys)
-    out = np.empty((nb_hash, len(offsets) - 1), np.int64)
-    for idx, pos in hash_positions(data, offsets, nb_hash, vector_size):
+    n = len(offsets) - 1
+    if _NATIVE is not None and n:
+        starts = offsets[:-1]
+        lengths = offsets[1:] - starts
+        groups = list(_native_groups(data, starts, lengths, lengths >> 2, nb_hash, vector_size, chunk=None))
+        if len(groups) == 1:
+            return groups[0][1]  # one block count: its group is every key, in order
+    else:
+        groups = list(hash_positions(data, offsets, nb_hash, vector_size))
+    out = np.empty((nb_hash, n), np.int64)
+    for idx, pos in groups:
         out[:, idx] = pos
     return out
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import pyhudi.index.murmur as murmur
 from pyhudi.errors import CorruptFileError, InvalidConfigError, InvalidRecordError
 from pyhudi.index.bloom_filter import (
     FOOTER_KEY,
@@ -37,6 +38,17 @@ from pyhudi.index.murmur import _division_magic
 from pyhudi.index.murmur import hash_positions as _positions
 from pyhudi.index.murmur import utf8_columns as _utf8_columns
 from tests.helpers import samples_root
+
+
+@pytest.fixture(autouse=True, params=["compiled", "numpy"])
+def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every check here runs with each murmur kernel (test_murmur_native.py compares the two directly)."""
+    if request.param == "numpy":
+        monkeypatch.setattr(murmur, "_NATIVE", None)
+    elif murmur._NATIVE is None:
+        pytest.skip("pyhudi._native is not built (no C compiler at install)")
+    return str(request.param)
+
 
 # These tests pin Hudi's own filter shapes (every file sized for num_entries), whose bytes Hudi's writers
 # produce; pyhudi's records-sized filters have tests of their own (test_bloom_sizing.py).
