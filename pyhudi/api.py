@@ -104,8 +104,8 @@ def compact(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
         todo = [i for i in compaction.pending_compactions(storage)
                 if not compaction.being_executed(storage, i, beat)]  # never run one twice
     for inst in todo:
-        compaction.execute(engine_for(spark, config.local_parallelism), storage, table, inst, parquet_settings(config),
-                           config.marker_type, config.lock,
+        compaction.execute(engine_for(spark, config.local_parallelism), storage, table, inst,
+                           parquet_settings(config, storage.base_uri), config.marker_type, config.lock,
                            (config.heartbeat_interval_ms, config.heartbeat_tolerable_misses))
     return todo
 
@@ -135,7 +135,7 @@ def cluster(spark: SparkSession | None, path: str, options: Mapping[str, Any] | 
     done = []
     for inst in todo:
         if clustering.execute(engine_for(spark, config.local_parallelism), storage, table, inst, config.clustering,
-                              parquet_settings(config), config.lock,
+                              parquet_settings(config, storage.base_uri), config.lock,
                               config.heartbeat_interval_ms, config.marker_type) is not None:
             done.append(inst)
     return done

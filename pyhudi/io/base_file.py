@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import json
 import math
+import threading
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -49,33 +51,56 @@ PARALLEL_READ_MIN_BYTES = 2 * 1024 * 1024
 
 
 class DictionaryMemo:
-    """The dictionary columns one operation's files share (`dictionary_columns`), chosen once per schema.
+    """The dictionary columns (`dictionary_columns`) of one table's base files, chosen from a sample.
 
     Whether a column's values repeat is a property of the column (a uuid, a measurement, a city), not of
-    one file, so the first file large enough to sample decides for the operation's later files of the
-    same schema: a 30-partition upsert sampled every column of each of its 30 files (2.5 ms a file of
-    20 columns, 5-7% of a spread write's time). Only the encoding can differ from a per-file choice;
-    the values written and every reader's answer cannot. Shared by the operation's threads (a race
-    only samples twice) and pickled with the settings to Spark's executors."""
+    one file, so a choice sampled from one file serves the table's later files of the same schema: a
+    30-partition upsert sampled every column of each of its 30 files (2.5 ms a file of 20 columns, 5-7%
+    of a spread write's time), and a stream of small writes sampled each write afresh (1.7 ms of a 40 ms
+    write of 20,000 rows). The choices are kept for the process (a Spark Python worker's too: the memo
+    pickles as its table's name), keyed by table and schema, and sampled again every RESAMPLE_FILES
+    files so a column whose values change character is decided again. Only the encoding can differ from
+    a per-file choice; the values written and every reader's answer cannot."""
 
-    def __init__(self) -> None:
-        self._chosen: dict[pa.Schema, list[str]] = {}
+    def __init__(self, table: str | None = None) -> None:
+        self.table = table if table is not None else f"#{uuid.uuid4().hex}"  # no table: this memo's own
 
     def columns(self, table: pa.Table) -> bool | list[str]:
-        schema = table.schema.remove_metadata()
-        chosen = self._chosen.get(schema)
-        if chosen is not None:
+        key = (self.table, table.schema.remove_metadata())
+        with _MEMO_LOCK:
+            chosen = _MEMO_CHOSEN.get(key)
+            uses = _MEMO_USES[key] = _MEMO_USES.get(key, 0) + 1
+        if chosen is not None and uses % RESAMPLE_FILES:
             return chosen
         picked = dictionary_columns(table)
         if isinstance(picked, list):  # a sampled choice (small files keep the writer's default)
-            self._chosen[schema] = picked
+            with _MEMO_LOCK:
+                if len(_MEMO_CHOSEN) >= _MEMO_MAX_KEYS and key not in _MEMO_CHOSEN:
+                    _MEMO_CHOSEN.clear()
+                    _MEMO_USES.clear()
+                    _MEMO_USES[key] = uses
+                _MEMO_CHOSEN[key] = picked
         return picked
+
+    @staticmethod
+    def forget() -> None:
+        """Drop every kept choice (tests)."""
+        with _MEMO_LOCK:
+            _MEMO_CHOSEN.clear()
+            _MEMO_USES.clear()
+
+
+RESAMPLE_FILES = 64
+_MEMO_MAX_KEYS = 256  # (table, schema) pairs kept; a process writing more starts over
+_MEMO_CHOSEN: dict[tuple[str, pa.Schema], list[str]] = {}
+_MEMO_USES: dict[tuple[str, pa.Schema], int] = {}
+_MEMO_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
 class ParquetSettings:
     """The parquet writer's settings for one operation (`writer.config.parquet_settings` builds them per
-    write or service run), with that operation's `DictionaryMemo`."""
+    write or service run), with its table's `DictionaryMemo`."""
 
     codec: str = "snappy"
     page_size: int = 1048576

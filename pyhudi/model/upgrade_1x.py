@@ -172,7 +172,8 @@ def _compact_all(storage: Storage, cfg: WriteConfig) -> None:
                 raise UnsupportedTableError(
                     f"{storage.base_uri}: compaction {inst} is being executed by another process; the upgrade "
                     "compacts the table first (as Hudi does): write again when it has finished")
-            compaction.execute(engine, storage, table, inst, parquet_settings(cfg), cfg.marker_type, cfg.lock, beat)
+            compaction.execute(engine, storage, table, inst, parquet_settings(cfg, storage.base_uri), cfg.marker_type,
+                               cfg.lock, beat)
         if compaction.schedule(storage, table, unbounded, force=True, max_file_size=cfg.sizing.max_file_size,
                                lock=cfg.lock) is None:
             break

@@ -63,7 +63,8 @@ def _clustering_execute(engine: Engine, storage: Storage, cfg: WriteConfig, inst
     from pyhudi.services import clustering
     from pyhudi.writer.config import parquet_settings
 
-    return clustering.execute(engine, storage, cfg.table, instant, cfg.clustering, parquet_settings(cfg),
+    return clustering.execute(engine, storage, cfg.table, instant, cfg.clustering,
+                              parquet_settings(cfg, storage.base_uri),
                               cfg.lock, cfg.heartbeat_interval_ms, cfg.marker_type)
 
 
@@ -132,7 +133,8 @@ def _compaction_execute(engine: Engine, storage: Storage, cfg: WriteConfig, inst
     from pyhudi.services import compaction
     from pyhudi.writer.config import parquet_settings
 
-    return compaction.execute(engine, storage, cfg.table, instant, parquet_settings(cfg), cfg.marker_type, cfg.lock,
+    return compaction.execute(engine, storage, cfg.table, instant, parquet_settings(cfg, storage.base_uri),
+                              cfg.marker_type, cfg.lock,
                               (cfg.heartbeat_interval_ms, cfg.heartbeat_tolerable_misses))
 
 

@@ -595,7 +595,8 @@ class WriteClient:
             populate_meta=cfg.table.populate_meta_fields, precombine_field=cfg.precombine_field,
             event_time_ordering=cfg.uses_event_time_ordering,
             allow_duplicate_on_inserts=cfg.allow_duplicate_on_inserts, sizing=cfg.sizing,
-            parquet=parquet_settings(cfg), buckets=tuple(plan.buckets) if plan else (), salts=tuple(salts),
+            parquet=parquet_settings(cfg, self.storage.base_uri), buckets=tuple(plan.buckets) if plan else (),
+            salts=tuple(salts),
             # bulk_insert deduplicates in Spark (layout) when asked; handles must not redo it per file.
             combine=(cfg.combine_before_write and plan is not None) if combine is None else combine,
             require_ordering=ordering_required(cfg), marking=begin_markers(self.storage, instant, cfg.marker_type,

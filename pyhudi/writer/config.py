@@ -15,7 +15,7 @@ from typing import Any
 from pyhudi.config import keys as K
 from pyhudi.config.registry import Options
 from pyhudi.errors import InvalidConfigError
-from pyhudi.io.base_file import ParquetSettings
+from pyhudi.io.base_file import DictionaryMemo, ParquetSettings
 from pyhudi.model.metadata_table import note_enable_requested
 from pyhudi.model.table_config import (
     COW,
@@ -629,11 +629,13 @@ class ArchivalConfig:
         return cfg
 
 
-def parquet_settings(cfg: WriteConfig) -> ParquetSettings:
-    """The parquet writer's settings for the write's (or service's) configuration."""
+def parquet_settings(cfg: WriteConfig, table_uri: str) -> ParquetSettings:
+    """The parquet writer's settings for the write's (or service's) configuration on the table at
+    `table_uri` (whose files share their dictionary choices: `DictionaryMemo`)."""
     return ParquetSettings(
         codec=cfg.sizing.codec, page_size=cfg.sizing.page_size, block_size=cfg.sizing.block_size,
         bloom_type=cfg.index.bloom_type, bloom_num_entries=cfg.index.bloom_num_entries,
         bloom_fpp=cfg.index.bloom_fpp, bloom_max_entries=cfg.index.bloom_max_entries,
         with_bloom=cfg.table.populate_meta_fields, bloom_size_to_records=cfg.index.bloom_size_to_records,
+        dictionary_memo=DictionaryMemo(table_uri),
     )

@@ -115,7 +115,7 @@ class LocalWriteClient(StreamedInsert):
         return self._commit_write(tagged, profile, spec.avro_schema, timeline, view, replace_all)
 
     def _sampled_record_size(self, tagged: Any) -> int | None:
-        return sampled_record_size(tagged, self.config.sizing, parquet_settings(self.config))
+        return sampled_record_size(tagged, self.config.sizing, parquet_settings(self.config, self.storage.base_uri))
 
     def _run_handles(self, tagged: pa.Table, plan: BucketPlan, avro_schema: dict[str, Any],
                      instant: str) -> list[WriteStat]:

@@ -156,8 +156,8 @@ def test_clustering_planned_while_mor_write_in_flight_keeps_every_acknowledged_w
 
             def run() -> None:
                 try:
-                    clustering.execute(engine_for(spark), storage, cfg.table, instant, cfg.clustering, parquet_settings(cfg),
-                                       lock)
+                    clustering.execute(engine_for(spark), storage, cfg.table, instant, cfg.clustering,
+                                       parquet_settings(cfg, storage.base_uri), lock)
                 except BaseException as exc:
                     errors.append(exc)
                     pathlib.Path(c).touch()

@@ -6,13 +6,21 @@ property is tests/integration/test_cross_reader.py."""
 from __future__ import annotations
 
 import math
+import pickle
 import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pyhudi.io.base_file import ParquetSettings, _leaf_paths, encode_within, java_safe_columns
+from pyhudi.io.base_file import (
+    RESAMPLE_FILES,
+    DictionaryMemo,
+    ParquetSettings,
+    _leaf_paths,
+    encode_within,
+    java_safe_columns,
+)
 
 AVRO = '{"type":"record","name":"r","fields":[]}'
 ROWS = 3000  # above dictionary_columns' sample, so its per-column choice is used too
@@ -90,11 +98,13 @@ def test_leaf_paths_are_the_paths_pyarrow_writes(dtype: pa.DataType) -> None:
     assert list(_leaf_paths("c", dtype)) == [meta.schema.column(j).path for j in range(meta.num_columns)]
 
 
-def test_one_operations_files_share_the_sampled_dictionary_choice_but_not_the_java_safety() -> None:
+def test_a_tables_files_share_the_sampled_dictionary_choice_but_not_the_java_safety() -> None:
     """`ParquetSettings.dictionary_memo`: the first file large enough to sample picks the dictionary columns
-    for the operation's later files of its schema (a file too small to sample decides nothing), while
-    each file's own floats still decide its Java-safe encoding."""
-    settings = ParquetSettings()
+    for the table's later files of its schema, in later operations too (a file too small to sample
+    decides nothing), until RESAMPLE_FILES files later it samples again; each file's own floats still
+    decide its Java-safe encoding."""
+    DictionaryMemo.forget()
+    settings = ParquetSettings(dictionary_memo=DictionaryMemo("t1"))
     n = ROWS
     first = pa.table({"_hoodie_record_key": pa.array([f"k{i:05d}" for i in range(n)]),
                       "city": pa.array(["x", "y", "z"] * (n // 3)),
@@ -102,7 +112,7 @@ def test_one_operations_files_share_the_sampled_dictionary_choice_but_not_the_ja
     small = first.slice(0, 100)
     assert settings.dictionary_memo.columns(small) is True  # too small to sample: pyarrow's default
     assert settings.dictionary_memo.columns(first) == ["city", "f"]
-    # A later file of the same schema whose `city` happens to be unique keeps the operation's choice...
+    # A later file of the same schema whose `city` happens to be unique keeps the table's choice...
     later = first.set_column(1, "city", pa.array([f"c{i}" for i in range(n)]))
     later = later.set_column(2, "f", pa.array([0.0 if i == 4 else float(i % 3 + 1) for i in range(n)]))
     assert settings.dictionary_memo.columns(later) == ["city", "f"]
@@ -112,11 +122,21 @@ def test_one_operations_files_share_the_sampled_dictionary_choice_but_not_the_ja
     chunks = _chunks(pq.ParquetFile(pa.BufferReader(data)).metadata)
     assert chunks["city"].has_dictionary_page and not chunks["f"].has_dictionary_page
     assert not chunks["_hoodie_record_key"].has_dictionary_page
-    # Another schema, or another operation's settings, samples again.
+    # The next operation on the table (new settings, a pickled copy on an executor) keeps the choice...
+    again = pickle.loads(pickle.dumps(ParquetSettings(dictionary_memo=DictionaryMemo("t1"))))
+    assert again.dictionary_memo.columns(later) == ["city", "f"]
+    # ...another schema or another table samples, and so does the table's RESAMPLE_FILES-th file.
     other = later.rename_columns(["_hoodie_record_key", "town", "f"])
     assert settings.dictionary_memo.columns(other) == ["f"]
-    assert ParquetSettings().dictionary_memo.columns(later) == ["f"]
+    assert ParquetSettings(dictionary_memo=DictionaryMemo("t2")).dictionary_memo.columns(later) == ["f"]
+    t3 = DictionaryMemo("t3")
+    assert t3.columns(first) == ["city", "f"]  # file 1 samples
+    for _ in range(RESAMPLE_FILES - 2):
+        assert t3.columns(later) == ["city", "f"]
+    assert t3.columns(later) == ["f"]  # file RESAMPLE_FILES samples again
+    assert t3.columns(first) == ["f"]  # and its choice is kept in turn
     assert ParquetSettings() == settings  # the memo is not part of the settings' value
+    DictionaryMemo.forget()
 
 
 def test_nan_and_zero_are_found_in_slices_and_behind_nulls_but_null_slots_do_not_count() -> None:

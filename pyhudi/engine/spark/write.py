@@ -62,7 +62,7 @@ class SparkWriteClient(WriteClient):
     def _sampled_record_size(self, tagged: Any) -> int | None:
         from pyhudi.engine.spark.record_size import spark_sampled_record_size
 
-        return spark_sampled_record_size(tagged, self.config)
+        return spark_sampled_record_size(tagged, self.config, self.storage.base_uri)
 
     # ------------------------------------------------------------------ entry point
     def write(self, df: DataFrame, replace_all: bool = False) -> WriteResult:
