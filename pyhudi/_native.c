@@ -33,8 +33,8 @@ static uint32_t tail_word(const uint8_t *key, int64_t nb, int64_t length) {
     uint32_t tail = 0;
     int64_t left = length - 4 * nb;
     for (int64_t back = left; back >= 1; back--) {
-        int32_t byte = (int8_t)key[length - back];
-        tail ^= (uint32_t)(byte << (8 * (back - 1)));
+        uint32_t byte = (uint32_t)(int32_t)(int8_t)key[length - back]; /* sign-extended, then shifted unsigned */
+        tail ^= byte << (8 * (back - 1));
     }
     return tail;
 }
@@ -185,9 +185,15 @@ static PyObject *run(PyObject *args, int set_bits) {
     return result;
 }
 
-static PyObject *murmur_positions(PyObject *self, PyObject *args) { return run(args, 0); }
+static PyObject *murmur_positions(PyObject *self, PyObject *args) {
+    (void)self;
+    return run(args, 0);
+}
 
-static PyObject *murmur_set_bits(PyObject *self, PyObject *args) { return run(args, 1); }
+static PyObject *murmur_set_bits(PyObject *self, PyObject *args) {
+    (void)self;
+    return run(args, 1);
+}
 
 static PyMethodDef methods[] = {
     {"murmur_positions", murmur_positions, METH_VARARGS,
@@ -199,7 +205,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "pyhudi._native", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "pyhudi._native", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);

@@ -94,9 +94,7 @@ def hash_positions(data: np.ndarray, offsets: np.ndarray, nb_hash: int,
     computed once and reused by all ``nb_hash`` chained rounds.
     """
     if _NATIVE is not None and len(offsets) > 1:
-        starts = offsets[:-1]
-        lengths = offsets[1:] - starts
-        yield from _native_groups(data, starts, lengths, lengths >> 2, nb_hash, vector_size)
+        yield from _native_groups(data, offsets, nb_hash, vector_size)
         return
     for idx, rounds in round_groups(data, offsets, nb_hash, vector_size):
         out = np.empty((nb_hash, len(idx)), np.int64)
@@ -113,20 +111,21 @@ def round_groups(data: np.ndarray, offsets: np.ndarray, nb_hash: int,
     per 64k keys at Hudi's 30 rounds)."""
     if len(offsets) < 2:
         return
-    if _NATIVE is None and len(offsets) - 1 <= _SCALAR_MAX_KEYS:
+    if len(offsets) - 1 <= _SCALAR_MAX_KEYS:
         yield np.arange(len(offsets) - 1), iter(_scalar_positions(data, offsets, nb_hash, vector_size))
         return
-    starts = offsets[:-1]
-    lengths = offsets[1:] - starts
-    nblocks = lengths >> 2
-    if _NATIVE is not None:
-        for idx, positions in _native_groups(data, starts, lengths, nblocks, nb_hash, vector_size):
-            yield idx, iter(positions)
-        return
+    starts, lengths, nblocks = _spans(offsets)
     for group in _block_groups(nblocks):
         for lo in range(0, len(group), _CHUNK):
             idx = group[lo:lo + _CHUNK]
             yield idx, _hash_rounds(data, starts[idx], lengths[idx], nb_hash, vector_size)
+
+
+def _spans(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each key's start, length and number of whole 4-byte blocks."""
+    starts = offsets[:-1]
+    lengths = offsets[1:] - starts
+    return starts, lengths, lengths >> 2
 
 
 def _block_groups(nblocks: np.ndarray) -> list[np.ndarray]:
@@ -138,10 +137,11 @@ def _block_groups(nblocks: np.ndarray) -> list[np.ndarray]:
     return np.split(order, np.flatnonzero(np.diff(nblocks[order])) + 1)
 
 
-def _native_groups(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nblocks: np.ndarray, nb_hash: int,
-                   vector_size: int, chunk: int | None = _NATIVE_CHUNK) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def _native_groups(data: np.ndarray, offsets: np.ndarray, nb_hash: int, vector_size: int,
+                   chunk: int | None = _NATIVE_CHUNK) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(key indices, their (nb_hash, keys) positions) from the compiled kernel, a fresh matrix per call of
     at most `chunk` keys (None: a whole block group at once)."""
+    starts, lengths, nblocks = _spans(offsets)
     magic, shift = _division_magic(vector_size)
     for group in _block_groups(nblocks):
         nb = int(nblocks[group[0]])
@@ -170,9 +170,7 @@ def set_bits(data: np.ndarray, offsets: np.ndarray, nb_hash: int, vector_size: i
                     pos += shift_by
                 bits[pos] = True
         return
-    starts = offsets[:-1]
-    lengths = offsets[1:] - starts
-    nblocks = lengths >> 2
+    starts, lengths, nblocks = _spans(offsets)
     magic, shift = _division_magic(vector_size)
     for group in _block_groups(nblocks):
         rows = b"" if row_starts is None else np.ascontiguousarray(row_starts[group], np.int64)
@@ -188,9 +186,7 @@ def key_positions(keys: Keys, nb_hash: int, vector_size: int) -> np.ndarray:
     data, offsets = utf8_columns(keys)
     n = len(offsets) - 1
     if _NATIVE is not None and n:
-        starts = offsets[:-1]
-        lengths = offsets[1:] - starts
-        groups = list(_native_groups(data, starts, lengths, lengths >> 2, nb_hash, vector_size, chunk=None))
+        groups = list(_native_groups(data, offsets, nb_hash, vector_size, chunk=None))
         if len(groups) == 1:
             return groups[0][1]  # one block count: its group is every key, in order
     else:
