@@ -341,6 +341,23 @@ def _merge_partition_meta(into: dict[str, Any], more: dict[str, Any]) -> None:
             into[key] = {**(into.get(key) or {}), **more[key]}
 
 
+def sweep_late_files(storage: Storage, instant: str) -> list[str]:
+    """Delete the base files of rolled-back `instant` that its markers name and that exist, then its marker
+    directory: what a task of the write still running during the rollback wrote after it (the task's
+    marker write made the directory again). Log blocks such a task appended need nothing: readers skip
+    blocks of an instant that never completed. Returns the files deleted."""
+    late = [rel for rel in list_marked_files(storage, instant) if _base_of(rel, instant) and storage.exists(rel)]
+    for rel in late:
+        storage.delete(rel)
+    delete_markers(storage, instant)
+    return late
+
+
+def _base_of(rel: str, ts: str) -> bool:
+    base = parse_base_file(rel.rsplit("/", 1)[-1])
+    return base is not None and base.instant == ts
+
+
 def rollback_pending_write(storage: Storage, timeline: ActiveTimeline, target: Instant) -> RollbackResult:
     plan = plan_rollback(storage, target, timeline.layout.is_v2)
     rollback_ts = timeline.create_new_requested(Action.ROLLBACK, am.write_instant_avro("HoodieRollbackPlan", plan)

@@ -104,3 +104,45 @@ def test_a_write_rolled_back_while_paused_does_not_complete(tmp_path: Path, begu
     _apply(model, 3)
     assert not ActiveTimeline.load(Storage(str(path))).pending()
     _check(path, model)
+
+
+def test_files_a_late_task_wrote_after_the_rollback_are_swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Spark job's failed task makes the data source roll the write back at once, while a cancelled task
+    of the same job can still write (its Python worker is killed only spark.python.task.killTimeout later):
+    its marker makes the marker directory again and its base file lands after the rollback. The sweep
+    deletes exactly that, and the table shows no trace of the failed write."""
+    import os
+    import shutil
+
+    from pyhudi.writer.markers import Marking, create_marker, marker_dir
+
+    path, model = tmp_path / "t", {}
+    pyhudi.write(_batch(1), str(path), OPTS)
+    _apply(model, 1)
+    failed: list[str] = []
+    original = WriteClient._complete
+
+    def complete(self: WriteClient, instant: str, *args: Any, **kwargs: Any) -> None:
+        failed.append(instant)
+        raise RuntimeError("a task failed")
+
+    monkeypatch.setattr(WriteClient, "_complete", complete)
+    with pytest.raises(RuntimeError, match="a task failed"):
+        pyhudi.write(_batch(2), str(path), OPTS)
+    monkeypatch.setattr(WriteClient, "_complete", original)
+    storage = Storage(str(path))
+    (instant,) = failed
+    timeline = ActiveTimeline.load(storage)
+    assert timeline.find(instant) is None and len(timeline.actions(Action.ROLLBACK).completed()) == 1
+    committed = sorted(f for _, _, fs in os.walk(path) for f in fs if f.endswith(".parquet"))
+    # The late task: a marker, then a base file of the rolled-back instant (a copy of a committed one).
+    late = f"late-0_1-2-3_{instant}.parquet"
+    create_marker(storage, instant, "p=7", late, "CREATE", Marking())
+    shutil.copy(next(p for p in path.joinpath("p=7").iterdir() if p.suffix == ".parquet"), path / "p=7" / late)
+    assert rb.sweep_late_files(storage, instant) == [f"p=7/{late}"]
+    assert not storage.exists(marker_dir(instant))
+    assert sorted(f for _, _, fs in os.walk(path) for f in fs if f.endswith(".parquet")) == committed
+    assert rb.sweep_late_files(storage, instant) == []  # nothing left: a second sweep is a no-op
+    pyhudi.write(_batch(3), str(path), OPTS)
+    _apply(model, 3)
+    _check(path, model)
