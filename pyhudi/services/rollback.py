@@ -341,6 +341,29 @@ def _merge_partition_meta(into: dict[str, Any], more: dict[str, Any]) -> None:
             into[key] = {**(into.get(key) or {}), **more[key]}
 
 
+LATE_TASK_GRACE_S = 3.0
+"""How long the rollback of a write whose Spark job failed waits before sweeping again. Spark reports the
+job failed as soon as one task fails, while it cancels the job's other tasks; a cancelled task's Python
+worker is killed spark.python.task.killTimeout (2 s by default) later and can write files until then,
+which the rollback, already done, never saw (a CI run left 3 base files of a task killed while the data
+source's abort() rolled back)."""
+
+
+def sweep_after_failed_job(storage: Storage, instant: str) -> list[str]:
+    """`sweep_late_files` once the failed job's cancelled tasks are past their kill (best effort: a file
+    left is invisible to readers, as the write's instant never completed)."""
+    time.sleep(LATE_TASK_GRACE_S)
+    try:
+        late = sweep_late_files(storage, instant)
+    except Exception as exc:  # noqa: BLE001 - the write already failed; this only tidies up
+        log.warning("could not sweep what tasks of failed write %s wrote after its rollback (%s)", instant, exc)
+        return []
+    if late:
+        log.warning("deleted %d file(s) that tasks of failed write %s wrote after its rollback: %s", len(late),
+                    instant, ", ".join(late))
+    return late
+
+
 def sweep_late_files(storage: Storage, instant: str) -> list[str]:
     """Delete the base files of rolled-back `instant` that its markers name and that exist, then its marker
     directory: what a task of the write still running during the rollback wrote after it (the task's

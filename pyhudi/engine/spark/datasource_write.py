@@ -41,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,7 +57,7 @@ from pyhudi.model import avro_models as am
 from pyhudi.model.upgrade import upgrade_for_write
 from pyhudi.model.write_stat import WriteStat
 from pyhudi.services import background
-from pyhudi.services.rollback import sweep_late_files
+from pyhudi.services.rollback import sweep_after_failed_job
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action
 from pyhudi.timeline.table_schema import table_schema
@@ -297,19 +296,8 @@ class HudiBatchWriter(DataSourceArrowWriter):
         log.warning("hudi data source: a task failed, rolling back %s %s", job.action.value, job.instant)
         client = _client(job)
         client._rollback_own(job.instant, job.action)
-        time.sleep(STRAGGLER_GRACE_S)
-        late = sweep_late_files(job.storage, job.instant)
-        if late:
-            log.warning("hudi data source: deleted %d file(s) that tasks of the failed job wrote after its "
-                        "rollback: %s", len(late), ", ".join(late))
+        sweep_after_failed_job(job.storage, job.instant)  # tasks cancelled with the job may still have written
         _drop_heartbeat(job)
-
-
-STRAGGLER_GRACE_S = 3.0
-"""How long abort() waits after its rollback before sweeping again. Spark calls abort() as soon as one
-task fails, while it cancels the job's other tasks; a cancelled task's Python worker is killed
-spark.python.task.killTimeout (2 s by default) later and can write files until then, which the rollback,
-already done, never saw (a CI run left 3 base files of a task killed during abort's rollback)."""
 
 
 def checked(spec: ArrowBatchSpec, config: WriteConfig, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -28,6 +29,7 @@ from pyhudi.engine.spark.tasks import run_bucket_task, run_bulk_task, run_direct
 from pyhudi.engine.spark.udf import arrow_udf
 from pyhudi.model.upgrade import upgrade_for_write
 from pyhudi.model.write_stat import WriteStat
+from pyhudi.services.rollback import sweep_after_failed_job
 from pyhudi.spark_env import ensure_worker_python
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import Action
@@ -53,11 +55,30 @@ SALT = "_pyhudi_salt"
 UNKNOWN_SIZE = (1 << 63) - 1  # Spark's sizeInBytes when it cannot estimate (spark.sql.defaultSizeInBytes)
 
 
+T = TypeVar("T")
+
+
 class SparkWriteClient(WriteClient):
     def __init__(self, spark: SparkSession, storage: Storage, config: WriteConfig) -> None:
         super().__init__(spark, storage, config)
         self.spark = spark
+        self._tasks_may_linger = False  # a job of several write tasks failed (see _write_job)
         ensure_worker_python(spark)
+
+    def _write_job(self, job: Callable[[], T]) -> T:
+        """Runs a job of several write tasks. When it fails, Spark cancels its other tasks, whose Python
+        workers may go on writing until they are killed: the rollback that follows sweeps again."""
+        try:
+            return job()
+        except BaseException:
+            self._tasks_may_linger = True
+            raise
+
+    def _rollback_own(self, instant: str, action: Action) -> None:
+        super()._rollback_own(instant, action)
+        if self._tasks_may_linger:
+            self._tasks_may_linger = False
+            sweep_after_failed_job(self.storage, instant)
 
     def _sampled_record_size(self, tagged: Any) -> int | None:
         from pyhudi.engine.spark.record_size import spark_sampled_record_size
@@ -188,8 +209,8 @@ class SparkWriteClient(WriteClient):
         groups = direct.task_units(self.config.parallelism or None)
         log.info("%s: %d task(s) read %d input file(s) directly", instant, len(groups), len(direct.units))
         ctx = self._handle_context(batch.avro_schema, instant, None, [])
-        rows = run_tasks(self.spark, lambda units, _task: run_direct_bulk_task(ctx, direct, units), groups,
-                         len(groups))
+        rows = self._write_job(lambda: run_tasks(self.spark, lambda units, _task: run_direct_bulk_task(
+            ctx, direct, units), groups, len(groups)))
         return self._task_stats(rows)
 
     def _write_single_task(self, batch: PreparedBatch, records: DataFrame | None,
@@ -259,7 +280,8 @@ class SparkWriteClient(WriteClient):
         shuffled = routed.select(*keep).repartition(tasks, SALT)
         ctx = self._handle_context(avro_schema, instant, plan, salts)
         log.info("%s: %d bucket(s) in %d write task(s)", instant, plan.num_buckets, tasks)
-        rows = shuffled.mapInArrow(lambda it: run_bucket_task(ctx, task_of, it), "stat string").collect()
+        job = shuffled.mapInArrow(lambda it: run_bucket_task(ctx, task_of, it), "stat string")
+        rows = self._write_job(job.collect)
         return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
 
     def _run_bulk(self, keyed: DataFrame, avro_schema: dict[str, Any], instant: str) -> list[WriteStat]:
@@ -269,7 +291,7 @@ class SparkWriteClient(WriteClient):
             if cfg.index.type == "BUCKET" else None
         laid_out = layout(keyed.drop(BAD_KEY, LOC_FILE_ID, LOC_INSTANT), cfg.bulk_insert_sort_mode, cfg.parallelism, cfg.precombine_field,
                           cfg.combine_before_write, bucket)
-        rows = laid_out.mapInArrow(lambda it: run_bulk_task(ctx, it), "stat string").collect()
+        rows = self._write_job(laid_out.mapInArrow(lambda it: run_bulk_task(ctx, it), "stat string").collect)
         return [WriteStat.from_json(json.loads(r["stat"])) for r in rows]
 
 
