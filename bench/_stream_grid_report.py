@@ -280,9 +280,9 @@ shares of all samples of the bench process).
   (base64, as Hudi writes it, sized to the file's records where Hudi sizes every file's for `num_entries`,
   431 KB at its defaults) and the key range. Read from the live files' footers, these are 28-33 % of
   pyhudi's bytes (the meta columns 22-27 %, the footer's entries 5-8 %). Without them the data columns
-  weigh 0.91-0.94x delta-rs' bytes per row, and 1.01x at 300 partitions, where each ~40 KB file's footer
+  weigh 0.91-0.93x delta-rs' bytes per row, and 0.95x at 300 partitions, where each ~40 KB file's footer
   also holds its schema. `hoodie.populate.meta.fields=false` drops the meta columns: bulk_insert then runs
-  at 1.49x delta-rs' throughput (`bench/arrow_engine.py`). But pyhudi supports only inserts on such
+  at 1.19x delta-rs' throughput (`bench/arrow_engine.py`, the run recorded here). But pyhudi supports only inserts on such
   tables, so the grid keeps Hudi's default.
 * **Rows written: equal, except where Hudi's write-time sizing rewrites more.** With updates spread over
   the keys, delta-rs' merge rewrites every file holding a matched key, and OPTIMIZE rewrites again. So
@@ -296,10 +296,11 @@ shares of all samples of the bench process).
 
   Where files fill within the stream, pyhudi writes fewer rows than delta-rs (0.62-0.97x). A full file is
   not rewritten again, and merge-on-read sends updates to log files until the compaction.
-* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (0.70-0.85x in the run above),
-  a little above it at 30-300 partitions (1.02-1.08x), and 1.30x at 1 MB on 1-3 partitions.** That is
-  pyhudi's own cost per file and per write. (The run before `36ceafc` and `e6f4d44`, on `1d5fb4d`:
-  1.09-1.18x at 30-300 partitions.)
+* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (group medians 0.70-0.81x in
+  the run above), at it at 30-300 partitions (0.92-0.99x), and 1.13-1.22x at 1 MB on 1-3 partitions.**
+  That is pyhudi's own cost per file and per write. (The run on `e6628c3`, before the compiled murmur
+  kernel and the per-table dictionary memo of `478e1de` and `82f8592`: 0.70-0.85x, 1.02-1.08x and 1.30x;
+  the run on `1d5fb4d`: 1.09-1.18x at 30-300 partitions.)
   * **300 partitions.** A 20,000-row batch adds ~67 rows to each partition, so every batch merges 300
     files of ~30-65 KB, as delta-rs' merge rewrites 300 files. Raw pyarrow reading and writing the final
     65 KB files takes 1.7 ms a file here (0.7 read, 1.0 write). pyhudi's stream takes 2.1-2.3 ms a file
@@ -317,9 +318,16 @@ shares of all samples of the bench process).
     handles 51 %, of which writing the files 21 %, reading the old ones 9 %, the bloom filters 6 % (murmur
     hashing 4.5 %) and merging 4 %; the index lookup 2 %.
   * **1 MB files: per-file fixed costs.** Each ~1 MB file pays the encoder's set-up, a fresh bloom filter
-    of all its keys (Hudi's murmur rounds per key: 4 % of p1-u0-none-s1MB-cow's samples, against 14 % for
-    encoding), its footer, marker and commit entry. Each write also pays about 20 ms outside its file
-    writes (planning, the instant, the commit), against delta-rs' ~30 ms for a whole 20,000-row append.
+    of all its keys, its footer, marker and commit entry. Since `478e1de` the filter's murmur rounds (Hudi's
+    30 per key at its default fpp) run in a compiled kernel, vectorised across keys with the GIL released
+    (0.56 against numpy's 2.9 ms for 20,000 uuid keys); since `82f8592` the dictionary columns sampled
+    from a file are kept for the table's later writes (sampling 22 columns afresh each write cost 1.7 ms,
+    2.2 times a write). On p1-u0-none-s1MB-cow's stream, in-process with its input read outside the timing
+    (5 x 20,000 rows, 40 repetitions), the two took pyhudi from 197-210 to 151-161 ms against delta-rs'
+    75-80 ms. What is left per write outside its write tasks is ~7.5 ms (the commit 1.7 with its lock 0.8,
+    the instant 1.0, planning 1.0, preparing 1.0, the index 0.9 ms), against delta-rs' ~15 ms for a whole
+    20,000-row append; in the write tasks, pyarrow's encoding is 77 % of writing a file, the bloom filter
+    9 %, and routing the inserts to their files hashes each key with MD5 as Hudi does (~2.3 ms a batch).
   * Reading a merge's old file is 14 % of a one-partition stream at 8 MB (30 batches). Since `36ceafc`,
     files from 2 MB up are read with Arrow's thread pools: 1.5-1.8x faster reads of 2-8 MB files on an
     idle core. The 5-batch cells here read files of 2-3 MB, and their times did not move beyond the
@@ -334,7 +342,7 @@ shares of all samples of the bench process).
 
 **What stays on pyhudi's side:**
 * the per-file and per-write costs at 30-300 partitions and at 1 MB. Most of them are pyarrow's encoder
-  and the file system; the rest is bloom hashing in numpy, the merge and the timeline.
+  and the file system; the rest is gathering a merge's rows, MD5 routing of inserts and the timeline.
 * The other two factors are Hudi's format and Hudi's small-file handling: top-ups rewrite files at write
   time, so a reader never sees the small files delta-rs leaves until its OPTIMIZE.
 
