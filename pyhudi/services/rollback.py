@@ -351,9 +351,12 @@ source's abort() rolled back)."""
 
 def sweep_after_failed_job(storage: Storage, instant: str) -> list[str]:
     """`sweep_late_files` once the failed job's cancelled tasks are past their kill (best effort: a file
-    left is invisible to readers, as the write's instant never completed)."""
+    left is invisible to readers, as the write's instant never completed). An instant still on the
+    timeline (its rollback failed) is left whole to the next writer's rollback, which its markers guide."""
     time.sleep(LATE_TASK_GRACE_S)
     try:
+        if ActiveTimeline.load(storage).find(instant) is not None:
+            return []
         late = sweep_late_files(storage, instant)
     except Exception as exc:  # noqa: BLE001 - the write already failed; this only tidies up
         log.warning("could not sweep what tasks of failed write %s wrote after its rollback (%s)", instant, exc)

@@ -146,3 +146,16 @@ def test_files_a_late_task_wrote_after_the_rollback_are_swept(tmp_path: Path, mo
     pyhudi.write(_batch(3), str(path), OPTS)
     _apply(model, 3)
     _check(path, model)
+    # A write whose rollback failed keeps its instant: the sweep leaves its files to the next rollback.
+    monkeypatch.setattr(rb, "LATE_TASK_GRACE_S", 0.0)
+    monkeypatch.setattr(WriteClient, "_complete", complete)
+    monkeypatch.setattr(WriteClient, "_rollback_own", lambda self, instant, action: None)
+    with pytest.raises(RuntimeError, match="a task failed"):
+        pyhudi.write(_batch(4), str(path), OPTS)
+    monkeypatch.setattr(WriteClient, "_complete", original)
+    pending = failed[-1]
+    left = sorted(f for _, _, fs in os.walk(path) for f in fs if f.endswith(f"_{pending}.parquet"))
+    assert left and rb.sweep_after_failed_job(storage, pending) == []
+    assert sorted(f for _, _, fs in os.walk(path) for f in fs if f.endswith(f"_{pending}.parquet")) == left
+    assert storage.exists(marker_dir(pending))
+    monkeypatch.undo()
