@@ -355,9 +355,10 @@ def sweep_after_failed_job(storage: Storage, instant: str) -> list[str]:
     timeline (its rollback failed) is left whole to the next writer's rollback, which its markers guide."""
     time.sleep(LATE_TASK_GRACE_S)
     try:
-        if ActiveTimeline.load(storage).find(instant) is not None:
+        timeline = ActiveTimeline.load(storage)
+        if timeline.find(instant) is not None:
             return []
-        late = sweep_late_files(storage, instant)
+        late = sweep_late_files(storage, instant, timeline)
     except Exception as exc:  # noqa: BLE001 - the write already failed; this only tidies up
         log.warning("could not sweep what tasks of failed write %s wrote after its rollback (%s)", instant, exc)
         return []
@@ -367,20 +368,40 @@ def sweep_after_failed_job(storage: Storage, instant: str) -> list[str]:
     return late
 
 
-def sweep_late_files(storage: Storage, instant: str) -> list[str]:
-    """Delete the base files of rolled-back `instant` that its markers name and that exist, then its marker
-    directory: what a task of the write still running during the rollback wrote after it (the task's
-    marker write made the directory again). Log blocks such a task appended need nothing: readers skip
-    blocks of an instant that never completed. Returns the files deleted."""
-    late = [rel for rel in list_marked_files(storage, instant) if _base_of(rel, instant) and storage.exists(rel)]
+def sweep_late_files(storage: Storage, instant: str, timeline: ActiveTimeline | None = None) -> list[str]:
+    """Delete the base files of rolled-back `instant` that a task of the write still running during the
+    rollback wrote after it, then the instant's marker directory. Such a file's marker may be one the
+    rollback already consumed (the file was created after the rollback deleted it), or a new one (the
+    marker write made the directory again), so the partitions looked at are those of the rollback's plan
+    and of the markers now there, and every base file in them named by the instant goes. Log blocks such a
+    task appended need nothing: readers skip blocks of an instant that never completed. Returns the files
+    deleted."""
+    timeline = timeline or ActiveTimeline.load(storage)
+    partitions = {partition_of(rel) for rel in list_marked_files(storage, instant)}
+    partitions |= _rolled_back_partitions(timeline, instant)
+    late = [join_path(p, info.name) for p in sorted(partitions) for info in storage.list_dir(p)
+            if not info.is_dir and _base_of(info.name, instant)]
     for rel in late:
         storage.delete(rel)
     delete_markers(storage, instant)
     return late
 
 
-def _base_of(rel: str, ts: str) -> bool:
-    base = parse_base_file(rel.rsplit("/", 1)[-1])
+def _rolled_back_partitions(timeline: ActiveTimeline, instant: str) -> set[str]:
+    """The partitions of the plan of the completed rollback that undid `instant` (none found: empty)."""
+    for inst in reversed(list(timeline.actions(Action.ROLLBACK).completed())):
+        try:
+            plan = am.read_instant_avro(timeline.requested_details(inst))
+        except Exception:  # noqa: BLE001 - an unreadable plan names no partition
+            continue
+        target = plan.get("instantToRollback") or {}
+        if isinstance(target, dict) and target.get("commitTime") == instant:
+            return {str(r.get("partitionPath") or "") for r in plan.get("RollbackRequests") or []}
+    return set()
+
+
+def _base_of(name: str, ts: str) -> bool:
+    base = parse_base_file(name)
     return base is not None and base.instant == ts
 
 

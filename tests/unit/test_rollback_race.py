@@ -135,11 +135,15 @@ def test_files_a_late_task_wrote_after_the_rollback_are_swept(tmp_path: Path, mo
     timeline = ActiveTimeline.load(storage)
     assert timeline.find(instant) is None and len(timeline.actions(Action.ROLLBACK).completed()) == 1
     committed = sorted(f for _, _, fs in os.walk(path) for f in fs if f.endswith(".parquet"))
-    # The late task: a marker, then a base file of the rolled-back instant (a copy of a committed one).
+    # Late tasks, each leaving a base file of the rolled-back instant (a copy of a committed one): one whose
+    # marker came after the rollback, and one whose marker the rollback consumed before its file appeared.
     late = f"late-0_1-2-3_{instant}.parquet"
     create_marker(storage, instant, "p=7", late, "CREATE", Marking())
     shutil.copy(next(p for p in path.joinpath("p=7").iterdir() if p.suffix == ".parquet"), path / "p=7" / late)
-    assert rb.sweep_late_files(storage, instant) == [f"p=7/{late}"]
+    unmarked = f"late-1_0-2-3_{instant}.parquet"
+    shutil.copy(next(p for p in path.joinpath("2024/01/02").iterdir() if p.suffix == ".parquet"),
+                path / "2024/01/02" / unmarked)
+    assert rb.sweep_late_files(storage, instant) == [f"2024/01/02/{unmarked}", f"p=7/{late}"]
     assert not storage.exists(marker_dir(instant))
     assert sorted(f for _, _, fs in os.walk(path) for f in fs if f.endswith(".parquet")) == committed
     assert rb.sweep_late_files(storage, instant) == []  # nothing left: a second sweep is a no-op
