@@ -120,17 +120,24 @@ def listed_rollback_plan(storage: Storage, target: Instant, partitions: Iterable
     an empty file id and base instant, the path without its scheme (formatDeletePath). A compaction's
     logs are named by their own delta commits on layout 2, so only its base files match."""
     ts = target.timestamp
-    found: set[str] = set()
-    for partition in sorted(set(partitions)):
-        for info in storage.list_dir(partition):
-            owner = None if info.is_dir else _name_instant(info.name)
-            if owner is not None and owner[1] == ts:
-                found.add(join_path(partition, info.name))
+    found = set(_named_by(storage, partitions, ts))
     found.update(rel for rel in also if _owned(rel, ts) and storage.exists(rel))
     requests = [am.rollback_request(partition_path=partition_of(rel), files_to_be_deleted=[_unschemed(storage, rel)])
                 for rel in sorted(found)]
     return am.rollback_plan(instant_to_rollback=am.instant_info(ts, target.action.value),
                             rollback_requests=requests)
+
+
+def _named_by(storage: Storage, partitions: Iterable[str], ts: str, base_only: bool = False) -> list[str]:
+    """The data files of `partitions` whose name carries instant `ts` (a base file's instant, or the one a
+    log is named by; `base_only`: base files alone)."""
+    out = []
+    for partition in sorted(set(partitions)):
+        for info in storage.list_dir(partition):
+            owner = None if info.is_dir else _name_instant(info.name)
+            if owner is not None and owner[1] == ts and (not base_only or parse_base_file(info.name) is not None):
+                out.append(join_path(partition, info.name))
+    return out
 
 
 def _owned(rel: str, ts: str) -> bool:
@@ -379,8 +386,7 @@ def sweep_late_files(storage: Storage, instant: str, timeline: ActiveTimeline | 
     timeline = timeline or ActiveTimeline.load(storage)
     partitions = {partition_of(rel) for rel in list_marked_files(storage, instant)}
     partitions |= _rolled_back_partitions(timeline, instant)
-    late = [join_path(p, info.name) for p in sorted(partitions) for info in storage.list_dir(p)
-            if not info.is_dir and _base_of(info.name, instant)]
+    late = _named_by(storage, partitions, instant, base_only=True)
     for rel in late:
         storage.delete(rel)
     delete_markers(storage, instant)
@@ -390,19 +396,21 @@ def sweep_late_files(storage: Storage, instant: str, timeline: ActiveTimeline | 
 def _rolled_back_partitions(timeline: ActiveTimeline, instant: str) -> set[str]:
     """The partitions of the plan of the completed rollback that undid `instant` (none found: empty)."""
     for inst in reversed(list(timeline.actions(Action.ROLLBACK).completed())):
-        try:
-            plan = am.read_instant_avro(timeline.requested_details(inst))
-        except Exception:  # noqa: BLE001 - an unreadable plan names no partition
-            continue
-        target = plan.get("instantToRollback") or {}
-        if isinstance(target, dict) and target.get("commitTime") == instant:
+        plan = _plan_targeting(timeline, inst, instant)
+        if plan is not None:
             return {str(r.get("partitionPath") or "") for r in plan.get("RollbackRequests") or []}
     return set()
 
 
-def _base_of(name: str, ts: str) -> bool:
-    base = parse_base_file(name)
-    return base is not None and base.instant == ts
+def _plan_targeting(timeline: ActiveTimeline, rollback: Instant, instant: str) -> dict[str, Any] | None:
+    """The plan of `rollback` when it targets `instant` (an unreadable plan, of a crashed rollback, targets
+    nothing known here)."""
+    try:
+        plan = am.read_instant_avro(timeline.requested_details(rollback))
+    except Exception:  # noqa: BLE001
+        return None
+    target = plan.get("instantToRollback") or {}
+    return plan if isinstance(target, dict) and target.get("commitTime") == instant else None
 
 
 def rollback_pending_write(storage: Storage, timeline: ActiveTimeline, target: Instant) -> RollbackResult:
@@ -479,11 +487,6 @@ def rolled_back_by(timeline: ActiveTimeline, instant: str) -> str | None:
     """The pending rollback that targets `instant`, if any: a write must not complete once another
     writer began rolling it back (a completed rollback has removed the instant from the timeline)."""
     for inst in timeline.actions(Action.ROLLBACK).pending():
-        try:
-            plan = am.read_instant_avro(timeline.requested_details(inst))
-        except Exception:  # an unreadable plan of a crashed rollback: its target is unknown here
-            continue
-        target = plan.get("instantToRollback") or {}
-        if isinstance(target, dict) and target.get("commitTime") == instant:
+        if _plan_targeting(timeline, inst, instant) is not None:
             return inst.timestamp
     return None
