@@ -295,6 +295,13 @@ PARQUET_COMPRESSION_CODEC = declare(
     "hoodie.parquet.compression.codec", "enum", "snappy",
     "Parquet codec. pyhudi defaults to snappy (Hudi 0.14/0.15 default to gzip).", Group.STORAGE,
     choices=("snappy", "gzip", "zstd", "lz4", "uncompressed", "brotli"))
+PARQUET_RAW_INCOMPRESSIBLE = declare(
+    "hoodie.pyhudi.parquet.raw.incompressible", "bool", True,
+    "pyhudi only: store a unique text column uncompressed when the codec shrinks its sampled values by less "
+    "than 1/8 (uuids, hashes, random ids and the _hoodie_record_key copying them; under snappy such a column "
+    "takes most of a file's compression time for ~10% of its bytes). Every parquet reader reads a column's "
+    "own codec; false compresses every column with hoodie.parquet.compression.codec, as Hudi does.",
+    Group.STORAGE)
 PARQUET_COMPRESSION_RATIO = declare("hoodie.parquet.compression.ratio", "float", 0.1,
                                     "Headroom a create handle allows over the max size before rolling over.",
                                     Group.STORAGE, validator=non_negative)

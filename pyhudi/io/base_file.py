@@ -11,14 +11,11 @@ from __future__ import annotations
 import functools
 import json
 import math
-import threading
-import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import CorruptFileError, HudiError
@@ -34,6 +31,7 @@ from pyhudi.index.bloom_filter import (
     footer_filter_text,
 )
 from pyhudi.index.key_order import java_min_max
+from pyhudi.io.column_encoding import EncodingMemo, every_nth, java_safe_columns, pyarrow_codec
 from pyhudi.io.lance_file import is_lance_file, read_lance_base_file
 from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.storage import Storage
@@ -50,57 +48,10 @@ WHOLE_READ_MAX_BYTES = 64 * 1024 * 1024
 PARALLEL_READ_MIN_BYTES = 2 * 1024 * 1024
 
 
-class DictionaryMemo:
-    """The dictionary columns (`dictionary_columns`) of one table's base files, chosen from a sample.
-
-    Whether a column's values repeat is a property of the column (a uuid, a measurement, a city), not of
-    one file, so a choice sampled from one file serves the table's later files of the same schema: a
-    30-partition upsert sampled every column of each of its 30 files (2.5 ms a file of 20 columns, 5-7%
-    of a spread write's time), and a stream of small writes sampled each write afresh (1.7 ms of a 40 ms
-    write of 20,000 rows). The choices are kept for the process (a Spark Python worker's too: the memo
-    pickles as its table's name), keyed by table and schema, and sampled again every RESAMPLE_FILES
-    files so a column whose values change character is decided again. Only the encoding can differ from
-    a per-file choice; the values written and every reader's answer cannot."""
-
-    def __init__(self, table: str | None = None) -> None:
-        self.table = table if table is not None else f"#{uuid.uuid4().hex}"  # no table: this memo's own
-
-    def columns(self, table: pa.Table) -> bool | list[str]:
-        key = (self.table, table.schema.remove_metadata())
-        with _MEMO_LOCK:
-            chosen = _MEMO_CHOSEN.get(key)
-            uses = _MEMO_USES[key] = _MEMO_USES.get(key, 0) + 1
-        if chosen is not None and uses % RESAMPLE_FILES:
-            return chosen
-        picked = dictionary_columns(table)
-        if isinstance(picked, list):  # a sampled choice (small files keep the writer's default)
-            with _MEMO_LOCK:
-                if len(_MEMO_CHOSEN) >= _MEMO_MAX_KEYS and key not in _MEMO_CHOSEN:
-                    _MEMO_CHOSEN.clear()
-                    _MEMO_USES.clear()
-                    _MEMO_USES[key] = uses
-                _MEMO_CHOSEN[key] = picked
-        return picked
-
-    @staticmethod
-    def forget() -> None:
-        """Drop every kept choice (tests)."""
-        with _MEMO_LOCK:
-            _MEMO_CHOSEN.clear()
-            _MEMO_USES.clear()
-
-
-RESAMPLE_FILES = 64
-_MEMO_MAX_KEYS = 256  # (table, schema) pairs kept; a process writing more starts over
-_MEMO_CHOSEN: dict[tuple[str, pa.Schema], list[str]] = {}
-_MEMO_USES: dict[tuple[str, pa.Schema], int] = {}
-_MEMO_LOCK = threading.Lock()
-
-
 @dataclass(frozen=True)
 class ParquetSettings:
     """The parquet writer's settings for one operation (`writer.config.parquet_settings` builds them per
-    write or service run), with its table's `DictionaryMemo`."""
+    write or service run), with its table's `EncodingMemo`. `codec` is pyarrow's name (`pyarrow_codec`)."""
 
     codec: str = "snappy"
     page_size: int = 1048576
@@ -111,7 +62,11 @@ class ParquetSettings:
     bloom_max_entries: int = 100000
     with_bloom: bool = True
     bloom_size_to_records: bool = True
-    dictionary_memo: DictionaryMemo = field(default_factory=DictionaryMemo, compare=False, repr=False)
+    raw_incompressible: bool = True
+    encoding_memo: EncodingMemo = field(default_factory=EncodingMemo, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "codec", pyarrow_codec(self.codec))
 
     def bloom_entries(self, num_records: int) -> int:
         """Entries the bloom filter of a file of `num_records` records is sized for.
@@ -280,9 +235,9 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
               bytes_per_row: float, mid_write_fault: str | None = None,
               bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None) -> None:
     metadata = footer_raw(table, avro_schema_with_meta, settings, bloom, key_bounds)
-    plain, statistics, dictionary = _encoding(table, settings)
+    plain, statistics, dictionary, compression = _encoding(table, settings)
     writer = pq.ParquetWriter(
-        sink, plain.schema, compression=settings.codec, data_page_size=settings.page_size,
+        sink, plain.schema, compression=compression, data_page_size=settings.page_size,
         store_schema=False, write_statistics=statistics, use_dictionary=dictionary, memory_pool=WRITE_POOL,
     )
     writer.write_table(plain, row_group_size=_row_group_rows(table, settings, bytes_per_row))
@@ -295,145 +250,15 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
     writer.close()
 
 
-def _encoding(table: pa.Table, settings: ParquetSettings) -> tuple[pa.Table, bool | list[str], bool | list[str]]:
-    """`table` without schema metadata, and the `write_statistics` and `use_dictionary` a base file of
-    it is written with: shared by the writer and `estimate_bytes_per_row`, whose estimate came out ~10%
-    high on unique strings while it let pyarrow try a dictionary on every column."""
+def _encoding(table: pa.Table, settings: ParquetSettings
+              ) -> tuple[pa.Table, bool | list[str], bool | list[str], str | dict[str, str]]:
+    """`table` without schema metadata, and the `write_statistics`, `use_dictionary` and `compression` a
+    base file of it is written with: shared by the writer and `estimate_bytes_per_row`, whose estimate
+    came out ~10% high on unique strings while it let pyarrow try a dictionary on every column."""
     plain = table.replace_schema_metadata(None)
-    statistics, dictionary = java_safe_columns(plain, settings.dictionary_memo.columns(plain))
-    return plain, statistics, dictionary
-
-
-def dictionary_columns(table: pa.Table, sample_rows: int = 2048) -> bool | list[str]:
-    """Columns worth dictionary encoding: those whose values repeat.
-
-    Parquet writers try a dictionary for every column and fall back to plain encoding once it
-    outgrows a page; for unique values (record keys, sequence numbers, uuids, measurements) that
-    attempt is pure waste, up to 40% of the encoding time of a typical file, and the fallback
-    pages are not smaller. A sample decides: a column whose sampled values (almost) never repeat is
-    written plain; any real repetition keeps the dictionary. Nested columns keep the writer's default (their leaf paths are not top-level names).
-    """
-    n = table.num_rows
-    if n <= sample_rows or any(pa.types.is_nested(f.type) for f in table.schema):
-        return True
-    step = n // sample_rows
-    sample = every_nth(table, step, sample_rows)
-    return [name for name, col in zip(sample.column_names, sample.columns)  # dictionary columns: as given
-            if pa.types.is_dictionary(col.type) or _distinct(col) < sample_rows * 0.9]
-
-
-def _distinct(col: pa.ChunkedArray) -> int:
-    """Distinct non-null values: `pc.unique` hashes at half `pc.count_distinct`'s cost (measured on 2,048
-    strings: 58 against 129 us), and counts null as one value."""
-    return len(pc.unique(col)) - (1 if col.null_count else 0)
-
-
-def java_safe_columns(table: pa.Table, dictionary: bool | list[str]) -> tuple[bool | list[str], bool | list[str]]:
-    """`write_statistics` and `use_dictionary` for `table` such that Java readers skip no row group
-    holding a row their predicate keeps (`dictionary`: the columns `dictionary_columns` chose).
-
-    parquet-mr (Spark, Hudi's Spark reader, every Java engine with pushdown) drops a row group when its
-    footer statistics or its dictionary page say no value can match, comparing with `Double.compare`
-    and `Double.equals`, while Spark's own semantics are NaN = NaN, NaN above every number and
-    -0.0 = 0.0. Two things pyarrow writes break that for float/double columns (nested fields too):
-
-    * min/max leave NaN out (as the parquet spec asks), so `f > 10`, `f >= inf` or `f = NaN` skips a
-      row group holding NaN. parquet-mr's own writer puts NaN into max and its reader then ignores
-      that chunk's min/max; pyarrow cannot, so a column holding NaN is written without statistics
-      (for the whole file: the writer's options are per file).
-    * a dictionary holding -0.0 but not 0.0 fails `f = 0.0` / `f IN (0.0)` / `f >= 0.0` (and the
-      reverse for a literal -0.0), since `Double.equals` and `Double.compare` tell the zeros apart.
-      Min/max are safe here (pyarrow widens a zero bound to -0.0/+0.0, as parquet-mr does). A column
-      holding a zero of either sign is written without a dictionary. Deliberate difference from Hudi:
-      parquet-mr dictionary-encodes such columns, so Spark can miss rows of Hudi's own files; pyhudi's
-      files stay correct at the cost of plain encoding for those columns.
-
-    Strings, decimals, integers and ±inf need nothing: pyarrow's bounds order them as parquet-mr does
-    (UTF-8 bytes unsigned, decimals as signed integers). pyhudi writes no page index (column index),
-    so there are no page bounds to check. Scanning a float column for NaN and zeros costs two compute
-    passes (measured: ~0.02 ms a column at 166 rows, ~0.2 ms at 100,000); other columns are not read.
-    """
-    no_stats: set[str] = set()
-    no_dict: set[str] = set()
-    for name, col in zip(table.column_names, table.columns):
-        if not _has_float(col.type):
-            continue
-        for chunk in col.chunks:
-            for path, values in _float_leaves(chunk, name):
-                if path in no_stats and path in no_dict:
-                    continue
-                nan, zero = _nan_and_zero(values)
-                if nan:
-                    no_stats.add(path)
-                if zero:
-                    no_dict.add(path)
-    if not no_stats and not no_dict:
-        return True, dictionary
-    leaves = [path for field in table.schema for path in _leaf_paths(field.name, field.type)]
-    statistics: bool | list[str] = [p for p in leaves if p not in no_stats] if no_stats else True
-    if no_dict and dictionary is not False:
-        dictionary = [p for p in (leaves if dictionary is True else dictionary) if p not in no_dict]
-    return statistics, dictionary
-
-
-def _nan_and_zero(values: pa.Array) -> tuple[bool, bool]:
-    """Whether float `values` hold a NaN, and a zero of either sign. Without nulls numpy reads the buffer
-    in place (~8 us for 10,000 values, against ~27 us for the two compute kernels, per column and file);
-    with nulls, whose slots hold arbitrary bits, the compute kernels skip them."""
-    if values.null_count == 0:
-        arr = values.to_numpy(zero_copy_only=True)
-        return bool(np.isnan(arr).any()), bool(np.count_nonzero(arr) < len(arr))  # NaN is nonzero, -0.0 zero
-    return (bool(pc.any(pc.is_nan(values)).as_py()),
-            bool(pc.any(pc.equal(values, pa.scalar(0, values.type))).as_py()))
-
-
-def _has_float(dtype: pa.DataType) -> bool:
-    if pa.types.is_float32(dtype) or pa.types.is_float64(dtype):
-        return True
-    if pa.types.is_dictionary(dtype):
-        return _has_float(dtype.value_type)
-    return any(_has_float(dtype.field(i).type) for i in range(dtype.num_fields))
-
-
-def _float_leaves(arr: pa.Array, path: str) -> Iterator[tuple[str, pa.Array]]:
-    """(parquet column path, values) of each float/double leaf under `arr`. Where the exact slice is
-    awkward (map entries, dictionaries) a superset of the values is given: that can only leave out
-    statistics or a dictionary that were safe, never keep an unsafe one."""
-    dtype = arr.type
-    if pa.types.is_float32(dtype) or pa.types.is_float64(dtype):
-        yield path, arr
-    elif pa.types.is_dictionary(dtype):
-        yield from _float_leaves(arr.dictionary, path)
-    elif pa.types.is_struct(dtype):
-        for i in range(dtype.num_fields):
-            if _has_float(dtype.field(i).type):
-                yield from _float_leaves(arr.field(i), f"{path}.{dtype.field(i).name}")
-    elif pa.types.is_map(dtype):
-        yield from _float_leaves(arr.keys, f"{path}.key_value.key")
-        yield from _float_leaves(arr.items, f"{path}.key_value.value")
-    elif _is_list(dtype):
-        yield from _float_leaves(arr.flatten(), f"{path}.list.element")
-
-
-def _is_list(dtype: pa.DataType) -> bool:
-    return pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype)
-
-
-def _leaf_paths(path: str, dtype: pa.DataType) -> Iterator[str]:
-    """Parquet column paths under a field, as pyarrow names them (compliant nested types:
-    `list.element`, `key_value.key`/`value`); the keys of per-column writer options."""
-    if pa.types.is_dictionary(dtype):
-        yield from _leaf_paths(path, dtype.value_type)
-    elif pa.types.is_struct(dtype):
-        for i in range(dtype.num_fields):
-            yield from _leaf_paths(f"{path}.{dtype.field(i).name}", dtype.field(i).type)
-    elif pa.types.is_map(dtype):
-        yield from _leaf_paths(f"{path}.key_value.key", dtype.key_type)
-        yield from _leaf_paths(f"{path}.key_value.value", dtype.item_type)
-    elif _is_list(dtype):
-        yield from _leaf_paths(f"{path}.list.element", dtype.value_type)
-    else:
-        yield path
+    choice = settings.encoding_memo.choice(plain, settings.codec if settings.raw_incompressible else None)
+    statistics, dictionary = java_safe_columns(plain, choice.dictionary)
+    return plain, statistics, dictionary, choice.compression(plain.schema, settings.codec)
 
 
 def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,
@@ -508,20 +333,11 @@ def estimate_bytes_per_row(table: pa.Table, settings: ParquetSettings, sample_ro
         return 0.0
     sample = every_nth(table, n / sample_rows, sample_rows) if n > sample_rows else table
     sink = pa.BufferOutputStream()
-    plain, statistics, dictionary = _encoding(sample, settings)  # as `_write_to` encodes a file
-    pq.write_table(plain, sink, compression=settings.codec, data_page_size=settings.page_size,
+    plain, statistics, dictionary, compression = _encoding(sample, settings)  # as `_write_to` encodes a file
+    pq.write_table(plain, sink, compression=compression, data_page_size=settings.page_size,
                    store_schema=False, write_statistics=statistics, use_dictionary=dictionary)
     size = sink.tell()
     return max(1.0, (size - _FOOTER_SLACK / 4) / sample.num_rows)
-
-
-def every_nth(table: pa.Table, step: float, count: int) -> pa.Table:
-    """Rows `int(i * step)` for i < count, in order, picked with a boolean mask: `Table.take` on a table
-    of several chunks concatenates every column first (measured: 496 MB allocated and 0.3 s to take
-    rows of a 2M-row, 16-chunk table), a filter copies only the rows it keeps."""
-    mask = np.zeros(table.num_rows, dtype=bool)
-    mask[(np.arange(count) * step).astype(np.int64)] = True
-    return pc.filter(table, pa.array(mask), memory_pool=WRITE_POOL)
 
 
 def read_parquet(storage: Storage, rel_path: str, columns: list[str] | None = None) -> pa.Table:

@@ -15,7 +15,8 @@ from typing import Any
 from pyhudi.config import keys as K
 from pyhudi.config.registry import Options
 from pyhudi.errors import InvalidConfigError
-from pyhudi.io.base_file import DictionaryMemo, ParquetSettings
+from pyhudi.io.base_file import ParquetSettings
+from pyhudi.io.column_encoding import EncodingMemo
 from pyhudi.model.metadata_table import note_enable_requested
 from pyhudi.model.table_config import (
     COW,
@@ -59,6 +60,7 @@ class SizingConfig:
     log_block_max_size: int = 256 * 1024 * 1024
     log_max_size: int = 1024 * 1024 * 1024
     log_block_format: str = "parquet"
+    raw_incompressible: bool = True
 
     @classmethod
     def from_options(cls, o: Options) -> SizingConfig:
@@ -74,6 +76,7 @@ class SizingConfig:
             log_to_parquet_ratio=o.get(K.LOGFILE_TO_PARQUET_RATIO),
             log_block_max_size=o.get(K.LOGFILE_DATA_BLOCK_MAX_SIZE), log_max_size=o.get(K.LOGFILE_MAX_SIZE),
             log_block_format=o.get(K.LOGFILE_DATA_BLOCK_FORMAT),
+            raw_incompressible=o.get(K.PARQUET_RAW_INCOMPRESSIBLE),
         )
 
 
@@ -631,11 +634,11 @@ class ArchivalConfig:
 
 def parquet_settings(cfg: WriteConfig, table_uri: str) -> ParquetSettings:
     """The parquet writer's settings for the write's (or service's) configuration on the table at
-    `table_uri` (whose files share their dictionary choices: `DictionaryMemo`)."""
+    `table_uri` (whose files share their sampled encoding choices: `EncodingMemo`)."""
     return ParquetSettings(
         codec=cfg.sizing.codec, page_size=cfg.sizing.page_size, block_size=cfg.sizing.block_size,
         bloom_type=cfg.index.bloom_type, bloom_num_entries=cfg.index.bloom_num_entries,
         bloom_fpp=cfg.index.bloom_fpp, bloom_max_entries=cfg.index.bloom_max_entries,
         with_bloom=cfg.table.populate_meta_fields, bloom_size_to_records=cfg.index.bloom_size_to_records,
-        dictionary_memo=DictionaryMemo(table_uri),
+        raw_incompressible=cfg.sizing.raw_incompressible, encoding_memo=EncodingMemo(table_uri),
     )

@@ -13,17 +13,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pyhudi.io.base_file import (
-    RESAMPLE_FILES,
-    DictionaryMemo,
-    ParquetSettings,
-    _leaf_paths,
-    encode_within,
-    java_safe_columns,
-)
+from pyhudi.io.base_file import ParquetSettings, encode_within
+from pyhudi.io.column_encoding import RESAMPLE_FILES, EncodingMemo, _leaf_paths, java_safe_columns
 
 AVRO = '{"type":"record","name":"r","fields":[]}'
-ROWS = 3000  # above dictionary_columns' sample, so its per-column choice is used too
+ROWS = 3000  # above sampled_choice's sample, so its per-column choice is used too
 
 
 def _footer(table: pa.Table) -> pq.FileMetaData:
@@ -99,44 +93,44 @@ def test_leaf_paths_are_the_paths_pyarrow_writes(dtype: pa.DataType) -> None:
 
 
 def test_a_tables_files_share_the_sampled_dictionary_choice_but_not_the_java_safety() -> None:
-    """`ParquetSettings.dictionary_memo`: the first file large enough to sample picks the dictionary columns
+    """`ParquetSettings.encoding_memo`: the first file large enough to sample picks the dictionary columns
     for the table's later files of its schema, in later operations too (a file too small to sample
     decides nothing), until RESAMPLE_FILES files later it samples again; each file's own floats still
     decide its Java-safe encoding."""
-    DictionaryMemo.forget()
-    settings = ParquetSettings(dictionary_memo=DictionaryMemo("t1"))
+    EncodingMemo.forget()
+    settings = ParquetSettings(encoding_memo=EncodingMemo("t1"))
     n = ROWS
     first = pa.table({"_hoodie_record_key": pa.array([f"k{i:05d}" for i in range(n)]),
                       "city": pa.array(["x", "y", "z"] * (n // 3)),
                       "f": pa.array([float(i % 3 + 1) for i in range(n)])})
     small = first.slice(0, 100)
-    assert settings.dictionary_memo.columns(small) is True  # too small to sample: pyarrow's default
-    assert settings.dictionary_memo.columns(first) == ["city", "f"]
+    assert settings.encoding_memo.choice(small, "snappy").dictionary is True  # too small to sample: pyarrow's default
+    assert settings.encoding_memo.choice(first, "snappy").dictionary == ["city", "f"]
     # A later file of the same schema whose `city` happens to be unique keeps the table's choice...
     later = first.set_column(1, "city", pa.array([f"c{i}" for i in range(n)]))
     later = later.set_column(2, "f", pa.array([0.0 if i == 4 else float(i % 3 + 1) for i in range(n)]))
-    assert settings.dictionary_memo.columns(later) == ["city", "f"]
-    assert settings.dictionary_memo.columns(small) == ["city", "f"]
+    assert settings.encoding_memo.choice(later, "snappy").dictionary == ["city", "f"]
+    assert settings.encoding_memo.choice(small, "snappy").dictionary == ["city", "f"]
     # ...but its zero still takes `f` out of the dictionary, as for any file.
     data, _, _ = encode_within(lambda k: later.slice(0, k), n, sys.maxsize, AVRO, settings)
     chunks = _chunks(pq.ParquetFile(pa.BufferReader(data)).metadata)
     assert chunks["city"].has_dictionary_page and not chunks["f"].has_dictionary_page
     assert not chunks["_hoodie_record_key"].has_dictionary_page
     # The next operation on the table (new settings, a pickled copy on an executor) keeps the choice...
-    again = pickle.loads(pickle.dumps(ParquetSettings(dictionary_memo=DictionaryMemo("t1"))))
-    assert again.dictionary_memo.columns(later) == ["city", "f"]
+    again = pickle.loads(pickle.dumps(ParquetSettings(encoding_memo=EncodingMemo("t1"))))
+    assert again.encoding_memo.choice(later, "snappy").dictionary == ["city", "f"]
     # ...another schema or another table samples, and so does the table's RESAMPLE_FILES-th file.
     other = later.rename_columns(["_hoodie_record_key", "town", "f"])
-    assert settings.dictionary_memo.columns(other) == ["f"]
-    assert ParquetSettings(dictionary_memo=DictionaryMemo("t2")).dictionary_memo.columns(later) == ["f"]
-    t3 = DictionaryMemo("t3")
-    assert t3.columns(first) == ["city", "f"]  # file 1 samples
+    assert settings.encoding_memo.choice(other, "snappy").dictionary == ["f"]
+    assert ParquetSettings(encoding_memo=EncodingMemo("t2")).encoding_memo.choice(later, "snappy").dictionary == ["f"]
+    t3 = EncodingMemo("t3")
+    assert t3.choice(first, "snappy").dictionary == ["city", "f"]  # file 1 samples
     for _ in range(RESAMPLE_FILES - 2):
-        assert t3.columns(later) == ["city", "f"]
-    assert t3.columns(later) == ["f"]  # file RESAMPLE_FILES samples again
-    assert t3.columns(first) == ["f"]  # and its choice is kept in turn
+        assert t3.choice(later, "snappy").dictionary == ["city", "f"]
+    assert t3.choice(later, "snappy").dictionary == ["f"]  # file RESAMPLE_FILES samples again
+    assert t3.choice(first, "snappy").dictionary == ["f"]  # and its choice is kept in turn
     assert ParquetSettings() == settings  # the memo is not part of the settings' value
-    DictionaryMemo.forget()
+    EncodingMemo.forget()
 
 
 def test_nan_and_zero_are_found_in_slices_and_behind_nulls_but_null_slots_do_not_count() -> None:

@@ -1,0 +1,281 @@
+"""How each column of a base file is encoded: dictionary or plain, compressed or stored raw, with or
+without statistics. None of it changes a value any reader returns; it decides the file's bytes and the
+writer's time, and (`java_safe_columns`) which row groups Java readers may skip.
+
+The dictionary and raw choices are sampled, because whether a column's values repeat or compress is a
+property of the column (a uuid, a measurement, a city), not of one file: `EncodingMemo` keeps a choice
+sampled from one file for the table's later files of the same schema."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.io.write_pool import WRITE_POOL
+
+# hoodie.parquet.compression.codec values (as the config key's enum lower-cases them) as pyarrow names
+# them: pyarrow has no "uncompressed".
+_PYARROW_CODECS = {"snappy": "snappy", "gzip": "gzip", "zstd": "zstd", "lz4": "lz4", "brotli": "brotli",
+                   "uncompressed": "none"}
+# Rows a choice is sampled from; smaller files keep pyarrow's defaults (dictionary tried on every column,
+# every column compressed) and decide nothing for the table.
+SAMPLE_ROWS = 2048
+# A unique text column whose sampled values the codec shrinks by less than this share is stored raw.
+RAW_MIN_SAVING = 0.125
+# Sampled values below this many bytes say too little about a codec.
+_RAW_MIN_SAMPLE_BYTES = 8192
+RESAMPLE_FILES = 64
+_MEMO_MAX_KEYS = 256  # (table, schema, codec) keys kept; a process writing more starts over
+
+
+def pyarrow_codec(codec: str) -> str:
+    """pyarrow's name of a hoodie.parquet.compression.codec value."""
+    return _PYARROW_CODECS.get(codec.lower(), codec.lower())
+
+
+@dataclass(frozen=True)
+class ColumnChoice:
+    """The sampled choices for a table's files: `dictionary` as pyarrow's `use_dictionary` takes it (True:
+    try every column), `raw` the top-level columns stored uncompressed."""
+
+    dictionary: bool | list[str] = True
+    raw: frozenset[str] = frozenset()
+
+    def compression(self, schema: pa.Schema, codec: str) -> str | dict[str, str]:
+        """pyarrow's `compression`: `codec`, or per column path when some columns are raw (a path left
+        out of pyarrow's dict would be written uncompressed, so every leaf is named)."""
+        if not self.raw or codec == "none":
+            return codec
+        return {path: ("none" if f.name in self.raw else codec)
+                for f in schema for path in _leaf_paths(f.name, f.type)}
+
+
+UNSAMPLED = ColumnChoice()
+
+
+class EncodingMemo:
+    """The sampled `ColumnChoice` of one table's base files.
+
+    A choice sampled from one file serves the table's later files of the same schema and codec: a
+    30-partition upsert sampled every column of each of its 30 files (2.5 ms a file of 20 columns, 5-7%
+    of a spread write's time), and a stream of small writes sampled each write afresh (1.7 ms of a 40 ms
+    write of 20,000 rows). The choices are kept for the process (a Spark Python worker's too: the memo
+    pickles as its table's name), keyed by table, schema and codec, and sampled again every
+    RESAMPLE_FILES files so a column whose values change character is decided again. Only the encoding
+    can differ from a per-file choice; the values written and every reader's answer cannot."""
+
+    def __init__(self, table: str | None = None) -> None:
+        self.table = table if table is not None else f"#{uuid.uuid4().hex}"  # no table: this memo's own
+
+    def choice(self, table: pa.Table, raw_codec: str | None = None) -> ColumnChoice:
+        """The choice for a file of `table`; `raw_codec`: the codec whose gain decides raw columns (None:
+        every column is compressed)."""
+        key = (self.table, table.schema.remove_metadata(), raw_codec)
+        with _MEMO_LOCK:
+            chosen = _MEMO_CHOSEN.get(key)
+            uses = _MEMO_USES[key] = _MEMO_USES.get(key, 0) + 1
+        if chosen is not None and uses % RESAMPLE_FILES:
+            return chosen
+        picked = sampled_choice(table, raw_codec)
+        if picked is None:  # too small to sample: the writer's defaults
+            return UNSAMPLED
+        with _MEMO_LOCK:
+            if len(_MEMO_CHOSEN) >= _MEMO_MAX_KEYS and key not in _MEMO_CHOSEN:
+                _MEMO_CHOSEN.clear()
+                _MEMO_USES.clear()
+                _MEMO_USES[key] = uses
+            _MEMO_CHOSEN[key] = picked
+        return picked
+
+    @staticmethod
+    def forget() -> None:
+        """Drop every kept choice (tests)."""
+        with _MEMO_LOCK:
+            _MEMO_CHOSEN.clear()
+            _MEMO_USES.clear()
+
+
+_MEMO_CHOSEN: dict[tuple[str, pa.Schema, str | None], ColumnChoice] = {}
+_MEMO_USES: dict[tuple[str, pa.Schema, str | None], int] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def sampled_choice(table: pa.Table, raw_codec: str | None) -> ColumnChoice | None:
+    """The columns worth a dictionary and those worth storing raw, from `SAMPLE_ROWS` evenly spread rows
+    (None: the table is too small to sample).
+
+    Dictionary: parquet writers try a dictionary for every column and fall back to plain encoding once it
+    outgrows a page; for unique values (record keys, sequence numbers, uuids, measurements) that attempt
+    is pure waste, up to 40% of the encoding time of a typical file, and the fallback pages are not
+    smaller. A column whose sampled values (almost) never repeat is written plain; any real repetition
+    keeps the dictionary. Nested columns keep the writer's default (their leaf paths are not top-level
+    names).
+
+    Raw: a unique text column of random characters (uuids, hashes, random ids; and Hudi's
+    `_hoodie_record_key`, a copy of such a key) is what the codec cannot shrink, yet snappy spends most
+    of a file's compression time on it: on the benchmark's trips, snappy took 18 ms of a 103 ms file
+    for each of the two uuid columns, to save 11% of their bytes. Such a column (the codec saves less
+    than RAW_MIN_SAVING of its sampled values) is stored uncompressed, which every parquet reader reads:
+    the file is a few percent bigger and written (and read) faster. Strong codecs (zstd, gzip) halve
+    hex text, so under them the rule keeps compression."""
+    n = table.num_rows
+    if n <= SAMPLE_ROWS:
+        return None
+    sample = every_nth(table, n // SAMPLE_ROWS, SAMPLE_ROWS)
+    nested = any(pa.types.is_nested(f.type) for f in table.schema)
+    unique = [name for name, col in zip(sample.column_names, sample.columns)
+              if not pa.types.is_nested(col.type) and not pa.types.is_dictionary(col.type)
+              and (nested is False or _is_text(col.type)) and _distinct(col) >= SAMPLE_ROWS * 0.9]
+    dictionary: bool | list[str] = True if nested else [c for c in sample.column_names if c not in unique]
+    raw = frozenset(c for c in unique if raw_codec is not None and raw_codec != "none"
+                    and _is_text(sample.schema.field(c).type) and _incompressible(sample.column(c), raw_codec))
+    return ColumnChoice(dictionary, raw)
+
+
+def _is_text(dtype: pa.DataType) -> bool:
+    return (pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_binary(dtype)
+            or pa.types.is_large_binary(dtype))
+
+
+def _incompressible(col: pa.ChunkedArray, codec: str) -> bool:
+    """Whether `codec` saves less than RAW_MIN_SAVING of the (sampled) values' bytes."""
+    arr = col.combine_chunks()
+    _, offsets, data = arr.buffers()[:3]
+    if offsets is None or data is None:
+        return False
+    width = np.int64 if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type) else np.int32
+    bounds = np.frombuffer(offsets, dtype=width)[[arr.offset, arr.offset + len(arr)]]
+    first, size = int(bounds[0]), int(bounds[1] - bounds[0])
+    if size < _RAW_MIN_SAMPLE_BYTES:
+        return False
+    packed = pa.compress(data.slice(first, size), codec=codec, asbytes=False)
+    return packed.size > size * (1 - RAW_MIN_SAVING)
+
+
+def _distinct(col: pa.ChunkedArray) -> int:
+    """Distinct non-null values: `pc.unique` hashes at half `pc.count_distinct`'s cost (measured on 2,048
+    strings: 58 against 129 us), and counts null as one value."""
+    return len(pc.unique(col)) - (1 if col.null_count else 0)
+
+
+def java_safe_columns(table: pa.Table, dictionary: bool | list[str]) -> tuple[bool | list[str], bool | list[str]]:
+    """`write_statistics` and `use_dictionary` for `table` such that Java readers skip no row group
+    holding a row their predicate keeps (`dictionary`: the columns `sampled_choice` chose).
+
+    parquet-mr (Spark, Hudi's Spark reader, every Java engine with pushdown) drops a row group when its
+    footer statistics or its dictionary page say no value can match, comparing with `Double.compare`
+    and `Double.equals`, while Spark's own semantics are NaN = NaN, NaN above every number and
+    -0.0 = 0.0. Two things pyarrow writes break that for float/double columns (nested fields too):
+
+    * min/max leave NaN out (as the parquet spec asks), so `f > 10`, `f >= inf` or `f = NaN` skips a
+      row group holding NaN. parquet-mr's own writer puts NaN into max and its reader then ignores
+      that chunk's min/max; pyarrow cannot, so a column holding NaN is written without statistics
+      (for the whole file: the writer's options are per file).
+    * a dictionary holding -0.0 but not 0.0 fails `f = 0.0` / `f IN (0.0)` / `f >= 0.0` (and the
+      reverse for a literal -0.0), since `Double.equals` and `Double.compare` tell the zeros apart.
+      Min/max are safe here (pyarrow widens a zero bound to -0.0/+0.0, as parquet-mr does). A column
+      holding a zero of either sign is written without a dictionary. Deliberate difference from Hudi:
+      parquet-mr dictionary-encodes such columns, so Spark can miss rows of Hudi's own files; pyhudi's
+      files stay correct at the cost of plain encoding for those columns.
+
+    Strings, decimals, integers and ±inf need nothing: pyarrow's bounds order them as parquet-mr does
+    (UTF-8 bytes unsigned, decimals as signed integers). pyhudi writes no page index (column index),
+    so there are no page bounds to check. Scanning a float column for NaN and zeros costs two compute
+    passes (measured: ~0.02 ms a column at 166 rows, ~0.2 ms at 100,000); other columns are not read.
+    """
+    no_stats: set[str] = set()
+    no_dict: set[str] = set()
+    for name, col in zip(table.column_names, table.columns):
+        if not _has_float(col.type):
+            continue
+        for chunk in col.chunks:
+            for path, values in _float_leaves(chunk, name):
+                if path in no_stats and path in no_dict:
+                    continue
+                nan, zero = _nan_and_zero(values)
+                if nan:
+                    no_stats.add(path)
+                if zero:
+                    no_dict.add(path)
+    if not no_stats and not no_dict:
+        return True, dictionary
+    leaves = [path for field in table.schema for path in _leaf_paths(field.name, field.type)]
+    statistics: bool | list[str] = [p for p in leaves if p not in no_stats] if no_stats else True
+    if no_dict and dictionary is not False:
+        dictionary = [p for p in (leaves if dictionary is True else dictionary) if p not in no_dict]
+    return statistics, dictionary
+
+
+def _nan_and_zero(values: pa.Array) -> tuple[bool, bool]:
+    """Whether float `values` hold a NaN, and a zero of either sign. Without nulls numpy reads the buffer
+    in place (~8 us for 10,000 values, against ~27 us for the two compute kernels, per column and file);
+    with nulls, whose slots hold arbitrary bits, the compute kernels skip them."""
+    if values.null_count == 0:
+        arr = values.to_numpy(zero_copy_only=True)
+        return bool(np.isnan(arr).any()), bool(np.count_nonzero(arr) < len(arr))  # NaN is nonzero, -0.0 zero
+    return (bool(pc.any(pc.is_nan(values)).as_py()),
+            bool(pc.any(pc.equal(values, pa.scalar(0, values.type))).as_py()))
+
+
+def _has_float(dtype: pa.DataType) -> bool:
+    if pa.types.is_float32(dtype) or pa.types.is_float64(dtype):
+        return True
+    if pa.types.is_dictionary(dtype):
+        return _has_float(dtype.value_type)
+    return any(_has_float(dtype.field(i).type) for i in range(dtype.num_fields))
+
+
+def _float_leaves(arr: pa.Array, path: str) -> Iterator[tuple[str, pa.Array]]:
+    """(parquet column path, values) of each float/double leaf under `arr`. Where the exact slice is
+    awkward (map entries, dictionaries) a superset of the values is given: that can only leave out
+    statistics or a dictionary that were safe, never keep an unsafe one."""
+    dtype = arr.type
+    if pa.types.is_float32(dtype) or pa.types.is_float64(dtype):
+        yield path, arr
+    elif pa.types.is_dictionary(dtype):
+        yield from _float_leaves(arr.dictionary, path)
+    elif pa.types.is_struct(dtype):
+        for i in range(dtype.num_fields):
+            if _has_float(dtype.field(i).type):
+                yield from _float_leaves(arr.field(i), f"{path}.{dtype.field(i).name}")
+    elif pa.types.is_map(dtype):
+        yield from _float_leaves(arr.keys, f"{path}.key_value.key")
+        yield from _float_leaves(arr.items, f"{path}.key_value.value")
+    elif _is_list(dtype):
+        yield from _float_leaves(arr.flatten(), f"{path}.list.element")
+
+
+def _is_list(dtype: pa.DataType) -> bool:
+    return pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype)
+
+
+def _leaf_paths(path: str, dtype: pa.DataType) -> Iterator[str]:
+    """Parquet column paths under a field, as pyarrow names them (compliant nested types:
+    `list.element`, `key_value.key`/`value`); the keys of per-column writer options."""
+    if pa.types.is_dictionary(dtype):
+        yield from _leaf_paths(path, dtype.value_type)
+    elif pa.types.is_struct(dtype):
+        for i in range(dtype.num_fields):
+            yield from _leaf_paths(f"{path}.{dtype.field(i).name}", dtype.field(i).type)
+    elif pa.types.is_map(dtype):
+        yield from _leaf_paths(f"{path}.key_value.key", dtype.key_type)
+        yield from _leaf_paths(f"{path}.key_value.value", dtype.item_type)
+    elif _is_list(dtype):
+        yield from _leaf_paths(f"{path}.list.element", dtype.value_type)
+    else:
+        yield path
+
+
+def every_nth(table: pa.Table, step: float, count: int) -> pa.Table:
+    """Rows `int(i * step)` for i < count, in order, picked with a boolean mask: `Table.take` on a table
+    of several chunks concatenates every column first (measured: 496 MB allocated and 0.3 s to take
+    rows of a 2M-row, 16-chunk table), a filter copies only the rows it keeps."""
+    mask = np.zeros(table.num_rows, dtype=bool)
+    mask[(np.arange(count) * step).astype(np.int64)] = True
+    return pc.filter(table, pa.array(mask), memory_pool=WRITE_POOL)
