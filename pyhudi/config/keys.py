@@ -302,6 +302,13 @@ PARQUET_RAW_INCOMPRESSIBLE = declare(
     "takes most of a file's compression time for ~10% of its bytes). Every parquet reader reads a column's "
     "own codec; false compresses every column with hoodie.parquet.compression.codec, as Hudi does.",
     Group.STORAGE)
+PARQUET_APPEND_ROW_GROUPS = declare(
+    "hoodie.pyhudi.insert.append.row.groups", "bool", True,
+    "pyhudi only: an insert topping up a small base file (Hudi's concat handle: old records kept as they "
+    "were) copies the old file's column chunks byte for byte and adds the new records as row groups of their "
+    "own, instead of decoding and re-encoding every old record. Same rows and values; one more row group "
+    "per top-up, a file of 16 row groups is rewritten whole. false rewrites every top-up, as Hudi does.",
+    Group.STORAGE)
 PARQUET_COMPRESSION_RATIO = declare("hoodie.parquet.compression.ratio", "float", 0.1,
                                     "Headroom a create handle allows over the max size before rolling over.",
                                     Group.STORAGE, validator=non_negative)

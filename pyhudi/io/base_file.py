@@ -63,6 +63,7 @@ class ParquetSettings:
     with_bloom: bool = True
     bloom_size_to_records: bool = True
     raw_incompressible: bool = True
+    append_row_groups: bool = True
     encoding_memo: EncodingMemo = field(default_factory=EncodingMemo, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -259,6 +260,16 @@ def _encoding(table: pa.Table, settings: ParquetSettings
     choice = settings.encoding_memo.choice(plain, settings.codec if settings.raw_incompressible else None)
     statistics, dictionary = java_safe_columns(plain, choice.dictionary)
     return plain, statistics, dictionary, choice.compression(plain.schema, settings.codec)
+
+
+def encode_file(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
+                bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None
+                ) -> pa.Buffer:
+    """`table` encoded in memory as one base file (`bloom` and `key_bounds`, when given, describe the file
+    it will be part of: `io/splice`)."""
+    sink = pa.BufferOutputStream()
+    _write_to(sink, table, avro_schema_with_meta, settings, 0.0, bloom=bloom, key_bounds=key_bounds)
+    return sink.getvalue()
 
 
 def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,

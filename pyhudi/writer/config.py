@@ -61,6 +61,7 @@ class SizingConfig:
     log_max_size: int = 1024 * 1024 * 1024
     log_block_format: str = "parquet"
     raw_incompressible: bool = True
+    append_row_groups: bool = True
 
     @classmethod
     def from_options(cls, o: Options) -> SizingConfig:
@@ -77,6 +78,7 @@ class SizingConfig:
             log_block_max_size=o.get(K.LOGFILE_DATA_BLOCK_MAX_SIZE), log_max_size=o.get(K.LOGFILE_MAX_SIZE),
             log_block_format=o.get(K.LOGFILE_DATA_BLOCK_FORMAT),
             raw_incompressible=o.get(K.PARQUET_RAW_INCOMPRESSIBLE),
+            append_row_groups=o.get(K.PARQUET_APPEND_ROW_GROUPS),
         )
 
 
@@ -640,5 +642,6 @@ def parquet_settings(cfg: WriteConfig, table_uri: str) -> ParquetSettings:
         bloom_type=cfg.index.bloom_type, bloom_num_entries=cfg.index.bloom_num_entries,
         bloom_fpp=cfg.index.bloom_fpp, bloom_max_entries=cfg.index.bloom_max_entries,
         with_bloom=cfg.table.populate_meta_fields, bloom_size_to_records=cfg.index.bloom_size_to_records,
-        raw_incompressible=cfg.sizing.raw_incompressible, encoding_memo=EncodingMemo(table_uri),
+        raw_incompressible=cfg.sizing.raw_incompressible, append_row_groups=cfg.sizing.append_row_groups,
+        encoding_memo=EncodingMemo(table_uri),
     )

@@ -22,27 +22,32 @@ MERGE_BATCH_BYTES (Arrow bytes), so a large file is merged alone, as before.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from pyhudi.errors import WriteRolledBackError
-from pyhudi.index.bloom_filter import BloomFilter, FooterFilter
+from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, BloomFilter, FooterFilter
 from pyhudi.index.key_cache import remember_written
-from pyhudi.index.key_order import java_min_max_by_group
+from pyhudi.index.key_order import java_min_max, java_min_max_by_group
 from pyhudi.index.murmur import key_positions
 from pyhudi.io.base_file import (
     bloom_shape,
+    encode_file,
     extended_bloom,
     filter_extends,
     fresh_bloom,
     read_parquet,
     write_parquet,
 )
+from pyhudi.io.lance_file import is_lance_file
 from pyhudi.io.schema import conform_table
+from pyhudi.io.splice import append_row_groups, file_name_chunks
 from pyhudi.model.file_names import base_file_name, join_path
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.storage import Storage
@@ -69,6 +74,7 @@ MERGE_BATCH_BYTES = 64 * 1024 * 1024
 FRESH_HASHED_MAX = 16384
 HASH_PASS_KEYS = 65536
 _FILE = "__pyhudi_file"
+_T = TypeVar("_T")
 _KEY = "__pyhudi_key"
 
 
@@ -93,19 +99,24 @@ class _Old:
 def merge_handles(ctx: HandleContext, storage: Storage, records: pa.Table, items: Iterable[MergeItem]
                   ) -> list[WriteStat]:
     """One write stat per item, in order: each item's rows of `records` merged into its bucket's base file."""
-    stats: list[WriteStat] = []
-    batch: list[_Old] = []
+    stats: dict[int, WriteStat] = {}
+    batch: list[tuple[int, _Old]] = []
     held = 0
-    for item in items:
-        table, footer = _read_old(ctx, storage, item.bucket)
-        batch.append(_Old(item, table, footer))
+    for i, item in enumerate(items):
+        data = _old_bytes(storage, item.bucket) if _appends(ctx, item.bucket) else None
+        appended = _append(ctx, storage, records, item, data) if data is not None else None
+        if appended is not None:
+            stats[i] = appended
+            continue
+        table, footer = _read_old(ctx, storage, item.bucket, data)
+        batch.append((i, _Old(item, table, footer)))
         held += table.nbytes
         if held >= MERGE_BATCH_BYTES:
-            stats.extend(_merge_batch(ctx, storage, records, batch))
+            stats.update(zip((j for j, _ in batch), _merge_batch(ctx, storage, records, [o for _, o in batch])))
             batch, held = [], 0
     if batch:
-        stats.extend(_merge_batch(ctx, storage, records, batch))
-    return stats
+        stats.update(zip((j for j, _ in batch), _merge_batch(ctx, storage, records, [o for _, o in batch])))
+    return [stats[i] for i in range(len(stats))]
 
 
 def merge_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, incoming: pa.Table, token: str,
@@ -186,11 +197,11 @@ def _merged(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: p
 def _decide(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: pa.Table, in_file: np.ndarray,
             k: int) -> _Merge:
     deletes_mask = is_delete(incoming)
-    idx = _matches(old.column(RECORD_KEY), old_file, incoming.column(RECORD_KEY), in_file, k)
+    if _concatenates(ctx):  # HoodieConcatHandle: no incoming record replaces a stored one
+        idx = np.full(old.num_rows, -1, dtype=np.int64)
+    else:
+        idx = _matches(old.column(RECORD_KEY), old_file, incoming.column(RECORD_KEY), in_file, k)
     matched = idx >= 0
-    if _concatenates(ctx):
-        matched[:] = False
-        idx[:] = -1
     deleted_old = np.zeros(old.num_rows, dtype=bool)
     replaced_old = np.zeros(old.num_rows, dtype=bool)
     if matched.any():
@@ -354,17 +365,14 @@ def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine
     return out, kept.column(_FILE).to_numpy()
 
 
-def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> tuple[pa.Table, dict[bytes, bytes] | None]:
-    """The old base file's records, conformed to the writer's schema, and its footer metadata."""
-    if not bucket.base_file:
-        raise RuntimeError(f"update bucket {bucket.number} for file group {bucket.file_id} has no base file")
-    try:
-        old = read_parquet(storage, bucket.base_file)
-    except FileNotFoundError as exc:  # listed when the write was planned, deleted since
-        raise WriteRolledBackError(
-            f"base file {storage.uri(bucket.base_file)} was deleted while this write was in flight (a "
-            "concurrent rollback or restore of the commit that wrote it, or a clean); the write was rolled "
-            "back and nothing of it is visible: retry the write") from exc
+def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket, data: bytes | None = None
+              ) -> tuple[pa.Table, dict[bytes, bytes] | None]:
+    """The old base file's records, conformed to the writer's schema, and its footer metadata (`data`: the
+    file's bytes, when already read)."""
+    if data is not None:
+        old = pq.ParquetFile(pa.BufferReader(data)).read()
+    else:
+        old = _with_missing_file(storage, bucket, lambda: read_parquet(storage, _base_file(bucket)))
     # A column the writer schema dropped (allow.auto.evolution.column.drop) is left behind, as Hudi's
     # merge handle rewrites old records into the writer schema.
     kept = old.select([c for c in old.column_names if c in ctx.file_schema.names])
@@ -384,3 +392,87 @@ def _stored_wins(ctx: HandleContext, old: pa.Table, incoming: pa.Table, old_rows
     fresh = incoming.column(field).take(pa.array(new_rows)).cast(stored.type)
     greater = pc.greater(stored, fresh).fill_null(False)
     return np.asarray(greater.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _base_file(bucket: Bucket) -> str:
+    if not bucket.base_file:
+        raise RuntimeError(f"update bucket {bucket.number} for file group {bucket.file_id} has no base file")
+    return bucket.base_file
+
+
+def _with_missing_file(storage: Storage, bucket: Bucket, read: Callable[[], _T]) -> _T:
+    try:
+        return read()
+    except FileNotFoundError as exc:  # listed when the write was planned, deleted since
+        raise WriteRolledBackError(
+            f"base file {storage.uri(bucket.base_file or '')} was deleted while this write was in flight (a "
+            "concurrent rollback or restore of the commit that wrote it, or a clean); the write was rolled "
+            "back and nothing of it is visible: retry the write") from exc
+
+
+# ------------------------------------------------------------------ appending row groups (io/splice)
+
+
+def _appends(ctx: HandleContext, bucket: Bucket) -> bool:
+    """Whether the item's new file may be its old file's row groups plus its records' (`_append`): only
+    for HoodieConcatHandle's writes, which keep every old record as it was."""
+    return (ctx.parquet.append_row_groups and _concatenates(ctx) and ctx.populate_meta
+            and bool(bucket.base_file) and not is_lance_file(bucket.base_file or ""))
+
+
+def _old_bytes(storage: Storage, bucket: Bucket) -> bytes:
+    return _with_missing_file(storage, bucket, lambda: storage.read_bytes(_base_file(bucket)))
+
+
+def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: MergeItem, data: bytes
+            ) -> WriteStat | None:
+    """HoodieConcatHandle's file (the old records as they were, under the new file's name, then the
+    inserts) written without decoding the old records: their column chunks are copied
+    (`io/splice.append_row_groups`); None when splicing declines and the file is rewritten."""
+    began = time.monotonic()
+    bucket = item.bucket
+    incoming, in_file = _incoming(records, [item.rows])
+    if ctx.combine:
+        incoming, in_file = _dedupe_per_file(incoming, in_file, 1, ctx.precombine_field)
+    inserts = incoming.filter(pa.array(~is_delete(incoming)))
+    old_file = pq.ParquetFile(pa.BufferReader(data))
+    name = base_file_name(bucket.file_id, item.token, ctx.instant)
+    n = inserts.num_rows
+    fresh = meta_table(ctx, data_only(inserts), constant_strings(name, n), f"{ctx.instant}_{item.pid}_",
+                       np.arange(n)).cast(ctx.file_schema)
+    keys = pa.chunked_array([*old_file.read(columns=[RECORD_KEY]).column(RECORD_KEY).chunks,
+                             *fresh.column(RECORD_KEY).chunks], pa.string())
+    total = len(keys)
+    bloom = _blooms(ctx, [old_file.metadata.metadata], keys, np.array([0, total]), fresh.column(RECORD_KEY),
+                    np.array([0, n]))[0]
+    if bloom is None and ctx.parquet.with_bloom and not keys.null_count:  # the writer's would hold `fresh` only
+        bloom = fresh_bloom(ctx.parquet, keys)
+    encoded = encode_file(fresh, ctx.avro_schema_with_meta, ctx.parquet, bloom=bloom,
+                          key_bounds=_key_bounds(old_file.metadata.metadata, fresh.column(RECORD_KEY), keys))
+    spliced = append_row_groups(data, encoded, file_name_chunks(ctx.file_schema, FILE_NAME, name, ctx.parquet.codec),
+                                FILE_NAME)
+    if spliced is None:
+        return None
+    create_marker(storage, ctx.instant, bucket.partition, name, "MERGE", ctx.marking)
+    path = join_path(bucket.partition, name)
+    storage.write_bytes(path, spliced, mid_write_fault="write.mid_file")
+    remember_written(storage, path, pa.table({RECORD_KEY: keys}))
+    return WriteStat(
+        file_id=bucket.file_id, path=path, partition_path=bucket.partition,
+        prev_commit=bucket.base_instant or "null", num_writes=total, num_deletes=0, num_update_writes=0,
+        num_inserts=n, total_write_bytes=len(spliced), file_size_in_bytes=len(spliced),
+        runtime_stats=RuntimeStats(total_upsert_time=int((time.monotonic() - began) * 1000)),
+    )
+
+
+def _key_bounds(old_footer: dict[bytes, bytes] | None, fresh: pa.ChunkedArray, keys: pa.ChunkedArray
+                ) -> tuple[str, str] | None:
+    """The spliced file's min/max record keys: the old footer's bounds with the fresh keys' (Java's order),
+    or every key's when the old footer has none."""
+    footer = old_footer or {}
+    lo, hi = footer.get(MIN_KEY_FOOTER.encode()), footer.get(MAX_KEY_FOOTER.encode())
+    if lo is None or hi is None:
+        return java_min_max(keys)
+    fresh_bounds = java_min_max(fresh)
+    ends = [lo.decode(), hi.decode(), *(fresh_bounds or ())]
+    return java_min_max(pa.array(ends, pa.string()))
