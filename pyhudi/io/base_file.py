@@ -69,6 +69,13 @@ class ParquetSettings:
     def __post_init__(self) -> None:
         object.__setattr__(self, "codec", pyarrow_codec(self.codec))
 
+    def raw_columns(self, table: pa.Table) -> frozenset[str]:
+        """The columns of `table`'s files stored uncompressed (`io/column_encoding.sampled_choice`)."""
+        return self.encoding_memo.choice(table, self._raw_codec()).raw
+
+    def _raw_codec(self) -> str | None:
+        return self.codec if self.raw_incompressible else None
+
     def bloom_entries(self, num_records: int) -> int:
         """Entries the bloom filter of a file of `num_records` records is sized for.
 
@@ -257,7 +264,7 @@ def _encoding(table: pa.Table, settings: ParquetSettings
     base file of it is written with: shared by the writer and `estimate_bytes_per_row`, whose estimate
     came out ~10% high on unique strings while it let pyarrow try a dictionary on every column."""
     plain = table.replace_schema_metadata(None)
-    choice = settings.encoding_memo.choice(plain, settings.codec if settings.raw_incompressible else None)
+    choice = settings.encoding_memo.choice(plain, settings._raw_codec())
     statistics, dictionary = java_safe_columns(plain, choice.dictionary)
     return plain, statistics, dictionary, choice.compression(plain.schema, settings.codec)
 

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pyhudi.errors import CorruptFileError, InvalidRecordError, UnsupportedTableError
+from pyhudi.io.column_encoding import ColumnChoice
 from pyhudi.io.log_format import (
     ROLLBACK_COMMAND,
     BlockType,
@@ -396,16 +397,20 @@ def encode_parquet_data_block(
     instant: str,
     compression: str = "gzip",
     extra_header: Mapping[HeaderKey, str] | None = None,
+    raw_columns: frozenset[str] = frozenset(),
 ) -> bytes:
     """Complete PARQUET_DATA block: a whole parquet file as content (``extra_header``: as for Avro).
 
     GZIP is Hudi's default ``hoodie.parquet.compression.codec``. The Avro
     schema also goes into the parquet footer as ``parquet.avro.schema``, as
-    Hudi's Avro parquet writer does, so parquet-avro readers resolve it.
+    Hudi's Avro parquet writer does, so parquet-avro readers resolve it. ``raw_columns`` are stored
+    uncompressed, as the table's base files store them (`io/column_encoding`), so a compacted file's size
+    follows its logs'.
     """
     table = _conform(records_table, avro_schema_to_arrow(avro_schema_json))
     sink = io.BytesIO()
-    with pq.ParquetWriter(sink, table.schema, compression=compression, store_schema=False) as writer:
+    codecs = ColumnChoice(raw=raw_columns).compression(table.schema, compression)
+    with pq.ParquetWriter(sink, table.schema, compression=codecs, store_schema=False) as writer:
         writer.write_table(table)
         writer.add_key_value_metadata({"parquet.avro.schema": avro_schema_json, "writer.model.name": "avro"})
     header = {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: avro_schema_json, **(extra_header or {})}

@@ -64,3 +64,33 @@ def test_spark_writes_and_reads_raw_columns(spark: Any, tmp_path: Path, codec: s
             assert sorted(r.addr for r in hits) == sorted([first[21][1], first[21][1] + " (moved)"])
         finally:
             spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+
+
+def test_spark_tops_up_by_appending_row_groups_and_its_reader_reads_them(spark: Any, tmp_path: Path) -> None:
+    """Insert top-ups on executors append row groups (io/splice); Spark's parquet reader, vectorized and
+    not, with row-group pruning by statistics, reads the latest file as the model's rows."""
+    path = tmp_path / "t"
+    opts = {"hoodie.table.name": "splice", "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "", "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.operation": "insert"}
+    schema = "id string, addr string, ts long, city string"
+    model: dict[str, tuple[Any, ...]] = {}
+    for batch in range(4):
+        rows = _rows(10 + batch, batch, 1500)
+        pyhudi.write(spark.createDataFrame(rows, schema).coalesce(1), str(path), opts)
+        model.update({r[0]: r[1:] for r in rows})
+    latest = max((p for p in path.rglob("*.parquet") if ".hoodie" not in p.parts), key=lambda p: p.name.rsplit("_", 1)[1])
+    assert pq.ParquetFile(latest).metadata.num_row_groups == 4
+    assert rows_by_key(pyhudi.read(spark, str(path)).toArrow(), "id", ["addr", "ts", "city"]) == model
+    assert rows_by_key(hudi_rs(path), "id", ["addr", "ts", "city"]) == model
+    for vectorized in ("true", "false"):
+        spark.conf.set("spark.sql.parquet.enableVectorizedReader", vectorized)
+        try:
+            df = spark.read.parquet(str(latest))
+            got = {r.id: (r.addr, r.ts, r.city) for r in df.collect()}
+            assert got == model
+            names = {r[0] for r in df.select("_hoodie_file_name").distinct().collect()}
+            assert names == {latest.name}
+            assert df.where("ts = 2").count() == 1500  # the third row group alone, found by its statistics
+        finally:
+            spark.conf.unset("spark.sql.parquet.enableVectorizedReader")

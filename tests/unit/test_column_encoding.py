@@ -173,3 +173,24 @@ def test_tables_with_raw_columns_read_back_with_pyhudi_and_hudi_rs(tmp_path, tab
 def _chunk(path: object, name: str) -> pq.ColumnChunkMetaData:
     group = pq.ParquetFile(path).metadata.row_group(0)
     return next(group.column(j) for j in range(group.num_columns) if group.column(j).path_in_schema == name)
+
+
+def test_log_blocks_store_the_tables_raw_columns_raw() -> None:
+    """MOR log blocks use the base files' choice, so a compacted file's size follows its logs'."""
+    from pyhudi.io.log_blocks import encode_parquet_data_block, parquet_block_to_arrow
+    from pyhudi.io.log_format import build_log_file, read_valid_blocks
+
+    table = _table().drop_columns(["blob", "digest"])
+    avro = ('{"type":"record","name":"r","fields":[' + ",".join(
+        f'{{"name":"{c}","type":["null","{"long" if c == "n" else "string"}"],"default":null}}'
+        for c in table.column_names) + "]}")
+    settings = ParquetSettings(encoding_memo=EncodingMemo(f"log-{uuid.uuid4().hex}"))
+    raw = settings.raw_columns(table)
+    assert raw == {"_hoodie_record_key", "uuid"}
+    data = build_log_file([encode_parquet_data_block(table, avro, "001", "snappy", raw_columns=raw)])
+    (block,) = read_valid_blocks(data)
+    content = pq.ParquetFile(pa.BufferReader(block.content)).metadata.row_group(0)
+    codecs = {content.column(j).path_in_schema: content.column(j).compression for j in range(content.num_columns)}
+    assert {p for p, c in codecs.items() if c == "UNCOMPRESSED"} == raw
+    assert {c for p, c in codecs.items() if p not in raw} == {"SNAPPY"}
+    assert _same(parquet_block_to_arrow(block), table)
