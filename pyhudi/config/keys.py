@@ -307,7 +307,8 @@ PARQUET_APPEND_ROW_GROUPS = declare(
     "pyhudi only: an insert topping up a small base file (Hudi's concat handle: old records kept as they "
     "were) copies the old file's column chunks byte for byte and adds the new records as row groups of their "
     "own, instead of decoding and re-encoding every old record. Same rows and values; one more row group "
-    "per top-up, a file of 16 row groups is rewritten whole. false rewrites every top-up, as Hudi does.",
+    "per top-up; files under 4 MB, and a file of 16 row groups, are rewritten whole. false rewrites every "
+    "top-up, as Hudi does.",
     Group.STORAGE)
 PARQUET_COMPRESSION_RATIO = declare("hoodie.parquet.compression.ratio", "float", 0.1,
                                     "Headroom a create handle allows over the max size before rolling over.",

@@ -20,9 +20,10 @@ pytestmark = pytest.mark.spark
 ROWS = 6000
 
 
-def _rows(seed: int, ts: int, count: int) -> list[tuple[str, str, int, str]]:
+def _rows(seed: int, ts: int, count: int, pad: int = 0) -> list[tuple[str, str, int, str]]:
     rng = random.Random(seed)
-    return [(str(uuid.UUID(int=rng.getrandbits(128), version=4)), f"{i} Main Street", ts, ("sf", "la")[i % 2])
+    return [(str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+             f"{i} Main Street" + "".join(rng.choices("abcdefgh", k=pad)), ts, ("sf", "la")[i % 2])
             for i in range(count)]
 
 
@@ -68,7 +69,9 @@ def test_spark_writes_and_reads_raw_columns(spark: Any, tmp_path: Path, codec: s
 
 def test_spark_tops_up_by_appending_row_groups_and_its_reader_reads_them(spark: Any, tmp_path: Path) -> None:
     """Insert top-ups on executors append row groups (io/splice); Spark's parquet reader, vectorized and
-    not, with row-group pruning by statistics, reads the latest file as the model's rows."""
+    not, with row-group pruning by statistics, reads the latest file as the model's rows. The executors
+    are Spark's local Python workers: the size floor reaches them as an option-free module constant, so
+    the files here are made big enough (16,000 rows of ~330 bytes a batch)."""
     path = tmp_path / "t"
     opts = {"hoodie.table.name": "splice", "hoodie.datasource.write.recordkey.field": "id",
             "hoodie.datasource.write.partitionpath.field": "", "hoodie.datasource.write.precombine.field": "ts",
@@ -76,7 +79,7 @@ def test_spark_tops_up_by_appending_row_groups_and_its_reader_reads_them(spark: 
     schema = "id string, addr string, ts long, city string"
     model: dict[str, tuple[Any, ...]] = {}
     for batch in range(4):
-        rows = _rows(10 + batch, batch, 1500)
+        rows = _rows(10 + batch, batch, 16000, pad=300)
         pyhudi.write(spark.createDataFrame(rows, schema).coalesce(1), str(path), opts)
         model.update({r[0]: r[1:] for r in rows})
     latest = max((p for p in path.rglob("*.parquet") if ".hoodie" not in p.parts), key=lambda p: p.name.rsplit("_", 1)[1])
@@ -91,6 +94,6 @@ def test_spark_tops_up_by_appending_row_groups_and_its_reader_reads_them(spark: 
             assert got == model
             names = {r[0] for r in df.select("_hoodie_file_name").distinct().collect()}
             assert names == {latest.name}
-            assert df.where("ts = 2").count() == 1500  # the third row group alone, found by its statistics
+            assert df.where("ts = 2").count() == 16000  # the third row group alone, found by its statistics
         finally:
             spark.conf.unset("spark.sql.parquet.enableVectorizedReader")

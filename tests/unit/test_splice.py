@@ -21,6 +21,7 @@ from pyhudi.index.bloom_filter import BloomFilter, footer_filter_text
 from pyhudi.io import thrift_compact as tc
 from pyhudi.io.base_file import ParquetSettings, encode_file
 from pyhudi.io.splice import MAX_ROW_GROUPS, append_row_groups, file_name_chunks, footer
+from pyhudi.writer import merge_handle
 from tests.helpers import hudi_rs, rows_by_key
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -135,7 +136,9 @@ def test_splicing_declines_what_it_cannot_copy() -> None:
 
 
 @pytest.mark.parametrize("append", ["true", "false"])
-def test_insert_top_ups_append_row_groups_and_read_back_everywhere(tmp_path: Path, append: str) -> None:
+def test_insert_top_ups_append_row_groups_and_read_back_everywhere(tmp_path: Path, append: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(merge_handle, "APPEND_MIN_BYTES", 0)  # small files here: every top-up splices
     path = str(tmp_path / "t")
     opts = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "k",
             "hoodie.datasource.write.partitionpath.field": "p", "hoodie.datasource.write.precombine.field": "ts",
