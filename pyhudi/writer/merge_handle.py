@@ -442,9 +442,11 @@ def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: Merge
     if ctx.combine:
         incoming, in_file = _dedupe_per_file(incoming, in_file, 1, ctx.precombine_field)
     inserts = incoming.filter(pa.array(~is_delete(incoming)))
+    n = inserts.num_rows
+    if not n:  # nothing to append (the footer's bloom filter and key range come with the appended rows)
+        return None
     old_file = pq.ParquetFile(pa.BufferReader(data))
     name = base_file_name(bucket.file_id, item.token, ctx.instant)
-    n = inserts.num_rows
     fresh = meta_table(ctx, data_only(inserts), constant_strings(name, n), f"{ctx.instant}_{item.pid}_",
                        np.arange(n)).cast(ctx.file_schema)
     keys = pa.chunked_array([*old_file.read(columns=[RECORD_KEY]).column(RECORD_KEY).chunks,
