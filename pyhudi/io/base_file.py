@@ -31,7 +31,7 @@ from pyhudi.index.bloom_filter import (
     footer_filter_text,
 )
 from pyhudi.index.key_order import java_min_max
-from pyhudi.io.column_encoding import EncodingMemo, every_nth, java_safe_columns, pyarrow_codec
+from pyhudi.io.column_encoding import ColumnChoice, EncodingMemo, every_nth, java_safe_columns, pyarrow_codec
 from pyhudi.io.lance_file import is_lance_file, read_lance_base_file
 from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.storage import Storage
@@ -69,12 +69,11 @@ class ParquetSettings:
     def __post_init__(self) -> None:
         object.__setattr__(self, "codec", pyarrow_codec(self.codec))
 
-    def raw_columns(self, table: pa.Table) -> frozenset[str]:
-        """The columns of `table`'s files stored uncompressed (`io/column_encoding.sampled_choice`)."""
-        return self.encoding_memo.choice(table, self._raw_codec()).raw
-
-    def _raw_codec(self) -> str | None:
-        return self.codec if self.raw_incompressible else None
+    def column_choice(self, table: pa.Table) -> ColumnChoice:
+        """The sampled per-column choice for files of `table` (`io/column_encoding.sampled_choice`); raw
+        columns only when the option is on and there is a codec to skip."""
+        raw_codec = self.codec if self.raw_incompressible and self.codec != "none" else None
+        return self.encoding_memo.choice(table, raw_codec)
 
     def bloom_entries(self, num_records: int) -> int:
         """Entries the bloom filter of a file of `num_records` records is sized for.
@@ -264,18 +263,18 @@ def _encoding(table: pa.Table, settings: ParquetSettings
     base file of it is written with: shared by the writer and `estimate_bytes_per_row`, whose estimate
     came out ~10% high on unique strings while it let pyarrow try a dictionary on every column."""
     plain = table.replace_schema_metadata(None)
-    choice = settings.encoding_memo.choice(plain, settings._raw_codec())
+    choice = settings.column_choice(plain)
     statistics, dictionary = java_safe_columns(plain, choice.dictionary)
     return plain, statistics, dictionary, choice.compression(plain.schema, settings.codec)
 
 
-def encode_file(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
+def encode_file(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings, bytes_per_row: float = 0.0,
                 bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None
                 ) -> pa.Buffer:
     """`table` encoded in memory as one base file (`bloom` and `key_bounds`, when given, describe the file
-    it will be part of: `io/splice`)."""
+    it will be part of: `io/splice`), as is: no copy into Python bytes."""
     sink = pa.BufferOutputStream()
-    _write_to(sink, table, avro_schema_with_meta, settings, 0.0, bloom=bloom, key_bounds=key_bounds)
+    _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, bloom=bloom, key_bounds=key_bounds)
     return sink.getvalue()
 
 
@@ -309,10 +308,8 @@ def encode_within(make: Callable[[int], pa.Table], rows: int, limit: int, avro_s
     (at least one fewer). Returns (bytes, rows, the table encoded).
     """
     while True:
-        sink = pa.BufferOutputStream()
         table = make(rows)
-        _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row)
-        data = sink.getvalue()  # written as is: no copy into Python bytes
+        data = encode_file(table, avro_schema_with_meta, settings, bytes_per_row)
         if len(data) <= limit or rows <= 1:
             return data, rows, table
         rows = max(1, min(rows - 1, shrink(rows, len(data), limit)))

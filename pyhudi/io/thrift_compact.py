@@ -225,7 +225,3 @@ def put(fields: list[Field], fid: int, ttype: int, value: Any) -> None:
             return
     fields.append(Field(fid, ttype, value))
     fields.sort(key=lambda f: f.id)
-
-
-def drop(fields: list[Field], *fids: int) -> None:
-    fields[:] = [f for f in fields if f.id not in fids]

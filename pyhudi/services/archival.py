@@ -52,6 +52,7 @@ from typing import Any
 
 from pyhudi.errors import HudiError, TimelineError
 from pyhudi.faults import fault_point
+from pyhudi.io.column_encoding import pyarrow_codec
 from pyhudi.io.log_blocks import encode_avro_records
 from pyhudi.io.log_format import BlockType, HeaderKey, build_log_file, encode_block
 from pyhudi.model import avro_models as am
@@ -289,12 +290,14 @@ def _delete_v2(storage: Storage, timeline_dir: str, groups: list[InstantGroup]) 
 
 # Parquet codecs pyarrow writes as parquet-mr reads them (pyarrow's lz4 is LZ4_RAW, which Hudi's parquet-mr
 # versions may not read: such a table gets gzip, like every other value).
-_CODECS = {"gzip": "gzip", "snappy": "snappy", "zstd": "zstd", "uncompressed": "none"}
+_HISTORY_CODECS = frozenset({"gzip", "snappy", "zstd", "uncompressed"})
 
 
 def _history_codec(table: TableConfig) -> str:
-    """hoodie.parquet.compression.codec when the table records one of _CODECS, else Hudi's default gzip."""
-    return _CODECS.get((table.raw.get("hoodie.parquet.compression.codec") or "").strip().lower(), "gzip")
+    """hoodie.parquet.compression.codec (as pyarrow names it) when the table records one of _HISTORY_CODECS,
+    else Hudi's default gzip."""
+    codec = (table.raw.get("hoodie.parquet.compression.codec") or "").strip().lower()
+    return pyarrow_codec(codec if codec in _HISTORY_CODECS else "gzip")
 
 
 def _history_leftovers(storage: Storage, table: TableConfig, groups: list[InstantGroup]) -> bool:

@@ -58,7 +58,7 @@ def _blocks(ctx: HandleContext, data: pa.Table, deletes: pa.Table) -> list[bytes
             else:
                 blocks.append(encode_parquet_data_block(chunk, ctx.avro_schema_with_meta, ctx.instant,
                                                         compression=ctx.parquet.codec,
-                                                        raw_columns=ctx.parquet.raw_columns(chunk)))
+                                                        raw_columns=ctx.parquet.column_choice(chunk).raw))
     if deletes.num_rows:
         keys = deletes.column(RECORD_KEY).to_pylist()
         parts = deletes.column(PARTITION).to_pylist()

@@ -440,7 +440,7 @@ def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: Merge
     bucket = item.bucket
     incoming, in_file = _incoming(records, [item.rows])
     if ctx.combine:
-        incoming, in_file = _dedupe_per_file(incoming, in_file, 1, ctx.precombine_field)
+        incoming, _ = _dedupe_per_file(incoming, in_file, 1, ctx.precombine_field)
     inserts = incoming.filter(pa.array(~is_delete(incoming)))
     n = inserts.num_rows
     if not n:  # nothing to append (the footer's bloom filter and key range come with the appended rows)
@@ -449,15 +449,13 @@ def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: Merge
     name = base_file_name(bucket.file_id, item.token, ctx.instant)
     fresh = meta_table(ctx, data_only(inserts), constant_strings(name, n), f"{ctx.instant}_{item.pid}_",
                        np.arange(n)).cast(ctx.file_schema)
-    keys = pa.chunked_array([*old_file.read(columns=[RECORD_KEY]).column(RECORD_KEY).chunks,
-                             *fresh.column(RECORD_KEY).chunks], pa.string())
-    total = len(keys)
-    bloom = _blooms(ctx, [old_file.metadata.metadata], keys, np.array([0, total]), fresh.column(RECORD_KEY),
-                    np.array([0, n]))[0]
-    if bloom is None and ctx.parquet.with_bloom and not keys.null_count:  # the writer's would hold `fresh` only
-        bloom = fresh_bloom(ctx.parquet, keys)
-    encoded = encode_file(fresh, ctx.avro_schema_with_meta, ctx.parquet, bloom=bloom,
-                          key_bounds=_key_bounds(old_file.metadata.metadata, fresh.column(RECORD_KEY), keys))
+    old_footer = old_file.metadata.metadata
+    fresh_keys = fresh.column(RECORD_KEY)
+    keys = pa.chunked_array([*old_file.read(columns=[RECORD_KEY]).column(RECORD_KEY).chunks, *fresh_keys.chunks],
+                            pa.string())
+    encoded = encode_file(fresh, ctx.avro_schema_with_meta, ctx.parquet,
+                          bloom=_spliced_bloom(ctx, old_footer, fresh_keys, keys),
+                          key_bounds=_key_bounds(old_footer, fresh_keys, keys))
     spliced = append_row_groups(data, encoded, file_name_chunks(ctx.file_schema, FILE_NAME, name, ctx.parquet.codec),
                                 FILE_NAME)
     if spliced is None:
@@ -468,10 +466,20 @@ def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: Merge
     remember_written(storage, path, pa.table({RECORD_KEY: keys}))
     return WriteStat(
         file_id=bucket.file_id, path=path, partition_path=bucket.partition,
-        prev_commit=bucket.base_instant or "null", num_writes=total, num_deletes=0, num_update_writes=0,
+        prev_commit=bucket.base_instant or "null", num_writes=len(keys), num_deletes=0, num_update_writes=0,
         num_inserts=n, total_write_bytes=len(spliced), file_size_in_bytes=len(spliced),
         runtime_stats=RuntimeStats(total_upsert_time=int((time.monotonic() - began) * 1000)),
     )
+
+
+def _spliced_bloom(ctx: HandleContext, old_footer: dict[bytes, bytes] | None, fresh: pa.ChunkedArray,
+                   keys: pa.ChunkedArray) -> BloomFilter | FooterFilter | None:
+    """The spliced file's bloom filter: the old one extended by the appended keys where its shape still fits
+    the file, else a fresh one over every key (the writer would build it from the appended rows alone)."""
+    if not ctx.parquet.with_bloom or keys.null_count:
+        return None
+    extended = extended_bloom(old_footer, fresh, ctx.parquet, len(keys))
+    return extended if extended is not None else fresh_bloom(ctx.parquet, keys)
 
 
 def _key_bounds(old_footer: dict[bytes, bytes] | None, fresh: pa.ChunkedArray, keys: pa.ChunkedArray

@@ -185,7 +185,7 @@ def test_log_blocks_store_the_tables_raw_columns_raw() -> None:
         f'{{"name":"{c}","type":["null","{"long" if c == "n" else "string"}"],"default":null}}'
         for c in table.column_names) + "]}")
     settings = ParquetSettings(encoding_memo=EncodingMemo(f"log-{uuid.uuid4().hex}"))
-    raw = settings.raw_columns(table)
+    raw = settings.column_choice(table).raw
     assert raw == {"_hoodie_record_key", "uuid"}
     data = build_log_file([encode_parquet_data_block(table, avro, "001", "snappy", raw_columns=raw)])
     (block,) = read_valid_blocks(data)
