@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _ingest  # noqa: E402
 import _tables  # noqa: E402
 import common  # noqa: E402
+from _format_floor import format_floor  # noqa: E402
 from _stream_grid_data import PART, Streams  # noqa: E402
 from _stream_grid_report import NAME, TITLE, headline, render_markdown, render_text  # noqa: E402
 from common import MB  # noqa: E402
@@ -274,6 +275,8 @@ def run_grid(args: argparse.Namespace, work: Path, monitor: common.LoadMonitor,
             for k, sk in sinks.items():
                 if not res[k]["error"]:
                     res[k]["written"] = written(k, sk.path)
+                    if k != "delta":
+                        res[k]["floor"] = format_floor(sk.path, work / "floor")
             ok = verify(sinks, expected, gid, problems) if not args.no_verify else {}
             for k, r in res.items():
                 if r["error"]:

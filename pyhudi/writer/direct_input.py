@@ -88,7 +88,8 @@ def prepare_table(raw: pa.Table, target: pa.Schema, keys: ArrowKeys, delete_all:
     every row for a delete) and bad-key flag. Shared by the direct parquet input and the in-process write."""
     n = raw.num_rows
     if len(target):
-        data = conform_table(raw.select([f.name for f in target if f.name in raw.column_names]), target)
+        present = set(raw.column_names)
+        data = conform_table(raw.select([f.name for f in target if f.name in present]), target)
         cols = {name: data.column(name) for name in data.column_names}
     else:
         cols = {}

@@ -166,11 +166,11 @@ def meta_table(ctx: HandleContext, records: pa.Table, file_names: pa.Array, seq_
         meta = {c: pa.nulls(n, type=pa.string()) for c in (COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION)}
     meta[FILE_NAME] = file_names
     cols = dict(meta)
-    data_fields = [f for f in ctx.file_schema if f.name not in META_COLUMNS]
-    data = _conformed(records.select([c for c in records.column_names if c in {f.name for f in data_fields}]),
-                      pa.schema(data_fields))
-    for f in data_fields:
-        cols[f.name] = data.column(f.name)
+    data_schema = pa.schema([f for f in ctx.file_schema if f.name not in META_COLUMNS])
+    data = _conformed(records.select([c for c in records.column_names if data_schema.get_field_index(c) >= 0]),
+                      data_schema)
+    for name in data_schema.names:
+        cols[name] = data.column(name)
     schema = ctx.file_schema
     for name in (COMMIT_TIME, FILE_NAME):
         typ = cols[name].type
@@ -199,7 +199,8 @@ def constant_dictionary(value: str, n: int) -> pa.DictionaryArray:
 
 
 def data_only(records: pa.Table) -> pa.Table:
-    drop = [c for c in (DELETE_FLAG, SALT, IS_UPDATE) if c in records.column_names]
+    names = records.column_names
+    drop = [c for c in (DELETE_FLAG, SALT, IS_UPDATE) if c in names]
     return records.drop_columns(drop)
 
 

@@ -380,7 +380,8 @@ def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket, data: bytes 
         old = _with_missing_file(storage, bucket, lambda: read_parquet(storage, _base_file(bucket)))
     # A column the writer schema dropped (allow.auto.evolution.column.drop) is left behind, as Hudi's
     # merge handle rewrites old records into the writer schema.
-    kept = old.select([c for c in old.column_names if c in ctx.file_schema.names])
+    names = set(ctx.file_schema.names)  # once: `.names` builds a list at every access
+    kept = old.select([c for c in old.column_names if c in names])
     if kept.schema.equals(ctx.file_schema):  # parquet keeps required fields non-null: nothing to conform
         return kept.replace_schema_metadata(ctx.file_schema.metadata), old.schema.metadata
     return conform_table(kept, ctx.file_schema), old.schema.metadata

@@ -148,3 +148,49 @@ def test_nan_and_zero_are_found_in_slices_and_behind_nulls_but_null_slots_do_not
     assert dictionary == ["masked", "plain", "nan_only"]  # neg and tail hold zeros
     assert java_safe_columns(pa.table({"s": values.slice(3, 1)}), True) == (True, True)
     assert java_safe_columns(pa.table({"s": values.slice(1, 1)}), True) == ([], True)
+
+
+def test_leaves_checked_together_answer_as_each_leaf_alone() -> None:
+    """`java_safe_columns` checks the null-free float leaves of a file in one buffer per float type; each
+    leaf's answer must be its own: random tables of many float and double columns (slices, several
+    chunks, nulls, a struct's leaves, a NaN or a zero at a leaf's first or last row) against the
+    per-leaf scan."""
+    import random
+
+    from pyhudi.io.column_encoding import _float_leaves, _nan_and_zero
+
+    rng = random.Random(7)
+    seen_nan = seen_zero = seen_clean = False
+    for _ in range(300):
+        n, k = rng.randint(1, 9), rng.randint(1, 3)
+
+        def column(n: int = n, k: int = k) -> pa.ChunkedArray:
+            dtype = rng.choice([pa.float32(), pa.float64()])
+            parts = []
+            for _ in range(k):
+                values: list[float | None] = [rng.choice([1.5, 2.5, -3.0]) for _ in range(n + 2)]
+                for _ in range(rng.randint(0, 2)):
+                    values[rng.choice([0, n + 1, rng.randrange(n + 2)])] = rng.choice(
+                        [math.nan, 0.0, -0.0, None])
+                parts.append(pa.array(values, dtype).slice(1, n))  # a NaN or zero may sit just outside
+            return pa.chunked_array(parts, dtype)
+
+        cols = {f"c{i}": column() for i in range(rng.randint(1, 6))}
+        inner = column()
+        cols["s"] = pa.chunked_array([pa.StructArray.from_arrays([c], ["x"]) for c in inner.chunks])
+        table = pa.table(cols)
+        no_stats, no_dict = set(), set()
+        for name, col in zip(table.column_names, table.columns):
+            for chunk in col.chunks:
+                for path, values in _float_leaves(chunk, name):
+                    nan, zero = _nan_and_zero(values)
+                    no_stats |= {path} if nan else set()
+                    no_dict |= {path} if zero else set()
+        leaves = [p for f in table.schema for p in _leaf_paths(f.name, f.type)]
+        want_stats = [p for p in leaves if p not in no_stats] if no_stats else True
+        want_dict = [p for p in leaves if p not in no_dict] if no_dict else True
+        assert java_safe_columns(table, True) == (want_stats, want_dict), table.to_pydict()
+        seen_nan |= bool(no_stats)
+        seen_zero |= bool(no_dict)
+        seen_clean |= not no_stats and not no_dict
+    assert seen_nan and seen_zero and seen_clean  # the draws reach every answer
