@@ -8,10 +8,12 @@ content prepared outside the timing, with nothing pyhudi does around them (no pl
 merge, bloom filter, markers or commit protocol):
 
 * a parquet file: its rows re-encoded with the file's own choices (each column's codec, dictionary or
-  not, statistics or not, the row groups' sizes) and its footer's key-value entries. A file whose
-  leading row groups are the previous version's (pyhudi's insert top-up appends row groups,
-  `io/splice`) is written as the previous file's bytes plus its new row groups encoded;
-* any other file (log files, `.hoodie_partition_metadata`, the timeline): its bytes.
+  not, statistics or not, the row groups' sizes) and its footer's key-value entries, after reading the
+  file group's previous version if there is one (a merge or top-up must read the records it keeps). A
+  file whose leading row groups are the previous version's (pyhudi's insert top-up appends row groups,
+  `io/splice`) is written as the previous file's bytes, read, plus its new row groups encoded;
+* any other file (log files, `.hoodie_partition_metadata`, the timeline): its bytes;
+* and the stream's input batches, read from their staged parquet as both writers read them.
 
 Its directories are created as it goes, as both writers create theirs. Files on two threads, as
 pyhudi's in-process engine runs on this machine's two cores. What it leaves out makes it a lower bound:
@@ -68,12 +70,12 @@ def _parquet_job(path: Path, target: Path, previous: Path | None) -> Callable[[]
     pf = pq.ParquetFile(path)
     meta = pf.metadata
     groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
-    head = b""
+    spliced = False
     if previous is not None and len(groups) > 1:
         prev_rows = pq.ParquetFile(previous).metadata.num_rows
         for k in range(1, len(groups)):
             if sum(groups[:k]) == prev_rows:
-                head, groups = previous.read_bytes(), groups[k:]
+                spliced, groups = True, groups[k:]
                 break
     table = pf.read_row_groups(list(range(meta.num_row_groups - len(groups), meta.num_row_groups)))
     codec, dictionary, stats = _encoding(meta)
@@ -82,6 +84,9 @@ def _parquet_job(path: Path, target: Path, previous: Path | None) -> Callable[[]
     table = table.replace_schema_metadata(None)
 
     def write() -> int:
+        if previous is not None and not spliced:
+            pq.read_table(previous)  # the records a merge keeps
+        head = previous.read_bytes() if spliced and previous is not None else b""
         target.parent.mkdir(parents=True, exist_ok=True)
         if head:  # the spliced file: the previous bytes as they were, then the new row groups encoded
             sink = pa.BufferOutputStream()
@@ -118,8 +123,16 @@ def _bytes_job(data: bytes, target: Path) -> Callable[[], int]:
     return write
 
 
-def format_floor(table: str, scratch: Path, threads: int = 2) -> dict[str, Any]:
-    """Seconds raw pyarrow takes to write `table`'s files again (see the module doc), with their count."""
+def _input_job(staged: str) -> Callable[[], int]:
+    def read() -> int:
+        pq.read_table(staged)
+        return 0  # bytes written
+    return read
+
+
+def format_floor(table: str, scratch: Path, inputs: list[str], threads: int = 2) -> dict[str, Any]:
+    """Seconds raw pyarrow takes to read `inputs` (the staged batches) and write `table`'s files again (see
+    the module doc), with the count of files."""
     root = Path(table)
     files = _files(root)
     versions: dict[str, list[tuple[str, Path]]] = {}
@@ -132,7 +145,7 @@ def format_floor(table: str, scratch: Path, threads: int = 2) -> dict[str, Any]:
         vs.sort()
         previous.update({later: earlier for (_, earlier), (_, later) in zip(vs, vs[1:])})
     shutil.rmtree(scratch, ignore_errors=True)
-    jobs = []
+    jobs = [_input_job(staged) for staged in inputs]
     for f in files:
         target = scratch / f.relative_to(root)
         if f.suffix == ".parquet" and _file_group_and_instant(f) is not None:
@@ -144,5 +157,5 @@ def format_floor(table: str, scratch: Path, threads: int = 2) -> dict[str, Any]:
         written = sum(pool.map(lambda job: job(), jobs))
     seconds = time.perf_counter() - started
     shutil.rmtree(scratch, ignore_errors=True)
-    return {"seconds": seconds, "files": len(jobs), "bytes": written,
+    return {"seconds": seconds, "files": len(files), "bytes": written,
             "parquet_files": sum(1 for f in files if f.suffix == ".parquet")}

@@ -192,12 +192,12 @@ def run_group(sinks: dict[str, _ingest.Sink], batches: list[_ingest.Batch], args
     return out
 
 
-def verify(sinks: dict[str, _ingest.Sink], expected: Any, name: str, problems: list[str]) -> dict[str, bool]:
+def verify(paths: dict[str, str], expected: Any, name: str, problems: list[str]) -> dict[str, bool]:
     import arrow_engine
 
     ok = {}
-    for key, sink in sinks.items():
-        got = arrow_engine.delta_table(sink.path) if key == "delta" else arrow_engine.hudi_rs_table(sink.path)
+    for key, path in paths.items():
+        got = arrow_engine.delta_table(path) if key == "delta" else arrow_engine.hudi_rs_table(path)
         ok[key] = arrow_engine.check_keys(f"{name} {key}", got, expected, problems)
     return ok
 
@@ -249,8 +249,15 @@ def warm_up(work: Path, args: argparse.Namespace) -> None:
                   None)
 
 
+TIMING = ("ingest_seconds", "maintenance_seconds", "end_to_end_seconds", "batch_seconds", "steps")
+
+
 def run_grid(args: argparse.Namespace, work: Path, monitor: common.LoadMonitor,
              problems: list[str]) -> list[dict[str, Any]]:
+    """Every group `--passes` times, every other pass in reverse order (a system whose speed drifts over a
+    long process, as delta-rs' did at 300 partitions, meets each group early and late); each system's
+    fastest pass counts. Sizing, bytes written, the format floor and the read-back checks come from the
+    first pass (the batches, and so the files, are the same in every pass)."""
     from _arrow_child import step_timer  # the in-process write's step wrappers (no pyspark)
 
     streams = Streams(work / "staging", args.batches, args.rows_per_batch, args.seed)
@@ -258,42 +265,69 @@ def run_grid(args: argparse.Namespace, work: Path, monitor: common.LoadMonitor,
     warm_up(work, args)
     phases = step_timer()
     spy = _start_profile(args.profile) if args.profile else None
-    cells: list[dict[str, Any]] = []
+    results: dict[tuple[int, float, str, int], dict[str, Any]] = {}
+    extras: dict[tuple[int, float, str, int], tuple[dict[str, Any], dict[str, bool], list[_ingest.Batch]]] = {}
     started = time.perf_counter()
     try:
-        for n, (p, u, w, s, kinds) in enumerate(todo, 1):
-            batches, expected = streams.get(u, WINDOWS[w], p)
-            root = work / "tables"
-            shutil.rmtree(root, ignore_errors=True)
-            sinks = make_sinks(root, kinds, s * MB, args)
-            common.settle()
-            gid = cell_id(p, u, w, s, "*")
-            with monitor.phase(gid):
-                res = run_group(sinks, batches, args, phases)
-            sizes = {k: sizing(sk.path, s * MB * 100 // 120, s * MB) for k, sk in sinks.items()
-                     if k != "delta" and not res[k]["error"]}
-            for k, sk in sinks.items():
-                if not res[k]["error"]:
-                    res[k]["written"] = written(k, sk.path)
-                    if k != "delta":
-                        res[k]["floor"] = format_floor(sk.path, work / "floor")
-            ok = verify(sinks, expected, gid, problems) if not args.no_verify else {}
-            for k, r in res.items():
-                if r["error"]:
-                    problems.append(f"{gid} {k}: {r['error']}")
-            new = cell_results((p, u, w, s), res, sizes, ok, batches)
-            cells.extend(new)
-            print(f"[{n}/{len(todo)} {time.perf_counter() - started:.0f} s] {gid}: " + ", ".join(
-                f"{c['type']} {c['ratio']:.2f}x ({c['pyhudi']['end_to_end_seconds']:.2f} s)" for c in new)
-                + f", delta {res['delta']['end_to_end_seconds']:.2f} s", flush=True)
-            if not any(q[0] == p and q[1] == u and q[2] == w for q in todo[n:]):
-                streams.drop(u, WINDOWS[w], p)
+        for pass_no in range(args.passes):
+            order = todo if pass_no % 2 == 0 else todo[::-1]
+            for n, (p, u, w, s, kinds) in enumerate(order, 1):
+                key = (p, u, w, s)
+                batches, expected = streams.get(u, WINDOWS[w], p)
+                res = _run_cell(work, key, kinds, batches, args, monitor, phases)
+                if key not in results:
+                    results[key] = res
+                    extras[key] = _first_pass(work, key, res, batches, expected, args, problems)
+                else:
+                    for k, r in res.items():
+                        best = results[key][k]
+                        if not r["error"] and not best["error"] and r["end_to_end_seconds"] < best["end_to_end_seconds"]:
+                            best.update({f: r[f] for f in TIMING})
+                print(f"[pass {pass_no + 1}/{args.passes}, {n}/{len(order)}, {time.perf_counter() - started:.0f} s] "
+                      f"{cell_id(p, u, w, s, '*')}: " + ", ".join(f"{k} {r['end_to_end_seconds']:.2f} s"
+                                                                  for k, r in res.items()), flush=True)
+                if pass_no == args.passes - 1 and not any(q[:3] == (p, u, w) for q in order[n:]):
+                    streams.drop(u, WINDOWS[w], p)
     finally:
         phases.close()
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(timeout=120)
-    return cells
+    return [c for key in (g[:4] for g in todo) for c in cell_results(key, results[key], *extras[key])]
+
+
+def _run_cell(work: Path, key: tuple[int, float, str, int], kinds: list[str], batches: list[_ingest.Batch],
+              args: argparse.Namespace, monitor: common.LoadMonitor, phases: Any) -> dict[str, Any]:
+    p, u, w, s = key
+    root = work / "tables"
+    shutil.rmtree(root, ignore_errors=True)
+    sinks = make_sinks(root, kinds, s * MB, args)
+    common.settle()
+    with monitor.phase(cell_id(p, u, w, s, "*")):
+        res = run_group(sinks, batches, args, phases)
+    for k, r in res.items():
+        r["path"] = sinks[k].path
+    return res
+
+
+def _first_pass(work: Path, key: tuple[int, float, str, int], res: dict[str, Any], batches: list[_ingest.Batch],
+                expected: Any, args: argparse.Namespace, problems: list[str]
+                ) -> tuple[dict[str, Any], dict[str, bool], list[_ingest.Batch]]:
+    """The first pass's tables: sizing, bytes written, the format floor, the read-back check."""
+    p, u, w, s = key
+    gid = cell_id(p, u, w, s, "*")
+    sizes = {k: sizing(r["path"], s * MB * 100 // 120, s * MB) for k, r in res.items()
+             if k != "delta" and not r["error"]}
+    for k, r in res.items():
+        if not r["error"]:
+            r["written"] = written(k, r["path"])
+            if k != "delta":
+                r["floor"] = format_floor(r["path"], work / "floor", [b.staged for b in batches])
+    ok = verify({k: r["path"] for k, r in res.items()}, expected, gid, problems) if not args.no_verify else {}
+    for k, r in res.items():
+        if r["error"]:
+            problems.append(f"{gid} {k}: {r['error']}")
+    return sizes, ok, batches
 
 
 def _start_profile(out: str) -> subprocess.Popen[bytes]:
@@ -318,6 +352,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--sizes", default="1,8,128", help="target file sizes in MB")
     p.add_argument("--types", default="cow,mor")
     p.add_argument("--batches", type=int, default=5, help="batches per stream (the first inserts only)")
+    p.add_argument("--passes", type=int, default=2, help="runs of every group, every other one in reverse "
+                   "order; each system's fastest counts")
     p.add_argument("--rows-per-batch", type=int, default=None, help="default 20,000 x --scale")
     p.add_argument("--compact-every", type=int, default=5, help="MOR: hoodie.compact.inline.max.delta.commits")
     p.add_argument("--delta-optimize-every", type=int, default=0,
@@ -351,7 +387,8 @@ def main() -> int:
     results: dict[str, Any] = {
         "benchmark": NAME, "started": started, "finished": common.now_utc(), "command": common.command_line(),
         "machine": common.machine_info(), "load": monitor.report(),
-        "config": {"batches": args.batches, "rows_per_batch": args.rows_per_batch, "compact_every": args.compact_every,
+        "config": {"batches": args.batches, "passes": args.passes, "rows_per_batch": args.rows_per_batch,
+                   "compact_every": args.compact_every,
                    "delta_optimize_every": args.delta_optimize_every, "partitions": args.partitions,
                    "updates": args.updates, "windows": args.windows, "recent_window_batches": WINDOWS["recent"],
                    "sizes_mb": args.sizes, "types": args.types, "cells": args.cells, "quick": args.quick,
