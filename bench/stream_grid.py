@@ -29,6 +29,16 @@ files per partition` = the most small base files any partition holds. With 128 M
 8 MB files over many partitions) no partition reaches one full file in a run this short: those cells
 measure write cost only, their sizing is `n/a`.
 
+Passes: every group runs `--passes` (2) times, the second pass in reverse order, and each system's
+fastest pass counts (delta-rs' time for the same 300-partition stream moved between 1.3 and 3.0 s with its
+place in a long run).
+
+Format floor (`_format_floor.py`): after a group's first pass, raw pyarrow reads the stream's inputs and
+writes the files each pyhudi table holds again (each base file version re-encoded with its own encoding
+choices after reading the version a merge keeps, the other files copied), on two threads: the cost of the
+Hudi format's bytes and files alone, without anything pyhudi decides. A missed cell whose floor is above
+its limit is stopped by the format on pyarrow; below it, by pyhudi.
+
 Correctness: after every group each table is read back (pyhudi tables with hudi-rs, delta-rs with
 delta-rs) and compared with the generator's (uuid, ts) of every key.
 """
