@@ -371,6 +371,38 @@ shares of all samples of the bench process).
     idle core. The 5-batch cells here read files of 2-3 MB, and their times did not move beyond the
     noise (two A/B runs each way over the 56 cells of 1-3 partitions at 8-128 MB).
 
+* **The format floor (`_format_floor.py`, since `4649b3a`): what the Hudi format's files cost alone.**
+  After each group's first pass, raw pyarrow reads the stream's inputs and writes again every file the
+  pyhudi table holds: each base file version re-encoded with its own encoding choices, after reading the
+  version a merge keeps (a spliced top-up: the old bytes copied, the new row groups encoded), the log,
+  partition metadata and timeline files copied; on two threads, from content prepared outside the
+  timing. It leaves out what pyhudi decides (planning, the index lookup, merging, bloom filters, markers,
+  the commit protocol), so it is a lower bound for a writer of the format on pyarrow. Group medians in the
+  run above:
+  * 1-3 partitions: floor 0.30-0.47x delta-rs, pyhudi 2.2-2.9x its floor;
+  * 30 partitions: floor 0.69-0.73x delta-rs, pyhudi 1.8-1.9x its floor;
+  * 300 partitions: floor 1.21-1.28x delta-rs, pyhudi 1.09-1.14x its floor.
+
+  At 300 partitions the floor alone is above the 1.0 target: the stream leaves 1,500 base file versions
+  and 300 partition metadata files in 300 directories, and creating a file in a directory of its own
+  costs this VM's kernel 0.4-0.8 ms (measured at different hours today: 300 directories x 4 files, one
+  thread, 0.36 and 0.65 ms a file; the same in one directory, 0.05 ms), against pyarrow's 0.3-0.4 ms to
+  encode such a ~30 KB file. delta-rs writes as many files (its merges rewrite the 1,500 files, its
+  OPTIMIZE 300 more) in less time, natively. That cost also moves from run to run: the floor of the six
+  insert-only 300-partition cells, whose tables hold the same files (1,816 files, 67.6 MB), ranged
+  1.39-2.27 s. Elsewhere the floor is
+  below the target, and what is left is pyhudi's own work per file and per write. A profile of a
+  300-partition upsert stream on one thread (py-spy, 500 Hz, 8,923 samples of pyhudi's writes; 4 upserts
+  of 20,000 rows into 300 partitions):
+  * creating files 27% (data files 17%, the first batch's partition metadata files 8%);
+  * pyarrow encoding 24% and reading the old files 8%;
+  * Arrow compute kernels 9.5% and numpy 2.4%;
+  * Python 29%, spread over ~40 functions, none above 2.5%: gathering each file's rows, the meta columns,
+    each file's encoding choices and Java-safety scan, the key cache, the commit metadata.
+
+  `4649b3a` cut what that profile showed per file: the encoding memo finds its schema with `equals`
+  (24 to 1 us a file), the Java-safety scan keeps its float columns per schema (48 to 23 us), and two
+  name lists were rebuilt per column. Together, 2-3% less CPU on that stream (three alternating runs).
 * **Sizing is met on every cell.** Two pyhudi choices make it so at these small batch sizes:
   * every base file's bloom filter is sized to its records (`hoodie.pyhudi.index.bloom.size.to.records`);
   * where Hudi's record-size walk finds no commit above its threshold, pyhudi estimates from the newest
@@ -379,8 +411,8 @@ shares of all samples of the bench process).
     planned 1.5 MB files, small from birth.
 
 **What stays on pyhudi's side:**
-* the per-file and per-write costs at 30-300 partitions and at 1 MB. Most of them are pyarrow's encoder
-  and the file system; the rest is gathering a merge's rows, MD5 routing of inserts and the timeline.
+* the per-file and per-write costs at 1-30 partitions and at 1 MB: pyhudi takes 1.8-2.9x the format
+  floor there (group medians). At 300 partitions the floor itself is above the target on this machine.
 * The other two factors are Hudi's format and Hudi's small-file handling: top-ups rewrite files at write
   time, so a reader never sees the small files delta-rs leaves until its OPTIMIZE.
 
