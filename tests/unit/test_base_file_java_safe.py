@@ -150,11 +150,11 @@ def test_nan_and_zero_are_found_in_slices_and_behind_nulls_but_null_slots_do_not
     assert java_safe_columns(pa.table({"s": values.slice(1, 1)}), True) == ([], True)
 
 
-def test_leaves_checked_together_answer_as_each_leaf_alone() -> None:
-    """`java_safe_columns` checks the null-free float leaves of a file in one buffer per float type; each
-    leaf's answer must be its own: random tables of many float and double columns (slices, several
-    chunks, nulls, a struct's leaves, a NaN or a zero at a leaf's first or last row) against the
-    per-leaf scan."""
+def test_float_columns_kept_per_schema_follow_each_new_schema() -> None:
+    """`java_safe_columns` keeps the float columns of the last schemas it saw; a table of another schema
+    must be scanned by its own: random tables of float and double columns in changing numbers and
+    places (slices, several chunks, nulls, a struct's leaves, a NaN or a zero at a leaf's first or last
+    row), each against a scan of every column."""
     import random
 
     from pyhudi.io.column_encoding import _float_leaves, _nan_and_zero
@@ -175,7 +175,11 @@ def test_leaves_checked_together_answer_as_each_leaf_alone() -> None:
                 parts.append(pa.array(values, dtype).slice(1, n))  # a NaN or zero may sit just outside
             return pa.chunked_array(parts, dtype)
 
-        cols = {f"c{i}": column() for i in range(rng.randint(1, 6))}
+        cols: dict[str, pa.ChunkedArray] = {}
+        for i in range(rng.randint(1, 6)):
+            cols[f"c{i}"] = column()
+            if rng.random() < 0.3:
+                cols[f"t{i}"] = pa.chunked_array([pa.array([str(j) for j in range(n)])] * k)  # not a float
         inner = column()
         cols["s"] = pa.chunked_array([pa.StructArray.from_arrays([c], ["x"]) for c in inner.chunks])
         table = pa.table(cols)
