@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.errors import WriteRolledBackError
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, BloomFilter, FooterFilter
-from pyhudi.index.key_cache import remember_written
+from pyhudi.index.key_cache import keys_of, remember_written
 from pyhudi.index.key_order import java_min_max, java_min_max_by_group
 from pyhudi.index.murmur import key_positions
 from pyhudi.io.base_file import (
@@ -452,8 +452,9 @@ def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: Merge
                        np.arange(n)).cast(ctx.file_schema)
     old_footer = old_file.metadata.metadata
     fresh_keys = fresh.column(RECORD_KEY)
-    keys = pa.chunked_array([*old_file.read(columns=[RECORD_KEY]).column(RECORD_KEY).chunks, *fresh_keys.chunks],
-                            pa.string())
+    old_keys = keys_of(storage.uri(_base_file(bucket)),  # kept when this process wrote or read the file
+                       lambda: old_file.read(columns=[RECORD_KEY]).column(RECORD_KEY))
+    keys = pa.chunked_array([old_keys, *fresh_keys.chunks], pa.string())
     encoded = encode_file(fresh, ctx.avro_schema_with_meta, ctx.parquet,
                           bloom=_spliced_bloom(ctx, old_footer, fresh_keys, keys),
                           key_bounds=_key_bounds(old_footer, fresh_keys, keys))

@@ -113,6 +113,34 @@ def test_a_spliced_file_reads_as_the_old_rows_renamed_then_the_new_rows() -> Non
         old = spliced
 
 
+def test_kept_footers_change_no_byte_of_a_chained_splice() -> None:
+    """Footers are parsed once and kept by their bytes' digest (a splice also keeps the footer it wrote):
+    a chain of splices must come out byte for byte as it does when every footer is parsed afresh, and a
+    kept footer must equal a fresh parse of the same bytes."""
+    from pyhudi.io import splice
+
+    chains = []
+    for fresh in (False, True):
+        old = _file(_rows(0, 2000))
+        out = []
+        for step in range(4):
+            if fresh:
+                splice._FOOTERS.clear()
+            spliced = _splice(old, _rows(10_000 * (step + 1), 500 + step), f"new-{step}.parquet")
+            again = _splice(old, _rows(10_000 * (step + 1), 500 + step), f"new-{step}.parquet")
+            assert spliced is not None and again is not None
+            assert again.to_pybytes() == spliced.to_pybytes()  # a kept footer is not changed by its use
+            out.append(spliced.to_pybytes())
+            old = out[-1]
+        chains.append(out)
+    assert chains[0] == chains[1]
+    last = chains[0][-1]
+    kept = footer(last)
+    splice._FOOTERS.clear()
+    assert footer(last) == kept
+    assert len(splice._FOOTERS) == 1
+
+
 def test_splicing_declines_what_it_cannot_copy() -> None:
     old = _file(_rows(0, 3000))
     assert _splice(old, _rows(5000, 10).drop_columns(["v"])) is None  # another schema
