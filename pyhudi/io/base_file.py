@@ -367,8 +367,13 @@ def read_parquet(storage: Storage, rel_path: str, columns: list[str] | None = No
         return read_lance_base_file(storage, rel_path, columns)
     whole_below = WHOLE_READ_MAX_BYTES if columns is None else 0
     with storage.open_input_file(rel_path, whole_below=whole_below) as f:
-        threads = parallel_read(storage, f)
-        return pq.ParquetFile(f, pre_buffer=threads).read(columns=columns, use_threads=threads)
+        return read_open_parquet(storage, f, columns)
+
+
+def read_open_parquet(storage: Storage, f: pa.NativeFile, columns: list[str] | None = None) -> pa.Table:
+    """`read_parquet` of a file already opened (`Storage.open_input_file`)."""
+    threads = parallel_read(storage, f)
+    return pq.ParquetFile(f, pre_buffer=threads).read(columns=columns, use_threads=threads)
 
 
 def parallel_read(storage: Storage, f: pa.NativeFile) -> bool:
@@ -397,5 +402,5 @@ def avro_schema_from_footer(storage: Storage, rel_path: str) -> dict[str, object
 __all__ = [
     "FOOTER_KEY", "ParquetSettings", "bloom_overhead", "bloom_shape", "estimate_bytes_per_row", "extended_bloom",
     "filter_extends", "footer_metadata", "fresh_bloom", "java_safe_columns", "new_bloom", "parallel_read",
-    "read_footer", "read_parquet", "write_parquet", "write_within",
+    "read_footer", "read_open_parquet", "read_parquet", "write_parquet", "write_within",
 ]

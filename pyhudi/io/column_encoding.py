@@ -142,7 +142,8 @@ def sampled_choice(table: pa.Table, raw_codec: str | None) -> ColumnChoice | Non
               if not pa.types.is_nested(col.type) and not pa.types.is_dictionary(col.type)
               and (nested is False or _is_text(col.type)) and _distinct(col) >= SAMPLE_ROWS * 0.9]
     dictionary: bool | list[str] = True if nested else [c for c in sample.column_names if c not in unique]
-    raw = frozenset(c for c in unique if raw_codec is not None and _is_text(sample.schema.field(c).type) and _incompressible(sample.column(c), raw_codec))
+    raw = frozenset(c for c in unique if raw_codec is not None and _is_text(sample.schema.field(c).type)
+                    and _incompressible(sample.column(c), raw_codec))
     return ColumnChoice(dictionary, raw)
 
 

@@ -15,6 +15,7 @@ other files, page indexes or bloom filters of parquet's own (their offsets point
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
 import threading
@@ -56,15 +57,13 @@ def footer(data: bytes | memoryview) -> tuple[list[tc.Field], int] | None:
     if start < 4:
         return None
     raw = view[start:len(view) - 8]
-    key = _digest(raw)
     with _FOOTERS_LOCK:
-        parsed = _FOOTERS.get(key)
-    if parsed is None:
+        parsed = _FOOTERS.get(_digest(raw))
+    if parsed is None:  # not kept: only the footers splices write are looked up again
         try:
             parsed = tc.read_struct(raw)
         except CorruptFileError:
             return None
-        _remember(key, parsed)
     return parsed, start
 
 
@@ -80,11 +79,26 @@ def _remember(key: bytes, parsed: list[tc.Field]) -> None:
             _FOOTERS.popitem(last=False)
 
 
-# Footers parsed or written here, by their bytes' digest: a top-up stream splices the file it spliced the
-# batch before, and parsing its footer again cost ~1 ms a row group in Python. Equal bytes parse equal.
+# Footers this module wrote, by their bytes' digest: a top-up stream splices the file it spliced the batch
+# before, and parsing its footer again cost ~1 ms a row group in Python. Equal bytes parse equal. (Footers
+# only read are not kept: the old file, the new rows' and the file names' are never spliced again.)
 FOOTERS_KEPT = 32
 _FOOTERS: OrderedDict[bytes, list[tc.Field]] = OrderedDict()
 _FOOTERS_LOCK = threading.Lock()
+
+
+def may_append(old: pq.FileMetaData) -> bool:
+    """The declines `append_row_groups` would make that the old file's metadata (pyarrow's, parsed anyway)
+    tells before anything is encoded: another writer's file (every file Hudi wrote) and a file whose next
+    row group passes MAX_ROW_GROUPS. The rest is checked where it is found."""
+    return old.created_by == _writer_created_by() and old.num_row_groups < MAX_ROW_GROUPS
+
+
+@functools.cache
+def _writer_created_by() -> str:
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"x": [0]}), sink)
+    return str(pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata.created_by)
 
 
 def append_row_groups(old: bytes | memoryview, new: bytes | memoryview,
@@ -209,18 +223,16 @@ def _moved(chunk: list[tc.Field], shift: int) -> list[tc.Field]:
     return moved
 
 
-def file_name_chunks(schema: pa.Schema, name: str, value: str, codec: str | dict[str, str]
-                     ) -> Callable[[list[int]], bytes]:
+def file_name_chunks(schema: pa.Schema, name: str, value: str, codec: str) -> Callable[[list[int]], bytes]:
     """`append_row_groups`' `file_names`: row groups of `value` repeated, as the writer encodes the
-    column (dictionary, the file's codec for it, statistics)."""
+    column (dictionary, the file's codec: one value a file is never a raw column, statistics)."""
     field = schema.field(name)
     one = pa.schema([pa.field(name, pa.dictionary(pa.int32(), field.type), nullable=field.nullable)])
-    compression = codec if isinstance(codec, str) else codec.get(name, "snappy")
 
     def encode(rows: list[int]) -> bytes:
         sink = pa.BufferOutputStream()
         dictionary = pa.array([value], field.type)
-        with pq.ParquetWriter(sink, one, compression=compression, store_schema=False, use_dictionary=True,
+        with pq.ParquetWriter(sink, one, compression=codec, store_schema=False, use_dictionary=True,
                               write_statistics=True) as writer:
             for n in rows:
                 column = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), dictionary)

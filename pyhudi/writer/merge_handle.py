@@ -37,17 +37,19 @@ from pyhudi.index.key_cache import keys_of, remember_written
 from pyhudi.index.key_order import java_min_max, java_min_max_by_group
 from pyhudi.index.murmur import key_positions
 from pyhudi.io.base_file import (
+    WHOLE_READ_MAX_BYTES,
     bloom_shape,
     encode_file,
     extended_bloom,
     filter_extends,
     fresh_bloom,
+    read_open_parquet,
     read_parquet,
     write_parquet,
 )
 from pyhudi.io.lance_file import is_lance_file
 from pyhudi.io.schema import conform_table
-from pyhudi.io.splice import append_row_groups, file_name_chunks
+from pyhudi.io.splice import append_row_groups, file_name_chunks, may_append
 from pyhudi.model.file_names import base_file_name, join_path
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.storage import Storage
@@ -106,21 +108,25 @@ def merge_handles(ctx: HandleContext, storage: Storage, records: pa.Table, items
     """One write stat per item, in order: each item's rows of `records` merged into its bucket's base file."""
     stats: dict[int, WriteStat] = {}
     batch: list[tuple[int, _Old]] = []
+
+    def merge() -> None:
+        stats.update(zip((j for j, _ in batch), _merge_batch(ctx, storage, records, [o for _, o in batch])))
+        batch.clear()
+
     held = 0
     for i, item in enumerate(items):
-        data = _old_bytes(storage, item.bucket) if _appends(ctx, item.bucket) else None
-        appended = _append(ctx, storage, records, item, data) if data is not None else None
-        if appended is not None:
-            stats[i] = appended
+        old = _appended_or_old(ctx, storage, records, item)
+        if isinstance(old, WriteStat):
+            stats[i] = old
             continue
-        table, footer = _read_old(ctx, storage, item.bucket, data)
+        table, footer = old
         batch.append((i, _Old(item, table, footer)))
         held += table.nbytes
         if held >= MERGE_BATCH_BYTES:
-            stats.update(zip((j for j, _ in batch), _merge_batch(ctx, storage, records, [o for _, o in batch])))
-            batch, held = [], 0
+            merge()
+            held = 0
     if batch:
-        stats.update(zip((j for j, _ in batch), _merge_batch(ctx, storage, records, [o for _, o in batch])))
+        merge()
     return [stats[i] for i in range(len(stats))]
 
 
@@ -370,14 +376,12 @@ def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine
     return out, kept.column(_FILE).to_numpy()
 
 
-def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket, data: bytes | None = None
-              ) -> tuple[pa.Table, dict[bytes, bytes] | None]:
-    """The old base file's records, conformed to the writer's schema, and its footer metadata (`data`: the
-    file's bytes, when already read)."""
-    if data is not None:
-        old = pq.ParquetFile(pa.BufferReader(data)).read()
-    else:
-        old = _with_missing_file(storage, bucket, lambda: read_parquet(storage, _base_file(bucket)))
+def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> tuple[pa.Table, dict[bytes, bytes] | None]:
+    """The old base file's records, conformed to the writer's schema, and its footer metadata."""
+    return _conformed_old(ctx, _with_missing_file(storage, bucket, lambda: read_parquet(storage, _base_file(bucket))))
+
+
+def _conformed_old(ctx: HandleContext, old: pa.Table) -> tuple[pa.Table, dict[bytes, bytes] | None]:
     # A column the writer schema dropped (allow.auto.evolution.column.drop) is left behind, as Hudi's
     # merge handle rewrites old records into the writer schema.
     names = set(ctx.file_schema.names)  # once: `.names` builds a list at every access
@@ -426,8 +430,24 @@ def _appends(ctx: HandleContext, bucket: Bucket) -> bool:
             and bool(bucket.base_file) and not is_lance_file(bucket.base_file or ""))
 
 
-def _old_bytes(storage: Storage, bucket: Bucket) -> bytes:
-    return _with_missing_file(storage, bucket, lambda: storage.read_bytes(_base_file(bucket)))
+def _appended_or_old(ctx: HandleContext, storage: Storage, records: pa.Table, item: MergeItem
+                     ) -> WriteStat | tuple[pa.Table, dict[bytes, bytes] | None]:
+    """The item's file written by appending row groups (`_append`) where it may and pays, else the old
+    base file's records to merge. The old file is opened once: its size decides, then it is read whole as
+    bytes (to splice) or as a table (as `read_parquet` reads it, Arrow's threads included)."""
+    bucket = item.bucket
+    if not _appends(ctx, bucket):
+        return _read_old(ctx, storage, bucket)
+
+    def read() -> pa.Table | bytes:
+        with storage.open_input_file(_base_file(bucket), whole_below=WHOLE_READ_MAX_BYTES) as f:
+            return f.read() if f.size() >= APPEND_MIN_BYTES else read_open_parquet(storage, f)
+
+    old = _with_missing_file(storage, bucket, read)
+    if isinstance(old, pa.Table):
+        return _conformed_old(ctx, old)
+    appended = _append(ctx, storage, records, item, old)
+    return appended if appended is not None else _conformed_old(ctx, pq.ParquetFile(pa.BufferReader(old)).read())
 
 
 def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: MergeItem, data: bytes
@@ -435,7 +455,8 @@ def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: Merge
     """HoodieConcatHandle's file (the old records as they were, under the new file's name, then the
     inserts) written without decoding the old records: their column chunks are copied
     (`io/splice.append_row_groups`); None when splicing declines and the file is rewritten."""
-    if len(data) < APPEND_MIN_BYTES:
+    old_file = pq.ParquetFile(pa.BufferReader(data))
+    if not may_append(old_file.metadata):  # before encoding anything: a Hudi-written file, say
         return None
     began = time.monotonic()
     bucket = item.bucket
@@ -446,7 +467,6 @@ def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: Merge
     n = inserts.num_rows
     if not n:  # nothing to append (the footer's bloom filter and key range come with the appended rows)
         return None
-    old_file = pq.ParquetFile(pa.BufferReader(data))
     name = base_file_name(bucket.file_id, item.token, ctx.instant)
     fresh = meta_table(ctx, data_only(inserts), constant_strings(name, n), f"{ctx.instant}_{item.pid}_",
                        np.arange(n)).cast(ctx.file_schema)
@@ -458,8 +478,8 @@ def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: Merge
     encoded = encode_file(fresh, ctx.avro_schema_with_meta, ctx.parquet,
                           bloom=_spliced_bloom(ctx, old_footer, fresh_keys, keys),
                           key_bounds=_key_bounds(old_footer, fresh_keys, keys))
-    spliced = append_row_groups(data, encoded, file_name_chunks(ctx.file_schema, FILE_NAME, name, ctx.parquet.codec),
-                                FILE_NAME)
+    names = file_name_chunks(ctx.file_schema, FILE_NAME, name, ctx.parquet.codec)
+    spliced = append_row_groups(data, encoded, names, FILE_NAME)
     if spliced is None:
         return None
     create_marker(storage, ctx.instant, bucket.partition, name, "MERGE", ctx.marking)

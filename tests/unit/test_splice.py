@@ -138,7 +138,23 @@ def test_kept_footers_change_no_byte_of_a_chained_splice() -> None:
     kept = footer(last)
     splice._FOOTERS.clear()
     assert footer(last) == kept
-    assert len(splice._FOOTERS) == 1
+    assert not splice._FOOTERS  # a footer only read is not kept: only the ones splices write are
+
+
+def test_what_may_append_tells_from_pyarrows_metadata() -> None:
+    """`may_append` declines, before anything is encoded, what `append_row_groups` would decline anyway:
+    a file another writer wrote (every Hudi-written file) and one at MAX_ROW_GROUPS."""
+    from pyhudi.io.splice import may_append
+
+    def meta(data: bytes) -> pq.FileMetaData:
+        return pq.ParquetFile(pa.BufferReader(data)).metadata
+
+    assert may_append(meta(_file(_rows(0, 100))))
+    hudi = _hudi_footers()
+    assert hudi and not any(may_append(meta(data)) for data in hudi)
+    sink = pa.BufferOutputStream()
+    pq.write_table(_rows(0, MAX_ROW_GROUPS), sink, row_group_size=1)
+    assert not may_append(meta(sink.getvalue().to_pybytes()))
 
 
 def test_splicing_declines_what_it_cannot_copy() -> None:
