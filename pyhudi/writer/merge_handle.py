@@ -57,6 +57,7 @@ from pyhudi.writer.handles import (
     FILE_NAME,
     RECORD_KEY,
     HandleContext,
+    constant_dictionary,
     constant_strings,
     data_only,
     dedupe,
@@ -160,7 +161,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
         incoming, in_file = _dedupe_per_file(incoming, in_file, k, ctx.precombine_field)
     m = _decide(ctx, old, old_file, incoming, in_file, k)
     names = [base_file_name(o.item.bucket.file_id, o.item.token, ctx.instant) for o in batch]
-    out = _merged(ctx, old, old_file, incoming, m, names, [o.item.pid for o in batch])
+    out = _merged(ctx, old, incoming, m, [o.item.pid for o in batch])
     inserted_keys = incoming.column(RECORD_KEY).take(pa.array(m.inserts, type=pa.int64()))
     counts = [np.bincount(f, minlength=k) for f in (m.out_file, in_file[m.inserts], m.deleted_file, m.replaced_file)]
     out_at, ins_at = (np.concatenate([[0], np.cumsum(c)]) for c in counts[:2])
@@ -171,7 +172,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     for i, o in enumerate(batch):
         began = time.monotonic()
         bucket = o.item.bucket
-        rows = out.slice(out_at[i], out_at[i + 1] - out_at[i])
+        rows = _named(out.slice(out_at[i], out_at[i + 1] - out_at[i]), ctx, names[i])
         bloom = blooms[i]
         create_marker(storage, ctx.instant, bucket.partition, names[i], "MERGE", ctx.marking)
         path = join_path(bucket.partition, names[i])
@@ -188,21 +189,30 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     return stats
 
 
-def _merged(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: pa.Table, m: _Merge,
-            names: list[str], pids: list[int]) -> pa.Table:
-    """The batch's new files' rows, one file after another: old records carried over under their new file
-    name, fresh records laid out with new meta columns, in `m.out_order`."""
+def _merged(ctx: HandleContext, old: pa.Table, incoming: pa.Table, m: _Merge, pids: list[int]) -> pa.Table:
+    """The batch's new files' rows, one file after another, without the file name column (`_named` adds
+    each file's): old records carried over, fresh records laid out with new meta columns, in
+    `m.out_order`. A file name column built for the batch's rows would be a string per row to copy,
+    reorder and hash again in the encoder, to say one value per file."""
     if len(m.fresh_rows):
-        fresh = meta_table(ctx, data_only(incoming).take(pa.array(m.fresh_rows)), _per_row(names, m.fresh_file),
+        n = len(m.fresh_rows)
+        fresh = meta_table(ctx, data_only(incoming).take(pa.array(m.fresh_rows)), pa.nulls(n, pa.string()),
                            _per_row([f"{ctx.instant}_{pid}_" for pid in pids], m.fresh_file), m.fresh_seq)
     else:  # pure deletes carry key columns only; nothing new is written
         fresh = ctx.file_schema.empty_table()
-    idx = old.schema.get_field_index(FILE_NAME)
-    carried = old.set_column(idx, old.schema.field(idx), _per_row(names, old_file))
-    combined = pa.concat_tables([carried, fresh.cast(carried.schema)])
-    if len(names) == 1 and not len(m.deleted_file) and not len(m.replaced_file):
+    carried = old.drop_columns([FILE_NAME])
+    combined = pa.concat_tables([carried, fresh.drop_columns([FILE_NAME]).cast(carried.schema)])
+    if len(pids) == 1 and not len(m.deleted_file) and not len(m.replaced_file):
         return combined  # one file topped up: old rows as they were, then the inserts; no copy needed
     return combined.take(pa.array(m.out_order, type=pa.int64()))
+
+
+def _named(rows: pa.Table, ctx: HandleContext, name: str) -> pa.Table:
+    """A file's rows with its file name column back in its place, as the one-entry dictionary column the
+    create handle writes (`handles.file_layout`: the encoder writes the same bytes as for strings)."""
+    idx = ctx.file_schema.get_field_index(FILE_NAME)
+    column = constant_dictionary(name, rows.num_rows)
+    return rows.add_column(idx, ctx.file_schema.field(idx).with_type(column.type), column)
 
 
 def _decide(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: pa.Table, in_file: np.ndarray,
