@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from pyhudi.io.base_file import read_parquet
 from pyhudi.io.write_pool import WRITE_POOL
+from pyhudi.io.written_tables import keep_written
 from pyhudi.storage import Storage
 
 KEY_FIELD = "_hoodie_record_key"
@@ -91,9 +92,11 @@ def cache_keys(uri: str, column: pa.Array | pa.ChunkedArray) -> pa.Array:
     return keys
 
 
-def remember_written(storage: Storage, path: str, table: pa.Table) -> None:
+def remember_written(storage: Storage, path: str, table: pa.Table, keep_table: bool = False) -> None:
     """Put the keys of a base file this process just wrote from `table` (a no-op without meta fields:
-    such files have no key column to look up)."""
+    such files have no key column to look up), and with `keep_table` the table too (`io/written_tables`)."""
+    if keep_table:
+        keep_written(storage.uri(path), table)
     if KEY_FIELD not in table.column_names:
         return
     column = table.column(KEY_FIELD)

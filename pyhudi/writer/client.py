@@ -601,7 +601,7 @@ class WriteClient:
             combine=(cfg.combine_before_write and plan is not None) if combine is None else combine,
             require_ordering=ordering_required(cfg), marking=begin_markers(self.storage, instant, cfg.marker_type,
                                                                     files=len(plan.buckets) if plan else None),
-            logs_named_by_commit=cfg.table.layout_version >= 2,
+            logs_named_by_commit=cfg.table.layout_version >= 2, keep_tables=self._in_process,
         )
 
     def _reconcile_markers(self, instant: str, stats: list[WriteStat]) -> None:

@@ -83,6 +83,9 @@ class HandleContext:
     # Timeline layout 2 (Hudi 1.x): a log file is named by the delta commit that writes it, not by its
     # slice's base instant (which its write stat still records as prevCommit).
     logs_named_by_commit: bool = False
+    # The in-process engine keeps the tables of the base files it writes for its next merge
+    # (io/written_tables); a Spark Python worker's memory is the executor's.
+    keep_tables: bool = False
 
     @property
     def base_uri(self) -> str:
@@ -250,7 +253,7 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
         size, rows, written = write_within(storage, path, make, rows, limit, ctx.avro_schema_with_meta,
                                            ctx.parquet, per_row or bucket.record_size,
                                            mid_write_fault="write.mid_file", shrink=_resplit(ctx, remaining))
-        remember_written(storage, path, written)
+        remember_written(storage, path, written, ctx.keep_tables)
         stats.append(WriteStat(
             file_id=fid, path=path, partition_path=bucket.partition, num_writes=rows, num_inserts=rows,
             total_write_bytes=size, file_size_in_bytes=size,

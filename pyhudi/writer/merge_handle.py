@@ -50,6 +50,7 @@ from pyhudi.io.base_file import (
 from pyhudi.io.lance_file import is_lance_file
 from pyhudi.io.schema import conform_table
 from pyhudi.io.splice import append_row_groups, file_name_chunks, may_append
+from pyhudi.io.written_tables import written_table
 from pyhudi.model.file_names import base_file_name, join_path
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.storage import Storage
@@ -178,7 +179,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
         path = join_path(bucket.partition, names[i])
         size = write_parquet(storage, path, rows, ctx.avro_schema_with_meta, ctx.parquet,
                              mid_write_fault="write.mid_file", bloom=bloom, key_bounds=bounds[i])
-        remember_written(storage, path, rows)  # the next write's index lookup need not read them back
+        remember_written(storage, path, rows, ctx.keep_tables)  # the next write need not read them back
         stats.append(WriteStat(
             file_id=bucket.file_id, path=path, partition_path=bucket.partition,
             prev_commit=bucket.base_instant or "null", num_writes=rows.num_rows,
@@ -200,8 +201,7 @@ def _merged(ctx: HandleContext, old: pa.Table, incoming: pa.Table, m: _Merge, pi
                            _per_row([f"{ctx.instant}_{pid}_" for pid in pids], m.fresh_file), m.fresh_seq)
     else:  # pure deletes carry key columns only; nothing new is written
         fresh = ctx.file_schema.empty_table()
-    carried = old.drop_columns([FILE_NAME])
-    combined = pa.concat_tables([carried, fresh.drop_columns([FILE_NAME]).cast(carried.schema)])
+    combined = pa.concat_tables([old, fresh.drop_columns([FILE_NAME]).cast(old.schema)])
     if len(pids) == 1 and not len(m.deleted_file) and not len(m.replaced_file):
         return combined  # one file topped up: old rows as they were, then the inserts; no copy needed
     return combined.take(pa.array(m.out_order, type=pa.int64()))
@@ -386,19 +386,39 @@ def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine
     return out, kept.column(_FILE).to_numpy()
 
 
-def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket) -> tuple[pa.Table, dict[bytes, bytes] | None]:
-    """The old base file's records, conformed to the writer's schema, and its footer metadata."""
-    return _conformed_old(ctx, _with_missing_file(storage, bucket, lambda: read_parquet(storage, _base_file(bucket))))
+def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket, splice: bool = False) -> pa.Table | bytes:
+    """The old base file's records (its footer metadata as the schema's), or with `splice` and a file of at
+    least APPEND_MIN_BYTES its bytes. The file is opened once: its size decides, then it is read whole as
+    bytes or as a table (as `read_parquet` reads it, Arrow's threads included), or only its footer when
+    this process wrote it and kept its table (`io/written_tables`: the same columns a read gives; the one
+    GET of a whole object on an object store stays as it was)."""
+    path = _base_file(bucket)
+    if is_lance_file(path):
+        return _with_missing_file(storage, bucket, lambda: read_parquet(storage, path))
+    kept = written_table(storage.uri(path)) if ctx.keep_tables else None
+
+    def read() -> pa.Table | bytes:
+        with storage.open_input_file(path, whole_below=WHOLE_READ_MAX_BYTES) as f:
+            if splice and f.size() >= APPEND_MIN_BYTES:
+                return f.read()
+            if kept is not None:
+                return kept.replace_schema_metadata(pq.ParquetFile(f).metadata.metadata)
+            return read_open_parquet(storage, f)
+
+    return _with_missing_file(storage, bucket, read)
 
 
 def _conformed_old(ctx: HandleContext, old: pa.Table) -> tuple[pa.Table, dict[bytes, bytes] | None]:
+    """The old records in the writer's schema without the file name column (every merge writes its own),
+    and the old file's footer metadata."""
     # A column the writer schema dropped (allow.auto.evolution.column.drop) is left behind, as Hudi's
     # merge handle rewrites old records into the writer schema.
-    names = set(ctx.file_schema.names)  # once: `.names` builds a list at every access
+    target = ctx.file_schema.remove(ctx.file_schema.get_field_index(FILE_NAME))
+    names = set(target.names)  # once: `.names` builds a list at every access
     kept = old.select([c for c in old.column_names if c in names])
-    if kept.schema.equals(ctx.file_schema):  # parquet keeps required fields non-null: nothing to conform
+    if kept.schema.equals(target):  # parquet keeps required fields non-null: nothing to conform
         return kept.replace_schema_metadata(ctx.file_schema.metadata), old.schema.metadata
-    return conform_table(kept, ctx.file_schema), old.schema.metadata
+    return conform_table(kept, target), old.schema.metadata
 
 
 def _stored_wins(ctx: HandleContext, old: pa.Table, incoming: pa.Table, old_rows: np.ndarray,
@@ -442,18 +462,10 @@ def _appends(ctx: HandleContext, bucket: Bucket) -> bool:
 
 def _appended_or_old(ctx: HandleContext, storage: Storage, records: pa.Table, item: MergeItem
                      ) -> WriteStat | tuple[pa.Table, dict[bytes, bytes] | None]:
-    """The item's file written by appending row groups (`_append`) where it may and pays, else the old
-    base file's records to merge. The old file is opened once: its size decides, then it is read whole as
-    bytes (to splice) or as a table (as `read_parquet` reads it, Arrow's threads included)."""
+    """The item's file written by appending row groups (`_append`) where it may and pays (`_read_old` gave
+    the file's bytes), else the old base file's records to merge."""
     bucket = item.bucket
-    if not _appends(ctx, bucket):
-        return _read_old(ctx, storage, bucket)
-
-    def read() -> pa.Table | bytes:
-        with storage.open_input_file(_base_file(bucket), whole_below=WHOLE_READ_MAX_BYTES) as f:
-            return f.read() if f.size() >= APPEND_MIN_BYTES else read_open_parquet(storage, f)
-
-    old = _with_missing_file(storage, bucket, read)
+    old = _read_old(ctx, storage, bucket, splice=_appends(ctx, bucket))
     if isinstance(old, pa.Table):
         return _conformed_old(ctx, old)
     appended = _append(ctx, storage, records, item, old)

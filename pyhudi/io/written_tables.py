@@ -1,0 +1,129 @@
+"""Base files this process wrote, kept as the Arrow tables they were encoded from (the twin of the key cache,
+`index/key_cache.py`), so the next write that merges into the same file group does not read and decode them
+back: a stream rewrites the files the batch before wrote, and on a write spread over 30 partitions the
+read of each old file was a fifth of its merge.
+
+What is kept is what a read of the file gives, so a merge cannot tell a hit from a read:
+* only tables whose schema comes back from parquet as it went in (`round_trips`: a probe of the empty
+  table, written as base files are written and read as `read_parquet` reads; large strings, date64,
+  durations, time zones parquet does not keep and nested types are never kept);
+* without the file name column, which every merge replaces (`merge_handle` never reads it);
+* the commit time column as strings (the create handle encodes it as a one-entry dictionary column);
+* copied into pyhudi's process-long pool, for the reason the key cache copies its columns.
+
+Base files never change once written, and a file name is never reused for other content; a re-split
+attempt of the create handle rewrites the same name, and the last attempt's table is the one kept. Only the
+in-process engine keeps tables (`HandleContext.keep_tables`): a Spark Python worker's memory is the
+executor's. The cache holds at most TABLES_MAX_BYTES, a table at most TABLE_MAX_BYTES (a large file is
+read back at a fraction of the cost of its merge, and would evict every small one).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pyhudi.io.write_pool import WRITE_POOL
+
+TABLES_MAX_BYTES = 64 * 1024 * 1024
+TABLE_MAX_BYTES = 16 * 1024 * 1024
+FILE_NAME = "_hoodie_file_name"
+COMMIT_TIME = "_hoodie_commit_time"
+
+
+class _Tables(OrderedDict[str, tuple[pa.Table, int]]):
+    """LRU of tables with their bytes, keeping the sum (`Table.nbytes` costs ~40 us on a 23-column table:
+    taken once a table)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nbytes = 0
+
+    def put(self, uri: str, table: pa.Table, nbytes: int) -> None:
+        self.drop(uri)
+        self[uri] = (table, nbytes)
+        self.nbytes += nbytes
+        while self.nbytes > TABLES_MAX_BYTES and self:
+            _, (_, dropped) = self.popitem(last=False)
+            self.nbytes -= dropped
+
+    def drop(self, uri: str) -> None:
+        old = self.pop(uri, None)
+        if old is not None:
+            self.nbytes -= old[1]
+
+    def clear(self) -> None:
+        super().clear()
+        self.nbytes = 0
+
+
+TABLES = _Tables()
+_LOCK = threading.Lock()
+_PROBED: list[tuple[pa.Schema, bool]] = []  # the last schemas probed, newest last
+
+
+def written_table(uri: str) -> pa.Table | None:
+    """The kept table of the base file at `uri` (file name column left out), or None."""
+    with _LOCK:
+        entry = TABLES.get(uri)
+        if entry is None:
+            return None
+        TABLES.move_to_end(uri)
+        return entry[0]
+
+
+def keep_written(uri: str, table: pa.Table) -> None:
+    """Keep `table`, the rows just encoded as the base file at `uri`, when a read of the file would give
+    the same columns (see the module docstring); otherwise drop any table kept under `uri` (a re-split
+    attempt's, say)."""
+    kept = _as_read(table)
+    with _LOCK:
+        if kept is None:
+            TABLES.drop(uri)
+        else:
+            TABLES.put(uri, *kept)
+
+
+def _as_read(table: pa.Table) -> tuple[pa.Table, int] | None:
+    if FILE_NAME in table.column_names:
+        table = table.drop_columns([FILE_NAME])
+    at = table.schema.get_field_index(COMMIT_TIME)
+    if at >= 0 and pa.types.is_dictionary(table.schema.field(at).type):
+        field = table.schema.field(at)
+        table = table.set_column(at, field.with_type(field.type.value_type),
+                                 table.column(at).cast(field.type.value_type))
+    table = table.replace_schema_metadata(None)
+    nbytes = table.nbytes
+    if nbytes > TABLE_MAX_BYTES or not round_trips(table.schema):
+        return None
+    columns = [pa.concat_arrays(c.chunks, memory_pool=WRITE_POOL) if c.num_chunks
+               else pa.array([], c.type, memory_pool=WRITE_POOL) for c in table.columns]
+    return pa.table(columns, schema=table.schema), nbytes
+
+
+def round_trips(schema: pa.Schema) -> bool:
+    """Whether a base file of `schema` reads back with `schema` (nullability included): flat columns only,
+    probed once per schema with an empty file written and read as base files are."""
+    with _LOCK:
+        for seen, answer in _PROBED:
+            if seen.equals(schema):
+                return answer
+    answer = not any(pa.types.is_nested(f.type) or pa.types.is_dictionary(f.type) for f in schema) \
+        and _probe(schema)
+    with _LOCK:
+        _PROBED.append((schema, answer))
+        del _PROBED[:-8]
+    return answer
+
+
+def _probe(schema: pa.Schema) -> bool:
+    sink = pa.BufferOutputStream()
+    try:
+        pq.write_table(schema.empty_table(), sink, store_schema=False)
+        back = pq.ParquetFile(pa.BufferReader(sink.getvalue())).read().schema
+    except (pa.ArrowException, ValueError, TypeError):
+        return False
+    return back.equals(schema)
