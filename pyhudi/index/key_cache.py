@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from pyhudi.io.base_file import read_parquet
 from pyhudi.io.write_pool import WRITE_POOL
-from pyhudi.io.written_tables import keep_written
+from pyhudi.io.written_tables import drop_kept, keep_written
 from pyhudi.storage import Storage
 
 KEY_FIELD = "_hoodie_record_key"
@@ -94,9 +94,12 @@ def cache_keys(uri: str, column: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def remember_written(storage: Storage, path: str, table: pa.Table, keep_table: bool = False) -> None:
     """Put the keys of a base file this process just wrote from `table` (a no-op without meta fields:
-    such files have no key column to look up), and with `keep_table` the table too (`io/written_tables`)."""
+    such files have no key column to look up), and with `keep_table` the table too (`io/written_tables`;
+    without, a table kept under the same name before, by an earlier attempt, is dropped)."""
     if keep_table:
         keep_written(storage.uri(path), table)
+    else:
+        drop_kept(storage.uri(path))
     if KEY_FIELD not in table.column_names:
         return
     column = table.column(KEY_FIELD)

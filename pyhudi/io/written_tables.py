@@ -75,6 +75,12 @@ def written_table(uri: str) -> pa.Table | None:
         return entry[0]
 
 
+def drop_kept(uri: str) -> None:
+    """Drop the table kept under `uri`, if any: the name was written again and this table is not kept."""
+    with _LOCK:
+        TABLES.drop(uri)
+
+
 def keep_written(uri: str, table: pa.Table) -> None:
     """Keep `table`, the rows just encoded as the base file at `uri`, when a read of the file would give
     the same columns (see the module docstring); otherwise drop any table kept under `uri` (a re-split

@@ -17,7 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import pyhudi
+from pyhudi.index.key_cache import remember_written
 from pyhudi.io import written_tables as wt
+from pyhudi.storage import Storage
 from pyhudi.writer import merge_handle
 from tests.helpers import arrow_read, hudi_rs, in_process_read_available
 
@@ -146,7 +148,7 @@ def test_only_schemas_that_come_back_from_parquet_are_kept():
     assert wt.written_table("file:///x/large.parquet") is None
 
 
-def test_the_cache_stays_within_its_bounds(monkeypatch):
+def test_the_cache_stays_within_its_bounds(tmp_path, monkeypatch):
     monkeypatch.setattr(wt, "TABLES_MAX_BYTES", 10_000)
     monkeypatch.setattr(wt, "TABLE_MAX_BYTES", 4_000)
     wt.TABLES.clear()
@@ -159,4 +161,10 @@ def test_the_cache_stays_within_its_bounds(monkeypatch):
     wt.keep_written("file:///x/9.parquet", pa.table({"a": pa.array(["v"], pa.large_string())}))
     assert wt.written_table("file:///x/9.parquet") is None  # a rewrite of the name that is not kept drops the old
     assert wt.TABLES.nbytes == 3 * 2_400
+    storage = Storage(str(tmp_path))
+    uri = storage.uri("8.parquet")
+    wt.keep_written(uri, pa.table({"a": pa.array(range(3), pa.int64())}))
+    assert wt.written_table(uri) is not None
+    remember_written(storage, "8.parquet", pa.table({"_hoodie_record_key": ["k"]}))
+    assert wt.written_table(uri) is None  # written again, by a path that keeps no table
     wt.TABLES.clear()
