@@ -379,13 +379,14 @@ shares of all samples of the bench process).
   timing. It leaves out what pyhudi decides (planning, the index lookup, merging, bloom filters, markers,
   the commit protocol), so it is a lower bound for a writer of the format on pyarrow. Group medians in the
   run above:
-  * 1-3 partitions: floor 0.30-0.47x delta-rs, pyhudi 2.2-2.9x its floor;
-  * 30 partitions: floor 0.69-0.73x delta-rs, pyhudi 1.8-1.9x its floor;
-  * 300 partitions: floor 1.21-1.28x delta-rs, pyhudi 1.09-1.14x its floor.
+  * 1-3 partitions: floor 0.32-0.46x delta-rs, pyhudi 2.1-2.9x its floor;
+  * 30 partitions: floor 0.67-0.69x delta-rs, pyhudi 1.75-1.82x its floor;
+  * 300 partitions: floor 0.82-0.87x delta-rs, pyhudi 1.78-1.91x its floor.
 
-  At 300 partitions the floor alone is above the 1.0 target: the stream leaves 1,500 base file versions
-  and 300 partition metadata files in 300 directories, and creating a file in a directory of its own
-  costs this VM's kernel 0.4-0.8 ms (measured at different hours today: 300 directories x 4 files, one
+  At 300 partitions the floor moves with this VM's cost of creating files: in the run on `a5a8078` it was
+  1.21-1.28x delta-rs, above the 1.0 target, with pyhudi 1.09-1.14x its floor; in the run above it is
+  0.82-0.87x. The stream leaves 1,500 base file versions and 300 partition metadata files in 300
+  directories, and creating a file in a directory of its own costs this VM's kernel 0.4-0.8 ms (measured at different hours today: 300 directories x 4 files, one
   thread, 0.36 and 0.65 ms a file; the same in one directory, 0.05 ms), against pyarrow's 0.3-0.4 ms to
   encode such a ~30 KB file. delta-rs writes as many files (its merges rewrite the 1,500 files, its
   OPTIMIZE 300 more) in less time, natively. That cost also moves from run to run: the floor of the six
@@ -411,8 +412,15 @@ shares of all samples of the bench process).
     planned 1.5 MB files, small from birth.
 
 **What stays on pyhudi's side:**
-* the per-file and per-write costs at 1-30 partitions and at 1 MB: pyhudi takes 1.8-2.9x the format
-  floor there (group medians). At 300 partitions the floor itself is above the target on this machine.
+* the per-file and per-write costs: pyhudi takes 1.75-2.9x the format floor in every group of the run
+  above (group medians). At 300 partitions the floor itself was above the target in an earlier run on
+  this machine, not in this one. On two cores the part that does not shrink is Python: on a 30-partition
+  upsert stream (one thread 0.66 s, two threads 0.50 s of time and 0.82 s of CPU, delta-rs 0.39 s and
+  0.61 s), some thread holds the GIL 38 % of the time, and two one-thread copies of the stream run at once
+  each take 20 % more CPU than alone. Since `dc77e77` a merge of a file this process wrote takes its rows
+  from the table the file was encoded from (`io/written_tables.py`, footer read only): 11 % less time on
+  one thread, 4-5 % less CPU on two, where the reads it saves had overlapped the other thread's Python
+  and the time did not move beyond the noise.
 * The other two factors are Hudi's format and Hudi's small-file handling: top-ups rewrite files at write
   time, so a reader never sees the small files delta-rs leaves until its OPTIMIZE.
 
