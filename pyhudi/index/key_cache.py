@@ -12,43 +12,20 @@ instant; a re-split attempt rewrites the same name, and the last attempt's keys 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
 import pyarrow as pa
 
 from pyhudi.io.base_file import read_parquet
-from pyhudi.io.write_pool import WRITE_POOL
+from pyhudi.io.process_cache import SizedLRU, pooled
 from pyhudi.io.written_tables import drop_kept, keep_written
 from pyhudi.storage import Storage
 
 KEY_FIELD = "_hoodie_record_key"
 
 
-class KeyCache(OrderedDict[str, pa.Array]):
-    """LRU of key columns that keeps the sum of their bytes: summing the whole cache on every insert cost
-    O(files^2) on a write spread over thousands of files."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.nbytes = 0
-
-    def put(self, uri: str, keys: pa.Array) -> None:
-        old = self.pop(uri, None)
-        if old is not None:
-            self.nbytes -= old.nbytes
-        self[uri] = keys
-        self.nbytes += keys.nbytes
-
-    def evict_to(self, max_bytes: int) -> None:
-        """Drop the least recently used columns until the rest fit `max_bytes` (the newest always stays)."""
-        while self.nbytes > max_bytes and len(self) > 1:
-            _, dropped = self.popitem(last=False)
-            self.nbytes -= dropped.nbytes
-
-    def clear(self) -> None:
-        super().clear()
-        self.nbytes = 0
+class KeyCache(SizedLRU[pa.Array]):
+    """Key columns by their base file's URI, least recently used out first."""
 
 
 KEY_CACHE = KeyCache()
@@ -77,15 +54,8 @@ def cached_keys(uri: str) -> pa.Array | None:
 
 
 def cache_keys(uri: str, column: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Keep a copy of `column` made from pyhudi's process-long pool. The column was allocated from whatever
-    pool was Arrow's default during the read or the write, and a caller may have set a short-lived one
-    (a `proxy_memory_pool` to measure a write's peak): freeing an array after its pool is gone is a
-    segmentation fault, and this cache frees its arrays at any later eviction. `concat_arrays` always
-    copies (a chunked column's chunks in the same pass), where `combine_chunks` of a single chunk hands the
-    same buffers back."""
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    keys = (pa.concat_arrays(chunks, memory_pool=WRITE_POOL) if chunks
-            else pa.array([], column.type, memory_pool=WRITE_POOL))
+    """Keep a copy of `column` made from pyhudi's process-long pool (`process_cache.pooled`)."""
+    keys = pooled(column)
     with _LOCK:
         KEY_CACHE.put(uri, keys)
         KEY_CACHE.evict_to(KEY_CACHE_MAX_BYTES)

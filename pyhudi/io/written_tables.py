@@ -9,7 +9,7 @@ What is kept is what a read of the file gives, so a merge cannot tell a hit from
   durations, time zones parquet does not keep and nested types are never kept);
 * without the file name column, which every merge replaces (`merge_handle` never reads it);
 * the commit time column as strings (the create handle encodes it as a one-entry dictionary column);
-* copied into pyhudi's process-long pool, for the reason the key cache copies its columns.
+* copied into pyhudi's process-long pool (`process_cache.pooled`), as the key cache's columns are.
 
 Base files never change once written, and a file name is never reused for other content; a re-split
 attempt of the create handle rewrites the same name, and the last attempt's table is the one kept. Only the
@@ -21,46 +21,28 @@ read back at a fraction of the cost of its merge, and would evict every small on
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyhudi.io.write_pool import WRITE_POOL
+from pyhudi.io.process_cache import SizedLRU, pooled
+from pyhudi.io.schema import META_FIELDS
 
 TABLES_MAX_BYTES = 64 * 1024 * 1024
 TABLE_MAX_BYTES = 16 * 1024 * 1024
-FILE_NAME = "_hoodie_file_name"
-COMMIT_TIME = "_hoodie_commit_time"
+COMMIT_TIME, FILE_NAME = META_FIELDS[0], META_FIELDS[4]
 
 
-class _Tables(OrderedDict[str, tuple[pa.Table, int]]):
-    """LRU of tables with their bytes, keeping the sum (`Table.nbytes` costs ~40 us on a 23-column table:
-    taken once a table)."""
+@dataclass(frozen=True)
+class _Kept:
+    """A kept table with its bytes (`Table.nbytes` costs ~40 us on a 23-column table: taken once)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.nbytes = 0
-
-    def put(self, uri: str, table: pa.Table, nbytes: int) -> None:
-        self.drop(uri)
-        self[uri] = (table, nbytes)
-        self.nbytes += nbytes
-        while self.nbytes > TABLES_MAX_BYTES and self:
-            _, (_, dropped) = self.popitem(last=False)
-            self.nbytes -= dropped
-
-    def drop(self, uri: str) -> None:
-        old = self.pop(uri, None)
-        if old is not None:
-            self.nbytes -= old[1]
-
-    def clear(self) -> None:
-        super().clear()
-        self.nbytes = 0
+    table: pa.Table
+    nbytes: int
 
 
-TABLES = _Tables()
+TABLES: SizedLRU[_Kept] = SizedLRU()
 _LOCK = threading.Lock()
 _PROBED: list[tuple[pa.Schema, bool]] = []  # the last schemas probed, newest last
 
@@ -68,11 +50,11 @@ _PROBED: list[tuple[pa.Schema, bool]] = []  # the last schemas probed, newest la
 def written_table(uri: str) -> pa.Table | None:
     """The kept table of the base file at `uri` (file name column left out), or None."""
     with _LOCK:
-        entry = TABLES.get(uri)
-        if entry is None:
+        kept = TABLES.get(uri)
+        if kept is None:
             return None
         TABLES.move_to_end(uri)
-        return entry[0]
+        return kept.table
 
 
 def drop_kept(uri: str) -> None:
@@ -90,10 +72,11 @@ def keep_written(uri: str, table: pa.Table) -> None:
         if kept is None:
             TABLES.drop(uri)
         else:
-            TABLES.put(uri, *kept)
+            TABLES.put(uri, kept)
+            TABLES.evict_to(TABLES_MAX_BYTES)
 
 
-def _as_read(table: pa.Table) -> tuple[pa.Table, int] | None:
+def _as_read(table: pa.Table) -> _Kept | None:
     if FILE_NAME in table.column_names:
         table = table.drop_columns([FILE_NAME])
     at = table.schema.get_field_index(COMMIT_TIME)
@@ -105,9 +88,7 @@ def _as_read(table: pa.Table) -> tuple[pa.Table, int] | None:
     nbytes = table.nbytes
     if nbytes > TABLE_MAX_BYTES or not round_trips(table.schema):
         return None
-    columns = [pa.concat_arrays(c.chunks, memory_pool=WRITE_POOL) if c.num_chunks
-               else pa.array([], c.type, memory_pool=WRITE_POOL) for c in table.columns]
-    return pa.table(columns, schema=table.schema), nbytes
+    return _Kept(pa.table([pooled(c) for c in table.columns], schema=table.schema), nbytes)
 
 
 def round_trips(schema: pa.Schema) -> bool:

@@ -1,0 +1,61 @@
+"""What a process keeps between its writes: a least-recently-used map that keeps the sum of its values'
+bytes, and copies into pyhudi's process-long pool. The key cache (`index/key_cache.py`) and the written
+tables (`io/written_tables.py`) are both made of them."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Protocol, TypeVar
+
+import pyarrow as pa
+
+from pyhudi.io.write_pool import WRITE_POOL
+
+
+class Sized(Protocol):
+    @property
+    def nbytes(self) -> int: ...
+
+
+V = TypeVar("V", bound=Sized)
+
+
+class SizedLRU(OrderedDict[str, V]):
+    """LRU that keeps the sum of its values' `nbytes`: summing the whole map on every insert cost
+    O(files^2) on a write spread over thousands of files."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nbytes = 0
+
+    def put(self, key: str, value: V) -> None:
+        self.drop(key)
+        self[key] = value
+        self.nbytes += value.nbytes
+
+    def drop(self, key: str) -> None:
+        old = self.pop(key, None)
+        if old is not None:
+            self.nbytes -= old.nbytes
+
+    def evict_to(self, max_bytes: int) -> None:
+        """Drop the least recently used values until the rest fit `max_bytes` (the newest always stays)."""
+        while self.nbytes > max_bytes and len(self) > 1:
+            _, dropped = self.popitem(last=False)
+            self.nbytes -= dropped.nbytes
+
+    def clear(self) -> None:
+        super().clear()
+        self.nbytes = 0
+
+
+def pooled(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A copy of `column` made from pyhudi's process-long pool. The column was allocated from whatever pool
+    was Arrow's default during the read or the write, and a caller may have set a short-lived one (a
+    `proxy_memory_pool` to measure a write's peak): freeing an array after its pool is gone is a
+    segmentation fault, and a cache frees its arrays at any later eviction. `concat_arrays` always copies
+    (a chunked column's chunks in the same pass), where `combine_chunks` of a single chunk hands the same
+    buffers back."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    return (pa.concat_arrays(chunks, memory_pool=WRITE_POOL) if chunks
+            else pa.array([], column.type, memory_pool=WRITE_POOL))
