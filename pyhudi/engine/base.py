@@ -13,10 +13,11 @@ R = TypeVar("R")
 TASKS_PER_WORKER = 4
 
 
-def task_count(items: int, workers: int) -> int:
-    """How many tasks to split `items` small units of work into: a few per worker, so each task does enough
-    to pay for itself and the workers stay busy to the end (one task when there is one worker)."""
-    return max(1, min(items, workers * TASKS_PER_WORKER if workers > 1 else 1))
+def task_count(items: int, workers: int, per_worker: int = TASKS_PER_WORKER) -> int:
+    """How many tasks to split `items` small units of work into: a few (`per_worker`) per worker, so each
+    task does enough to pay for itself and the workers stay busy to the end (one task when there is one
+    worker)."""
+    return max(1, min(items, workers * per_worker if workers > 1 else 1))
 
 
 @dataclass(frozen=True)

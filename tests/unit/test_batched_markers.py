@@ -14,7 +14,7 @@ import pytest
 import pyhudi
 from pyhudi.storage import Storage
 from pyhudi.writer import client as writer_client
-from pyhudi.writer.dispatch import FILE_COST_ROWS, bucket_chunks
+from pyhudi.writer.dispatch import FILE_COST_ROWS, THREAD_TASKS_PER_WORKER, bucket_chunks
 from pyhudi.writer.markers import (
     MARKER_ROOT,
     Marking,
@@ -195,7 +195,7 @@ def test_bucket_chunks_keep_every_bucket_once_and_balance_the_cost(workers: int)
     chunks = bucket_chunks(_work(sizes), workers)
     numbers = sorted(b.number for chunk in chunks for b, _ in chunk)
     assert numbers == list(range(len(sizes)))
-    assert len(chunks) == (1 if workers == 1 else workers * 4)
+    assert len(chunks) == (1 if workers == 1 else workers * THREAD_TASKS_PER_WORKER)
     costs = [sum(len(rows) + FILE_COST_ROWS for _, rows in chunk) for chunk in chunks]
     biggest = 500000 + FILE_COST_ROWS
     assert max(costs) <= max(biggest, sum(costs) / len(costs) + 20000 + FILE_COST_ROWS)

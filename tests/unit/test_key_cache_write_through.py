@@ -97,6 +97,7 @@ import gc, sys
 import pyarrow as pa
 import pyhudi
 from pyhudi.index import key_cache
+from pyhudi.io import written_tables
 from tests.unit.test_key_cache_write_through import _batch, _opts
 
 table, index = sys.argv[1], sys.argv[2]
@@ -106,19 +107,20 @@ pa.set_memory_pool(pool)  # as a caller measuring a write's peak does
 for step in range(3):  # written (write-through) and read back (the index's lookups)
     pyhudi.write(_batch(step), table, _opts("COPY_ON_WRITE", index))
 pa.set_memory_pool(default)
-assert len(key_cache.KEY_CACHE) > 0
+assert len(key_cache.KEY_CACHE) > 0 and len(written_tables.TABLES) > 0
 del pool
 gc.collect()
-key_cache.KEY_CACHE.evict_to(0)  # frees all but the newest
-key_cache.KEY_CACHE.clear()
+for cache in (key_cache.KEY_CACHE, written_tables.TABLES):
+    cache.evict_to(0)  # frees all but the newest
+    cache.clear()
 print("freed")
 """
 
 
 @pytest.mark.parametrize("index", ["SIMPLE", "BLOOM"])
 def test_cached_keys_outlive_a_short_lived_default_pool(tmp_path: Path, index: str) -> None:
-    """The cache keeps columns for the process's life: one allocated from a pool its caller has since
-    dropped crashed the process when evicted. In a child process, so that a crash fails this test only."""
+    """The key cache and the written tables keep columns for the process's life: one allocated from a pool
+    its caller has since dropped crashed the process when evicted. In a child process, so that a crash fails this test only."""
     done = subprocess.run([sys.executable, "-c", _SHORT_LIVED_POOL, str(tmp_path / "t"), index],
                           capture_output=True, text=True, cwd=Path(__file__).parents[2], timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "freed", (done.returncode, done.stderr[-2000:])
