@@ -197,8 +197,19 @@ def constant_strings(value: str, n: int) -> pa.Array:
 
 
 def constant_dictionary(value: str, n: int) -> pa.DictionaryArray:
-    """`n` copies of `value` as a one-entry dictionary column (indices all 0): see `file_layout`."""
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string()))
+    """`n` copies of `value` as a one-entry dictionary column (indices all 0): see `file_layout`. The
+    indices are a slice of one shared array of zeros (immutable), not a new array per file."""
+    return pa.DictionaryArray.from_arrays(_zeros(n), pa.array([value], pa.string()))
+
+
+_ZEROS: list[pa.Array] = [pa.array(np.zeros(1 << 16, dtype=np.int32))]
+
+
+def _zeros(n: int) -> pa.Array:
+    zeros = _ZEROS[0]
+    if n > len(zeros):
+        return pa.array(np.zeros(n, dtype=np.int32))
+    return zeros.slice(0, n)
 
 
 def data_only(records: pa.Table) -> pa.Table:
