@@ -131,9 +131,11 @@ def _input_job(staged: str) -> Callable[[], int]:
     return read
 
 
-def format_floor(table: str, scratch: Path, inputs: list[str], threads: int = 2) -> dict[str, Any]:
+def format_floor(table: str, scratch: Path, inputs: list[str], threads: int = 2,
+                 discard: Callable[[Path], None] | None = None) -> dict[str, Any]:
     """Seconds raw pyarrow takes to read `inputs` (the staged batches) and write `table`'s files again (see
-    the module doc), with the count of files."""
+    the module doc), with the count of files. `discard` moves the scratch directory away (default: deleted)."""
+    remove = discard or (lambda path: shutil.rmtree(path, ignore_errors=True))
     root = Path(table)
     files = _files(root)
     versions: dict[str, list[tuple[str, Path]]] = {}
@@ -145,7 +147,7 @@ def format_floor(table: str, scratch: Path, inputs: list[str], threads: int = 2)
     for vs in versions.values():
         vs.sort()
         previous.update({later: earlier for (_, earlier), (_, later) in zip(vs, vs[1:])})
-    shutil.rmtree(scratch, ignore_errors=True)
+    remove(scratch)
     jobs = [_input_job(staged) for staged in inputs]
     for f in files:
         target = scratch / f.relative_to(root)
@@ -157,6 +159,6 @@ def format_floor(table: str, scratch: Path, inputs: list[str], threads: int = 2)
     with ThreadPoolExecutor(threads) as pool:
         written = sum(pool.map(lambda job: job(), jobs))
     seconds = time.perf_counter() - started
-    shutil.rmtree(scratch, ignore_errors=True)
+    remove(scratch)
     return {"seconds": seconds, "files": len(files), "bytes": written,
             "parquet_files": sum(1 for f in files if f.suffix == ".parquet")}

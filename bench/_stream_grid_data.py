@@ -13,7 +13,7 @@ a batch with updates is pyhudi `upsert`, delta-rs `merge`.
 from __future__ import annotations
 
 import argparse
-import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,21 @@ class Streams:
         """Remove a staged copy no later cell uses (keeps the work directory small)."""
         batches = self._staged.pop((fraction, window, partitions), None)
         if batches:
-            shutil.rmtree(Path(batches[0].staged).parent, ignore_errors=True)
+            discard(Path(batches[0].staged).parent, self.work)
 
     def summary(self) -> dict[str, Any]:
         return {f"u{f:g}-w{w}": sum(b.staged_bytes for b in s[0]) for (f, w), s in self._streams.items()}
+
+
+def discard(path: Path, work: Path) -> None:
+    """Move `path` (an earlier cell's tables, the floor's scratch) out of the way, deleted when the run ends.
+
+    Deleting it here made the next cell's file creations slow: this VM's ext4 skips inodes freed in the last
+    minute (`recently_deleted` in its inode allocator, 18% of a 30-partition stream's CPU under perf), so a
+    create took 0.09-0.8 ms after thousands of deletes against 0.012 ms without, and the cost of a cell's
+    files depended on the cell before it. A rename frees no inode; each system's own deletes (pyhudi's markers,
+    temporary timeline files and cleaner, delta-rs' temporary files) still count in its cell."""
+    if path.exists():
+        trash = work / "discarded"
+        trash.mkdir(exist_ok=True)
+        path.rename(trash / f"{path.name}-{time.monotonic_ns()}")

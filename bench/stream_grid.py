@@ -49,7 +49,6 @@ import argparse
 import fnmatch
 import itertools
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -64,7 +63,7 @@ import _ingest  # noqa: E402
 import _tables  # noqa: E402
 import common  # noqa: E402
 from _format_floor import format_floor  # noqa: E402
-from _stream_grid_data import PART, Streams  # noqa: E402
+from _stream_grid_data import PART, Streams, discard  # noqa: E402
 from _stream_grid_report import NAME, TITLE, headline, render_markdown, render_text  # noqa: E402
 from common import MB  # noqa: E402
 
@@ -310,7 +309,7 @@ def _run_cell(work: Path, key: tuple[int, float, str, int], kinds: list[str], ba
               args: argparse.Namespace, monitor: common.LoadMonitor, phases: Any) -> dict[str, Any]:
     p, u, w, s = key
     root = work / "tables"
-    shutil.rmtree(root, ignore_errors=True)
+    discard(root, work)
     sinks = make_sinks(root, kinds, s * MB, args)
     common.settle()
     with monitor.phase(cell_id(p, u, w, s, "*")):
@@ -332,7 +331,8 @@ def _first_pass(work: Path, key: tuple[int, float, str, int], res: dict[str, Any
         if not r["error"]:
             r["written"] = written(k, r["path"])
             if k != "delta":
-                r["floor"] = format_floor(r["path"], work / "floor", [b.staged for b in batches])
+                r["floor"] = format_floor(r["path"], work / "floor", [b.staged for b in batches],
+                                          discard=lambda path: discard(path, work))
     ok = verify({k: r["path"] for k, r in res.items()}, expected, gid, problems) if not args.no_verify else {}
     for k, r in res.items():
         if r["error"]:
