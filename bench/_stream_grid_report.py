@@ -320,7 +320,7 @@ shares of all samples of the bench process).
   pyhudi's bytes (the meta columns 22-27 %, the footer's entries 5-8 %). Without them the data columns
   weigh 0.91-0.93x delta-rs' bytes per row, and 0.95x at 300 partitions, where each ~40 KB file's footer
   also holds its schema. `hoodie.populate.meta.fields=false` drops the meta columns: bulk_insert then runs
-  at 1.19x delta-rs' throughput (`bench/arrow_engine.py`, the run recorded here). But pyhudi supports only inserts on such
+  at 1.18x delta-rs' throughput (`bench/arrow_engine.py`, the run recorded here). But pyhudi supports only inserts on such
   tables, so the grid keeps Hudi's default.
 * **Rows written: equal, except where Hudi's write-time sizing rewrites more.** With updates spread over
   the keys, delta-rs' merge rewrites every file holding a matched key, and OPTIMIZE rewrites again. So
@@ -334,11 +334,13 @@ shares of all samples of the bench process).
 
   Where files fill within the stream, pyhudi writes fewer rows than delta-rs (0.62-0.97x). A full file is
   not rewritten again, and merge-on-read sends updates to log files until the compaction.
-* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (group medians 0.70-0.81x in
-  the run above), at it at 30-300 partitions (0.92-0.99x), and 1.13-1.22x at 1 MB on 1-3 partitions.**
-  That is pyhudi's own cost per file and per write. (The run on `e6628c3`, before the compiled murmur
-  kernel and the per-table dictionary memo of `478e1de` and `82f8592`: 0.70-0.85x, 1.02-1.08x and 1.30x;
-  the run on `1d5fb4d`: 1.09-1.18x at 30-300 partitions.)
+* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (group medians 0.55-0.58x in
+  the run above), 0.79-0.83x at 30 partitions, 0.95-0.99x at 1 MB on 1-3 partitions, and 1.21-1.31x at
+  300 partitions.** That is pyhudi's own cost per file and per write, and at 300 partitions the cost of
+  creating files (below). (The run on `e6628c3`, before the compiled murmur kernel and the per-table
+  dictionary memo of `478e1de` and `82f8592`: 0.70-0.85x, 1.02-1.08x and 1.30x; the run on `1d5fb4d`:
+  1.09-1.18x at 30-300 partitions; the run on `789be9d`: 0.55-0.59x, 0.86-0.89x, 0.97-0.99x and
+  1.16-1.18x.)
   * **300 partitions.** A 20,000-row batch adds ~67 rows to each partition, so every batch merges 300
     files of ~30-65 KB, as delta-rs' merge rewrites 300 files. Raw pyarrow reading and writing the final
     65 KB files takes 1.7 ms a file here (0.7 read, 1.0 write). pyhudi's stream takes 2.1-2.3 ms a file
@@ -379,16 +381,25 @@ shares of all samples of the bench process).
   timing. It leaves out what pyhudi decides (planning, the index lookup, merging, bloom filters, markers,
   the commit protocol), so it is a lower bound for a writer of the format on pyarrow. Group medians in the
   run above:
-  * 1-3 partitions: floor 0.32-0.46x delta-rs, pyhudi 2.1-2.9x its floor;
-  * 30 partitions: floor 0.67-0.69x delta-rs, pyhudi 1.75-1.82x its floor;
-  * 300 partitions: floor 0.82-0.87x delta-rs, pyhudi 1.78-1.91x its floor.
+  * 1-3 partitions: floor 0.32-0.50x delta-rs, pyhudi 1.7-2.6x its floor;
+  * 30 partitions: floor 0.63-0.68x delta-rs, pyhudi 1.62-1.73x its floor;
+  * 300 partitions: floor 1.07-1.15x delta-rs, pyhudi 1.53-1.59x its floor.
 
-  At 300 partitions the floor moves with this VM's cost of creating files: in the run on `a5a8078` it was
-  1.21-1.28x delta-rs, above the 1.0 target, with pyhudi 1.09-1.14x its floor; in the run above it is
-  0.82-0.87x. The stream leaves 1,500 base file versions and 300 partition metadata files in 300
-  directories, and creating a file in a directory of its own costs this VM's kernel 0.4-0.8 ms (measured at different hours today: 300 directories x 4 files, one
-  thread, 0.36 and 0.65 ms a file; the same in one directory, 0.05 ms), against pyarrow's 0.3-0.4 ms to
-  encode such a ~30 KB file. delta-rs writes as many files (its merges rewrite the 1,500 files, its
+  At 300 partitions the floor moves with this VM's cost of creating files: 1.21-1.28x delta-rs in the run
+  on `a5a8078`, 0.82-0.87x in the run on `789be9d`, 1.07-1.15x in the run above, where it is above the
+  1.0 target in all 14 cells at 8-128 MB. The stream leaves 1,500 base file versions and 300 partition
+  metadata files in 300 directories. What a creation costs here depends on how many files were deleted in
+  the minute before: this VM's ext4 skips inodes freed within the last minute when it allocates one
+  (`find_inode_bit` -> `recently_deleted`, which looks each skipped inode up in the inode table). Under
+  `perf` (`cpu-clock`, kernel symbols), a 30-partition upsert stream run over and over (each repetition
+  deleting the last one's table) spent 18 % of its CPU there (`find_get_block_common` 7.2 %,
+  `recently_deleted` 6.0 %, `ext4_get_group_desc` 2.5 %, `find_inode_bit` 2.1 %); empty files created in a
+  fresh directory took 0.012-0.019 ms each on a quiet file system and 0.085 ms after 9,000 deletes in the
+  minute before, and 0.3-0.5 ms right after a series of benchmark runs (earlier notes measured 0.36-0.65 ms
+  and put it on the directories). Since this run the grid no longer deletes an earlier group's tables
+  before the next group (`Deletes` above); each system's own deletes still count in its cell, and
+  pyhudi's writes delete about a dozen working files each (markers, temporary timeline files, the lock and
+  the heartbeat), where delta-rs renames its temporary files into place. delta-rs writes as many files (its merges rewrite the 1,500 files, its
   OPTIMIZE 300 more) in less time, natively. That cost also moves from run to run: the floor of the six
   insert-only 300-partition cells, whose tables hold the same files (1,816 files, 67.6 MB), ranged
   1.39-2.27 s. Elsewhere the floor is
@@ -412,12 +423,16 @@ shares of all samples of the bench process).
     planned 1.5 MB files, small from birth.
 
 **What stays on pyhudi's side:**
-* the per-file and per-write costs: pyhudi takes 1.75-2.9x the format floor in every group of the run
-  above (group medians). At 300 partitions the floor itself was above the target in an earlier run on
-  this machine, not in this one. On two cores the part that does not shrink is Python: on a 30-partition
-  upsert stream (one thread 0.66 s, two threads 0.50 s of time and 0.82 s of CPU, delta-rs 0.39 s and
-  0.61 s), some thread holds the GIL 38 % of the time, and two one-thread copies of the stream run at once
-  each take 20 % more CPU than alone. Since `dc77e77` a merge of a file this process wrote takes its rows
+* the per-file and per-write costs: pyhudi takes 1.5-2.6x the format floor in every group of the run
+  above (group medians). At 300 partitions the floor itself is above the target in this run, as in the
+  run on `a5a8078`, not in the run on `789be9d`. On two cores the part that does not shrink is Python: on
+  a 30-partition upsert stream (one thread 0.66 s, two threads 0.50 s of time and 0.82 s of CPU, delta-rs
+  0.39 s and 0.61 s), some thread holds the GIL 38 % of the time, and two one-thread copies of the stream
+  run at once each take 20 % more CPU than alone. Most of that extra CPU is the kernel's: over ten such
+  streams, two threads took 5-10 % more user time than one and about twice the system time, with 16,000-
+  22,000 voluntary context switches against 1,400-2,000 (each GIL hand-over between the write threads
+  wakes the other thread). Since `d586023` a write's buckets go to two tasks per thread instead of four
+  (a task costs a marker file and a merge batch's fixed passes): 0.92x time on that stream (paired runs). Since `dc77e77` a merge of a file this process wrote takes its rows
   from the table the file was encoded from (`io/written_tables.py`, footer read only): 11 % less time on
   one thread, 4-5 % less CPU on two, where the reads it saves had overlapped the other thread's Python
   and the time did not move beyond the noise.

@@ -202,14 +202,11 @@ def constant_dictionary(value: str, n: int) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(_zeros(n), pa.array([value], pa.string()))
 
 
-_ZEROS: list[pa.Array] = [pa.array(np.zeros(1 << 16, dtype=np.int32))]
+_ZEROS = pa.array(np.zeros(1 << 16, dtype=np.int32))  # numpy's buffer, no Arrow pool's
 
 
 def _zeros(n: int) -> pa.Array:
-    zeros = _ZEROS[0]
-    if n > len(zeros):
-        return pa.array(np.zeros(n, dtype=np.int32))
-    return zeros.slice(0, n)
+    return _ZEROS.slice(0, n) if n <= len(_ZEROS) else pa.array(np.zeros(n, dtype=np.int32))
 
 
 def data_only(records: pa.Table) -> pa.Table:
