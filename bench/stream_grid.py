@@ -36,7 +36,8 @@ place in a long run).
 Deletes: an earlier group's tables, the floor's scratch files and staging copies no later group uses are
 moved aside and deleted when the run ends (`discard`). Deleted before the next group, they slowed its file
 creations: this VM's ext4 skips inodes freed in the last minute when it allocates one, so a file creation
-took 0.09-0.8 ms after thousands of deletes against 0.012 ms without.
+took 0.09-0.8 ms after thousands of deletes against 0.012 ms without. The price is disk: a full run holds
+its tables, 20-30 GB, until it ends.
 
 Format floor (`_format_floor.py`): after a group's first pass, raw pyarrow reads the stream's inputs and
 writes the files each pyhudi table holds again (each base file version re-encoded with its own encoding
