@@ -24,7 +24,6 @@ spends deciding what to write.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -131,11 +130,10 @@ def _input_job(staged: str) -> Callable[[], int]:
     return read
 
 
-def format_floor(table: str, scratch: Path, inputs: list[str], threads: int = 2,
-                 discard: Callable[[Path], None] | None = None) -> dict[str, Any]:
+def format_floor(table: str, scratch: Path, inputs: list[str], discard: Callable[[Path], None],
+                 threads: int = 2) -> dict[str, Any]:
     """Seconds raw pyarrow takes to read `inputs` (the staged batches) and write `table`'s files again (see
-    the module doc), with the count of files. `discard` moves the scratch directory away (default: deleted)."""
-    remove = discard or (lambda path: shutil.rmtree(path, ignore_errors=True))
+    the module doc), with the count of files. `discard` moves the scratch directory out of the way."""
     root = Path(table)
     files = _files(root)
     versions: dict[str, list[tuple[str, Path]]] = {}
@@ -147,7 +145,7 @@ def format_floor(table: str, scratch: Path, inputs: list[str], threads: int = 2,
     for vs in versions.values():
         vs.sort()
         previous.update({later: earlier for (_, earlier), (_, later) in zip(vs, vs[1:])})
-    remove(scratch)
+    discard(scratch)
     jobs = [_input_job(staged) for staged in inputs]
     for f in files:
         target = scratch / f.relative_to(root)
@@ -159,6 +157,6 @@ def format_floor(table: str, scratch: Path, inputs: list[str], threads: int = 2,
     with ThreadPoolExecutor(threads) as pool:
         written = sum(pool.map(lambda job: job(), jobs))
     seconds = time.perf_counter() - started
-    remove(scratch)
+    discard(scratch)
     return {"seconds": seconds, "files": len(files), "bytes": written,
             "parquet_files": sum(1 for f in files if f.suffix == ".parquet")}

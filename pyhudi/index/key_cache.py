@@ -66,13 +66,14 @@ def remember_written(storage: Storage, path: str, table: pa.Table, keep_table: b
     """Put the keys of a base file this process just wrote from `table` (a no-op without meta fields:
     such files have no key column to look up), and with `keep_table` the table too (`io/written_tables`;
     without, a table kept under the same name before, by an earlier attempt, is dropped)."""
+    uri = storage.uri(path)
     if keep_table:
-        keep_written(storage.uri(path), table)
+        keep_written(uri, table)
     else:
-        drop_kept(storage.uri(path))
+        drop_kept(uri)
     if KEY_FIELD not in table.column_names:
         return
     column = table.column(KEY_FIELD)
     if column.type != pa.string():
         column = column.cast(pa.string())
-    cache_keys(storage.uri(path), column)
+    cache_keys(uri, column)

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.io.process_cache import SchemaMemo
 from pyhudi.io.write_pool import WRITE_POOL
 
 # hoodie.parquet.compression.codec values (as the config key's enum lower-cases them) as pyarrow names
@@ -219,20 +220,9 @@ def java_safe_columns(table: pa.Table, dictionary: bool | list[str]) -> tuple[bo
     return statistics, dictionary
 
 
-def _float_columns(schema: pa.Schema) -> list[tuple[int, str]]:
-    """(index, name) of the columns holding float leaves, for the last few schemas seen: found by `equals`
-    (0.03 us), where looking at every column's type cost ~20 us a file of 23 columns."""
-    with _FLOAT_LOCK:
-        found = next((cols for seen, cols in _FLOAT_COLUMNS if seen.equals(schema)), None)
-    if found is None:
-        found = [(i, f.name) for i, f in enumerate(schema) if _has_float(f.type)]
-        with _FLOAT_LOCK:
-            _FLOAT_COLUMNS[:] = [(schema, found), *_FLOAT_COLUMNS[:7]]
-    return found
-
-
-_FLOAT_COLUMNS: list[tuple[pa.Schema, list[tuple[int, str]]]] = []
-_FLOAT_LOCK = threading.Lock()
+# (index, name) of the columns holding float leaves, per schema: looking at every column's type cost ~20 us
+# a file of 23 columns.
+_float_columns = SchemaMemo(lambda schema: [(i, f.name) for i, f in enumerate(schema) if _has_float(f.type)])
 
 
 def _nan_and_zero(values: pa.Array) -> tuple[bool, bool]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyhudi.io.process_cache import SizedLRU, pooled
+from pyhudi.io.process_cache import SchemaMemo, SizedLRU, pooled
 from pyhudi.io.schema import META_FIELDS
 
 TABLES_MAX_BYTES = 64 * 1024 * 1024
@@ -44,7 +44,6 @@ class _Kept:
 
 TABLES: SizedLRU[_Kept] = SizedLRU()
 _LOCK = threading.Lock()
-_PROBED: list[tuple[pa.Schema, bool]] = []  # the last schemas probed, newest last
 
 
 def written_table(uri: str) -> pa.Table | None:
@@ -85,31 +84,21 @@ def _as_read(table: pa.Table) -> _Kept | None:
         table = table.set_column(at, field.with_type(field.type.value_type),
                                  table.column(at).cast(field.type.value_type))
     table = table.replace_schema_metadata(None)
-    if not round_trips(table.schema):
+    # A file's rows may be a slice of its merge batch, whose buffers hold the whole batch: only then is the
+    # slice's own size measured (`Table.nbytes`, ~45 us a file), and a table too large is never copied.
+    if not round_trips(table.schema) or (table.get_total_buffer_size() > TABLE_MAX_BYTES
+                                         and table.nbytes > TABLE_MAX_BYTES):
         return None
     kept = pa.table([pooled(c) for c in table.columns], schema=table.schema)
-    # The copy's buffers are its own and whole, so their total is its bytes; `Table.nbytes`, which measures
-    # slices of shared buffers (a file's rows are a slice of its merge batch), costs ~45 us a file.
-    nbytes = kept.get_total_buffer_size()
+    nbytes = kept.get_total_buffer_size()  # the copy's buffers are its own and whole
     return _Kept(kept, nbytes) if nbytes <= TABLE_MAX_BYTES else None
 
 
-def round_trips(schema: pa.Schema) -> bool:
+def _round_trips(schema: pa.Schema) -> bool:
     """Whether a base file of `schema` reads back with `schema` (nullability included): flat columns only,
-    probed once per schema with an empty file written and read as base files are."""
-    with _LOCK:
-        for seen, answer in _PROBED:
-            if seen.equals(schema):
-                return answer
-    answer = not any(pa.types.is_nested(f.type) or pa.types.is_dictionary(f.type) for f in schema) \
-        and _probe(schema)
-    with _LOCK:
-        _PROBED.append((schema, answer))
-        del _PROBED[:-8]
-    return answer
-
-
-def _probe(schema: pa.Schema) -> bool:
+    probed with an empty file written and read as base files are."""
+    if any(pa.types.is_nested(f.type) or pa.types.is_dictionary(f.type) for f in schema):
+        return False
     sink = pa.BufferOutputStream()
     try:
         pq.write_table(schema.empty_table(), sink, store_schema=False)
@@ -117,3 +106,6 @@ def _probe(schema: pa.Schema) -> bool:
     except (pa.ArrowException, ValueError, TypeError):
         return False
     return back.equals(schema)
+
+
+round_trips = SchemaMemo(_round_trips)  # probed once per schema

@@ -413,26 +413,12 @@ def _conformed_old(ctx: HandleContext, old: pa.Table) -> tuple[pa.Table, dict[by
     and the old file's footer metadata."""
     # A column the writer schema dropped (allow.auto.evolution.column.drop) is left behind, as Hudi's
     # merge handle rewrites old records into the writer schema.
-    target, names = _old_schema(ctx.file_schema)
+    target = ctx.file_schema.remove(ctx.file_schema.get_field_index(FILE_NAME))
+    names = set(target.names)  # once: `.names` builds a list at every access
     kept = old.select([c for c in old.column_names if c in names])
     if kept.schema.equals(target):  # parquet keeps required fields non-null: nothing to conform
         return kept.replace_schema_metadata(ctx.file_schema.metadata), old.schema.metadata
     return conform_table(kept, target), old.schema.metadata
-
-
-_OLD_SCHEMAS: list[tuple[pa.Schema, pa.Schema, frozenset[str]]] = []
-
-
-def _old_schema(file_schema: pa.Schema) -> tuple[pa.Schema, frozenset[str]]:
-    """`file_schema` without the file name column, and its column names: derived once per task's schema (the
-    same object for each of its files) rather than per file."""
-    for schema, target, names in _OLD_SCHEMAS:
-        if schema is file_schema:
-            return target, names
-    target = file_schema.remove(file_schema.get_field_index(FILE_NAME))
-    names = frozenset(target.names)
-    _OLD_SCHEMAS[:] = [(file_schema, target, names), *_OLD_SCHEMAS[:3]]
-    return target, names
 
 
 def _stored_wins(ctx: HandleContext, old: pa.Table, incoming: pa.Table, old_rows: np.ndarray,

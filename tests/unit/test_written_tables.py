@@ -168,3 +168,18 @@ def test_the_cache_stays_within_its_bounds(tmp_path, monkeypatch):
     remember_written(storage, "8.parquet", pa.table({"_hoodie_record_key": ["k"]}))
     assert wt.written_table(uri) is None  # written again, by a path that keeps no table
     wt.TABLES.clear()
+
+
+def test_a_file_sliced_from_a_large_batch_is_kept_and_a_large_table_never_copied(monkeypatch):
+    monkeypatch.setattr(wt, "TABLE_MAX_BYTES", 4_000)
+    copies: list[int] = []
+    pooled = wt.pooled
+    monkeypatch.setattr(wt, "pooled", lambda column: copies.append(len(column)) or pooled(column))
+    wt.TABLES.clear()
+    batch = pa.table({"a": pa.array(range(10_000), pa.int64())})  # 80,000 bytes of buffers
+    wt.keep_written("file:///x/slice.parquet", batch.slice(5_000, 100))  # its own 800 bytes count
+    assert wt.written_table("file:///x/slice.parquet").column("a").to_pylist() == list(range(5_000, 5_100))
+    assert wt.TABLES.nbytes < 4_000 and copies == [100]
+    wt.keep_written("file:///x/whole.parquet", batch)
+    assert wt.written_table("file:///x/whole.parquet") is None and copies == [100]  # refused before copying
+    wt.TABLES.clear()
