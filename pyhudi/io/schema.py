@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+from json.encoder import encode_basestring as _encode_string  # type: ignore[attr-defined]
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -311,7 +312,11 @@ def to_json(avro: AvroType) -> str:
 
 
 def _js(value: Any) -> str:
-    # Jackson escapes like Python's json with ensure_ascii=False (short forms for \b\t\n\f\r).
+    # Jackson escapes like Python's json with ensure_ascii=False (short forms for \b\t\n\f\r). A schema's
+    # names and types are strings: json's own string encoder prints them as `json.dumps` does, without
+    # its per-call set-up (~2 us, a schema of 23 columns holds ~150 strings).
+    if type(value) is str:
+        return _encode_string(value)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 

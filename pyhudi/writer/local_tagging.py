@@ -31,7 +31,7 @@ from pyhudi.engine.base import Engine, TaskInfo, task_count
 from pyhudi.index import bucket as bucket_index
 from pyhudi.index import log_index, merged_keys
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, footer_probe
-from pyhudi.index.key_cache import KEY_FIELD, keys_of, stored_keys
+from pyhudi.index.key_cache import KEY_FIELD, cached_keys, keys_of, stored_keys
 from pyhudi.index.key_order import utf16_sort_keys
 from pyhudi.index.locations import LOC_FILE_ID, LOC_INSTANT
 from pyhudi.io.base_file import parallel_read
@@ -86,8 +86,9 @@ def tag_records(engine: Engine, storage: Storage, cfg: WriteConfig, records: pa.
     if cfg.index.is_global:
         records = _stay_where_outranked(engine, storage, cfg, view, records, parts)
         records = _global_moves(records, parts, cfg.index.update_partition_path)
-    located = pc.is_valid(records.column(LOC_FILE_ID))
-    records = records.filter(pc.or_(located, pc.invert(records.column(DELETE_FLAG))))
+    kept = pc.or_(pc.is_valid(records.column(LOC_FILE_ID)), pc.invert(records.column(DELETE_FLAG)))
+    if kept.null_count or not pc.all(kept).as_py():  # no delete of an unknown key: no copy of every column
+        records = records.filter(kept)
     return records, profile_of(op, records)
 
 
@@ -209,6 +210,9 @@ def _bloom_lookup(storage: Storage, kf: KeyFile, wanted: pa.Array, by_ranges: bo
     file read only when candidates survive (and not cached yet), as Hudi's bloom index checks
     candidates against the file's keys."""
     assert kf.base_path is not None
+    cached = cached_keys(storage.uri(kf.base_path))
+    if cached is not None:  # every key of the file known: the footer's range and filter could only narrow
+        return [(kf, _present(wanted, cached))]  # `wanted` to the same hits, at the cost of opening the file
     with storage.open_input_file(kf.base_path) as f:
         threads = parallel_read(storage, f)
         pf = pq.ParquetFile(f, pre_buffer=threads)

@@ -17,6 +17,7 @@ import pytest
 import pyhudi
 from pyhudi.index import key_cache
 from pyhudi.storage import Storage
+from pyhudi.writer import local_tagging
 from tests.helpers import hudi_rs
 
 PARTS = ["2024/01", "p=ü", ""]
@@ -70,16 +71,28 @@ def test_written_files_are_looked_up_from_the_cache_with_the_same_answers(tmp_pa
         return real(storage, path, columns)
 
     monkeypatch.setattr(key_cache, "read_parquet", counting)
+    footers: list[int] = []  # BLOOM: footers probed (a file whose keys are cached needs none)
+    probe = local_tagging._bloom_filtered
+
+    def counting_probe(meta: dict[bytes, bytes], keys: pa.Array, by_ranges: bool) -> pa.Array:
+        footers.append(len(keys))
+        return probe(meta, keys, by_ranges)
+
+    monkeypatch.setattr(local_tagging, "_bloom_filtered", counting_probe)
     cached, cold = tmp_path / "cached", tmp_path / "cold"
     steps = 6
     cold_prefix = Storage(str(cold)).uri("")
     for step in range(steps):
         _forget(cold_prefix)  # the cold table's writes read every file they look up
         pyhudi.write(_batch(step), str(cold), _opts(table_type, index))
+        cold_probes = len(footers)
         reads.clear()
+        footers.clear()
         pyhudi.write(_batch(step), str(cached), _opts(table_type, index))
-        if step and index == "SIMPLE" and table_type == "COPY_ON_WRITE":
+        if step and table_type == "COPY_ON_WRITE":
             assert not reads, f"step {step}: read back files this process wrote: {reads}"
+            assert not footers, f"step {step}: probed the footers of {len(footers)} files this process wrote"
+            assert cold_probes or index == "SIMPLE", "the cold write probes the footers it cannot skip"
     storage = Storage(str(cached))
     for uri, keys in list(key_cache.KEY_CACHE.items()):  # every kept column is its file's
         path = uri[len(storage.base_uri):].lstrip("/")
