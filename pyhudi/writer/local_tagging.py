@@ -208,11 +208,14 @@ def _bloom_lookup(storage: Storage, kf: KeyFile, wanted: pa.Array, by_ranges: bo
                   ) -> list[tuple[KeyFile, pa.Array]]:
     """BLOOM: the footer read once for the key range and the filter; the key column of the same open
     file read only when candidates survive (and not cached yet), as Hudi's bloom index checks
-    candidates against the file's keys."""
+    candidates against the file's keys. A file whose keys this process holds (it wrote or read them) is
+    not opened: the range and the filter only narrow `wanted` to candidates checked against those same
+    keys, so matching them directly gives the same hits (a 300-partition stream opened 300 footers a
+    write for files it had just written)."""
     assert kf.base_path is not None
     cached = cached_keys(storage.uri(kf.base_path))
-    if cached is not None:  # every key of the file known: the footer's range and filter could only narrow
-        return [(kf, _present(wanted, cached))]  # `wanted` to the same hits, at the cost of opening the file
+    if cached is not None:
+        return [(kf, _present(wanted, cached))]
     with storage.open_input_file(kf.base_path) as f:
         threads = parallel_read(storage, f)
         pf = pq.ParquetFile(f, pre_buffer=threads)

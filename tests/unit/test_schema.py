@@ -636,3 +636,16 @@ def test_conform_reads_back_real_base_files(samples: dict[str, Sample]) -> None:
             assert got.to_pylist() == raw.to_pylist(), p
             checked += 1
     assert checked >= 30
+
+
+@pytest.mark.parametrize("text", ["", "name", 'a"b', "back\\slash", "tab\tnl\ncr\r\b\f", "\x00\x1f\x7f",
+                                  "é 日本 😀", "\u2028\u2029", "</script>"])
+def test_schema_strings_print_as_json_dumps_does(text: str) -> None:
+    """to_json prints a schema's strings with json's string encoder (no per-call set-up): the same text as
+    `json.dumps(ensure_ascii=False)`, which matches Java Avro's escapes (docs and defaults may hold any)."""
+    from pyhudi.io.schema import _js
+
+    assert _js(text) == json.dumps(text, ensure_ascii=False, separators=(",", ":"))
+    schema = {"type": "record", "name": "r", "doc": text,
+              "fields": [{"name": "f", "type": "string", "doc": text, "default": text}]}
+    assert json.loads(to_json(schema))["fields"][0]["default"] == text
