@@ -316,11 +316,11 @@ shares of all samples of the bench process).
   `_hoodie_commit_seqno` is unique per row, and `_hoodie_commit_time`, `_hoodie_file_name` and
   `_hoodie_partition_path` are constant per file. The footer holds the bloom filter Hudi's bloom index reads
   (base64, as Hudi writes it, sized to the file's records where Hudi sizes every file's for `num_entries`,
-  431 KB at its defaults) and the key range. Read from the live files' footers, these are 28-33 % of
-  pyhudi's bytes (the meta columns 22-27 %, the footer's entries 5-8 %). Without them the data columns
-  weigh 0.91-0.93x delta-rs' bytes per row, and 0.95x at 300 partitions, where each ~40 KB file's footer
+  431 KB at its defaults) and the key range. Read from the live files' footers, these are 27-35 % of
+  pyhudi's bytes (the meta columns 23-28 %, the footer's entries 5-8 %). Without them the data columns
+  weigh 0.94-0.97x delta-rs' bytes per row, and 0.96x at 300 partitions, where each ~40 KB file's footer
   also holds its schema. `hoodie.populate.meta.fields=false` drops the meta columns: bulk_insert then runs
-  at 1.18x delta-rs' throughput (`bench/arrow_engine.py`, the run recorded here). But pyhudi supports only inserts on such
+  at 1.43x delta-rs' throughput (`bench/arrow_engine.py`, the run recorded here). But pyhudi supports only inserts on such
   tables, so the grid keeps Hudi's default.
 * **Rows written: equal, except where Hudi's write-time sizing rewrites more.** With updates spread over
   the keys, delta-rs' merge rewrites every file holding a matched key, and OPTIMIZE rewrites again. So
@@ -332,20 +332,23 @@ shares of all samples of the bench process).
     rows (15 batch-writes against 10) where the open file takes all 5 batches. That is 18 of the 24
     insert-only cells: every size at 30-300 partitions, 8-128 MB at 3, 128 MB at 1.
 
-  Where files fill within the stream, pyhudi writes fewer rows than delta-rs (0.62-0.97x). A full file is
+  Where files fill within the stream, pyhudi writes fewer rows than delta-rs (0.60-0.98x). A full file is
   not rewritten again, and merge-on-read sends updates to log files until the compaction.
-* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (group medians 0.55-0.58x in
-  the run above), 0.79-0.83x at 30 partitions, 0.95-0.99x at 1 MB on 1-3 partitions, and 1.21-1.31x at
+* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (group medians 0.50-0.57x in
+  the run above), 0.82-0.88x at 30 partitions, 0.91-0.97x at 1 MB on 1-3 partitions, and 1.26-1.32x at
   300 partitions.** That is pyhudi's own cost per file and per write, and at 300 partitions the cost of
   creating files (below). (The run on `e6628c3`, before the compiled murmur kernel and the per-table
   dictionary memo of `478e1de` and `82f8592`: 0.70-0.85x, 1.02-1.08x and 1.30x; the run on `1d5fb4d`:
   1.09-1.18x at 30-300 partitions; the run on `789be9d`: 0.55-0.59x, 0.86-0.89x, 0.97-0.99x and
-  1.16-1.18x.)
+  1.16-1.18x; the run on `e6d1a4a`: 0.55-0.58x, 0.79-0.83x, 0.95-0.99x and 1.21-1.31x.)
   * **300 partitions.** A 20,000-row batch adds ~67 rows to each partition, so every batch merges 300
     files of ~30-65 KB, as delta-rs' merge rewrites 300 files. Raw pyarrow reading and writing the final
     65 KB files takes 1.7 ms a file here (0.7 read, 1.0 write). pyhudi's stream takes 2.1-2.3 ms a file
     all-in (index, merge, bloom, commit), delta-rs' 1.1-1.7 ms (p300-u10-all-s8MB-cow, 1,500 files each:
-    3.15 against 1.67 s in one run on `1d5fb4d`, 3.47 against 2.51 s in the run above).
+    3.15 against 1.67 s in one run on `1d5fb4d`, 2.16 against 1.28 s in the run above). At ~320 rows a
+    file the encoder's cost is per column chunk, not per byte: one of these files takes 0.49 ms to encode
+    in memory with its 23 columns and 0.39 ms with the 18 data columns alone (pyarrow, one thread, 300
+    files of one stream), so Hudi's five meta columns add ~28 % to every file's encoding here.
     * p300-u10-all-s8MB-cow (1,348 samples, on `1cd4b71`): write tasks 69 %, merge handles 44 % (reading
       the old files 9 %), new files 15 %;
     * encoding and writing the files (both kinds) 35 %, the first batch's 300 partition metadata files 7 %
@@ -381,13 +384,16 @@ shares of all samples of the bench process).
   timing. It leaves out what pyhudi decides (planning, the index lookup, merging, bloom filters, markers,
   the commit protocol), so it is a lower bound for a writer of the format on pyarrow. Group medians in the
   run above:
-  * 1-3 partitions: floor 0.32-0.50x delta-rs, pyhudi 1.7-2.6x its floor;
-  * 30 partitions: floor 0.63-0.68x delta-rs, pyhudi 1.62-1.73x its floor;
-  * 300 partitions: floor 1.07-1.15x delta-rs, pyhudi 1.53-1.59x its floor.
+  * 1-3 partitions: floor 0.34-0.50x delta-rs, pyhudi 1.95-2.43x its floor;
+  * 30 partitions: floor 0.69-0.76x delta-rs, pyhudi 1.68-1.72x its floor;
+  * 300 partitions: floor 1.18-1.22x delta-rs, pyhudi 1.41-1.44x its floor (1.53-1.59x in the run on
+    `e6d1a4a`: since `3c291db` the index lookup matches a file whose keys the process holds without
+    opening it, where each upsert had opened the footers of the 300 files the previous one wrote).
 
   At 300 partitions the floor moves with this VM's cost of creating files: 1.21-1.28x delta-rs in the run
-  on `a5a8078`, 0.82-0.87x in the run on `789be9d`, 1.07-1.15x in the run above, where it is above the
-  1.0 target in all 14 cells at 8-128 MB. The stream leaves 1,500 base file versions and 300 partition
+  on `a5a8078`, 0.82-0.87x in the run on `789be9d`, 1.07-1.15x in the run on `e6d1a4a`, 1.18-1.22x in the
+  run above, where it is above the 1.0 target in 21 of the 28 cells at 8-128 MB (all but the four
+  insert-only ones and three with 20 % updates from all keys). The stream leaves 1,500 base file versions and 300 partition
   metadata files in 300 directories. What a creation costs here depends on how many files were deleted in
   the minute before: this VM's ext4 skips inodes freed within the last minute when it allocates one
   (`find_inode_bit` -> `recently_deleted`, which looks each skipped inode up in the inode table). Under
@@ -396,13 +402,13 @@ shares of all samples of the bench process).
   `recently_deleted` 6.0 %, `ext4_get_group_desc` 2.5 %, `find_inode_bit` 2.1 %); empty files created in a
   fresh directory took 0.012-0.019 ms each on a quiet file system and 0.085 ms after 9,000 deletes in the
   minute before, and 0.3-0.5 ms right after a series of benchmark runs (earlier notes measured 0.36-0.65 ms
-  and put it on the directories). Since this run the grid no longer deletes an earlier group's tables
+  and put it on the directories). Since the run on `e6d1a4a` the grid no longer deletes an earlier group's tables
   before the next group (`Deletes` above); each system's own deletes still count in its cell, and
   pyhudi's writes delete about a dozen working files each (markers, temporary timeline files, the lock and
   the heartbeat), where delta-rs renames its temporary files into place. delta-rs writes as many files (its merges rewrite the 1,500 files, its
   OPTIMIZE 300 more) in less time, natively. That cost also moves from run to run: the floor of the six
-  insert-only 300-partition cells, whose tables hold the same files (1,816 files, 67.6 MB), ranged
-  1.39-2.27 s. Elsewhere the floor is
+  insert-only 300-partition cells, whose tables hold the same files (1,816 files, 65.1 MB), ranged
+  1.29-1.51 s in the run above (1.39-2.27 s in an earlier one). Elsewhere the floor is
   below the target, and what is left is pyhudi's own work per file and per write. A profile of a
   300-partition upsert stream on one thread (py-spy, 500 Hz, 8,923 samples of pyhudi's writes; 4 upserts
   of 20,000 rows into 300 partitions):
@@ -423,7 +429,7 @@ shares of all samples of the bench process).
     planned 1.5 MB files, small from birth.
 
 **What stays on pyhudi's side:**
-* the per-file and per-write costs: pyhudi takes 1.5-2.6x the format floor in every group of the run
+* the per-file and per-write costs: pyhudi takes 1.4-2.4x the format floor in every group of the run
   above (group medians). At 300 partitions the floor itself is above the target in this run, as in the
   run on `a5a8078`, not in the run on `789be9d`. On two cores the part that does not shrink is Python: on
   a 30-partition upsert stream (one thread 0.66 s, two threads 0.50 s of time and 0.82 s of CPU, delta-rs
