@@ -10,13 +10,18 @@
  * across keys (a key's rounds are one long dependency chain; the keys of a chunk are independent).
  * murmur_set_bits sets the bits as it goes, so no (rounds x keys) position matrix is built. The GIL is
  * released: the write threads of one process hash their files at the same time.
+ *
+ * md5_prefixes: the insert routing's hash (Hudi's NumericUtils.getMessageDigestHash("MD5", key): the first
+ * 8 digest bytes as a little-endian signed long) of keys that all have the same byte length, RFC 1321's
+ * 64 steps a block run for MD5_LANES keys at once (one operation for all lanes, which the compiler
+ * vectorises), as pyhudi/writer/key_md5.py does with numpy over all keys.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#define KERNEL_VERSION 1
+#define KERNEL_VERSION 2
 #define CHUNK 256
 
 static const uint32_t M = 0x5BD1E995u;
@@ -195,6 +200,128 @@ static PyObject *murmur_set_bits(PyObject *self, PyObject *args) {
     return run(args, 1);
 }
 
+
+/* ------------------------------------------------------------------------------------------------ MD5 */
+
+#define MD5_LANES 64
+
+static const uint32_t MD5_K[64] = {
+    0xd76aa478u, 0xe8c7b756u, 0x242070dbu, 0xc1bdceeeu, 0xf57c0fafu, 0x4787c62au, 0xa8304613u, 0xfd469501u,
+    0x698098d8u, 0x8b44f7afu, 0xffff5bb1u, 0x895cd7beu, 0x6b901122u, 0xfd987193u, 0xa679438eu, 0x49b40821u,
+    0xf61e2562u, 0xc040b340u, 0x265e5a51u, 0xe9b6c7aau, 0xd62f105du, 0x02441453u, 0xd8a1e681u, 0xe7d3fbc8u,
+    0x21e1cde6u, 0xc33707d6u, 0xf4d50d87u, 0x455a14edu, 0xa9e3e905u, 0xfcefa3f8u, 0x676f02d9u, 0x8d2a4c8au,
+    0xfffa3942u, 0x8771f681u, 0x6d9d6122u, 0xfde5380cu, 0xa4beea44u, 0x4bdecfa9u, 0xf6bb4b60u, 0xbebfbc70u,
+    0x289b7ec6u, 0xeaa127fau, 0xd4ef3085u, 0x04881d05u, 0xd9d4d039u, 0xe6db99e5u, 0x1fa27cf8u, 0xc4ac5665u,
+    0xf4292244u, 0x432aff97u, 0xab9423a7u, 0xfc93a039u, 0x655b59c3u, 0x8f0ccc92u, 0xffeff47du, 0x85845dd1u,
+    0x6fa87e4fu, 0xfe2ce6e0u, 0xa3014314u, 0x4e0811a1u, 0xf7537e82u, 0xbd3af235u, 0x2ad7d2bbu, 0xeb86d391u};
+static const int MD5_S[4][4] = {{7, 12, 17, 22}, {5, 9, 14, 20}, {4, 11, 16, 23}, {6, 10, 15, 21}};
+
+/* Byte `p` of the padded message of a `length`-byte key: the key, 0x80, zeros, then the bit length as a
+ * little-endian 64-bit integer in the last 8 bytes of the last block. */
+static uint8_t padded_byte(const uint8_t *key, int64_t length, int64_t total, int64_t p) {
+    if (p < length) return key[p];
+    if (p == length) return 0x80;
+    if (p >= total - 8) return (uint8_t)(((uint64_t)length * 8) >> (8 * (p - (total - 8))));
+    return 0;
+}
+
+/* The 16 little-endian words of block `block` of each lane's padded message into m[w * MD5_LANES + lane]. */
+static void md5_words(const uint8_t *data, const int64_t *starts, int64_t length, int64_t total, int64_t block,
+                      int64_t n, uint32_t *m) {
+    for (int64_t lane = 0; lane < n; lane++) {
+        const uint8_t *key = data + starts[lane];
+        for (int w = 0; w < 16; w++) {
+            int64_t p = block * 64 + 4 * w;
+            uint32_t word;
+            if (p + 4 <= length) {
+                memcpy(&word, key + p, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+                word = __builtin_bswap32(word);
+#endif
+            } else {
+                word = (uint32_t)padded_byte(key, length, total, p) | (uint32_t)padded_byte(key, length, total, p + 1) << 8
+                       | (uint32_t)padded_byte(key, length, total, p + 2) << 16
+                       | (uint32_t)padded_byte(key, length, total, p + 3) << 24;
+            }
+            m[w * MD5_LANES + lane] = word;
+        }
+    }
+}
+
+/* One step for every lane: a = b + rotl(F(b, c, d) + a + K[i] + m[g], s), F by the step's round. */
+VECTOR_CLONES
+static void md5_step(int round, uint32_t *restrict a, const uint32_t *restrict b, const uint32_t *restrict c,
+                     const uint32_t *restrict d, const uint32_t *restrict mg, uint32_t k, int s, int64_t n) {
+    for (int64_t l = 0; l < n; l++) {
+        uint32_t f;
+        if (round == 0) f = (b[l] & c[l]) | (~b[l] & d[l]);
+        else if (round == 1) f = (d[l] & b[l]) | (~d[l] & c[l]);
+        else if (round == 2) f = b[l] ^ c[l] ^ d[l];
+        else f = c[l] ^ (b[l] | ~d[l]);
+        f += a[l] + k + mg[l];
+        a[l] = b[l] + ((f << s) | (f >> (32 - s)));
+    }
+}
+
+static void md5_lanes(const uint8_t *data, const int64_t *starts, int64_t length, int64_t n, int64_t *out) {
+    uint32_t state[4][MD5_LANES], work[4][MD5_LANES], m[16 * MD5_LANES];
+    static const uint32_t init[4] = {0x67452301u, 0xefcdab89u, 0x98badcfeu, 0x10325476u};
+    int64_t blocks = (length + 8) / 64 + 1, total = 64 * blocks;
+    for (int r = 0; r < 4; r++)
+        for (int64_t l = 0; l < n; l++) state[r][l] = init[r];
+    for (int64_t block = 0; block < blocks; block++) {
+        md5_words(data, starts, length, total, block, n, m);
+        memcpy(work, state, sizeof work);
+        uint32_t *a = work[0], *b = work[1], *c = work[2], *d = work[3];
+        for (int i = 0; i < 64; i++) {
+            int round = i / 16;
+            int g = round == 0 ? i : round == 1 ? (5 * i + 1) % 16 : round == 2 ? (3 * i + 5) % 16 : (7 * i) % 16;
+            md5_step(round, a, b, c, d, m + g * MD5_LANES, MD5_K[i], MD5_S[round][i % 4], n);
+            uint32_t *t = d; /* roles rotate: A <- D, B <- the new A, C <- B, D <- C */
+            d = c;
+            c = b;
+            b = a;
+            a = t;
+        }
+        for (int64_t l = 0; l < n; l++) { /* after 64 steps the roles are back where they started */
+            state[0][l] += a[l];
+            state[1][l] += b[l];
+            state[2][l] += c[l];
+            state[3][l] += d[l];
+        }
+    }
+    for (int64_t l = 0; l < n; l++) out[l] = (int64_t)(((uint64_t)state[1][l] << 32) | state[0][l]);
+}
+
+static PyObject *md5_prefixes(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data = {0}, starts = {0}, out = {0};
+    Py_ssize_t length;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*nw*", &data, &starts, &length, &out)) return NULL;
+    int64_t n = starts.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *st = (const int64_t *)starts.buf;
+    int ok = length >= 0 && starts.len % (Py_ssize_t)sizeof(int64_t) == 0
+             && out.len >= (Py_ssize_t)(n * (Py_ssize_t)sizeof(int64_t));
+    for (int64_t i = 0; ok && i < n; i++) ok = st[i] >= 0 && st[i] <= data.len - length;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "md5 kernel: the keys or the output buffer do not match");
+    } else {
+        const uint8_t *bytes = (const uint8_t *)data.buf;
+        int64_t *dst = (int64_t *)out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t lo = 0; lo < n; lo += MD5_LANES)
+            md5_lanes(bytes, st + lo, length, n - lo < MD5_LANES ? n - lo : MD5_LANES, dst + lo);
+        Py_END_ALLOW_THREADS
+        result = Py_None;
+        Py_INCREF(result);
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"murmur_positions", murmur_positions, METH_VARARGS,
      "murmur_positions(data, starts, lengths, nb, nb_hash, vector_size, magic, shift, b'', out): bloom bit "
@@ -202,6 +329,9 @@ static PyMethodDef methods[] = {
     {"murmur_set_bits", murmur_set_bits, METH_VARARGS,
      "murmur_set_bits(data, starts, lengths, nb, nb_hash, vector_size, magic, shift, row_starts, bits): sets "
      "the keys' bits in the flat bool array `bits`, each key's offset by its row_starts entry (b'': none)."},
+    {"md5_prefixes", md5_prefixes, METH_VARARGS,
+     "md5_prefixes(data, starts, length, out): the first 8 MD5 bytes (a little-endian int64) of each key "
+     "data[starts[i]:starts[i] + length] into out (int64)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,17 +14,16 @@ kernel is 5-7 times faster and releases the GIL, so a write's threads hash their
 
 from __future__ import annotations
 
-import importlib
-import os
 import struct
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
 
 from pyhudi.errors import InvalidRecordError
 from pyhudi.io.write_pool import WRITE_POOL as _POOL
+from pyhudi.native import load_native as _load_native
 
 Keys: TypeAlias = Iterable[str] | pa.Array | pa.ChunkedArray
 
@@ -32,19 +31,6 @@ _M = np.uint32(0x5BD1E995)
 _CHUNK = 1 << 16  # keys hashed together; bounds the (nbHash, chunk) position matrix
 _SCALAR_MAX_KEYS = 8  # up to this many keys, plain Python hashes faster than numpy (_scalar_positions)
 _NATIVE_CHUNK = 1 << 13  # keys per compiled call: a (30, 8192) int64 position matrix is 2 MB
-_KERNEL_VERSION = 1  # the pyhudi/_native.c this module was written against
-
-
-def _load_native() -> Any:
-    """The compiled kernels, or None: not built, disabled (PYHUDI_NATIVE=0), or built from another
-    version of pyhudi/_native.c than this module expects (an editable install's stale build)."""
-    if os.environ.get("PYHUDI_NATIVE", "1") == "0":
-        return None
-    try:
-        native = importlib.import_module("pyhudi._native")
-    except ImportError:
-        return None
-    return native if getattr(native, "KERNEL_VERSION", None) == _KERNEL_VERSION else None
 
 
 _NATIVE = _load_native()
