@@ -399,14 +399,15 @@ class Storage:
 
     def _temp_file(self, data: bytes, durable: bool = True) -> str:
         """A new local temp file holding `data`, for `write_atomic` to rename and `create_exclusive` to link
-        into place; `durable` fsyncs it first, so the name it takes never turns out empty after a power loss."""
+        into place; `durable` fsyncs it first, so the name it takes never turns out empty after a power loss.
+        An empty file has nothing to lose (a commit's requested instant): no fsync."""
         tmp = self.full_path(f"{TEMP_DIR}/{uuid.uuid4().hex}")
         fd = _open_new(tmp)
         if fd is None:
             raise FileExistsError(tmp)  # a fresh uuid4 name: never expected
         try:
             _write_all(fd, data)
-            if durable:
+            if durable and data:
                 os.fsync(fd)
         finally:
             os.close(fd)

@@ -169,6 +169,32 @@ def test_write_atomic_fsyncs_before_the_rename_unless_told_the_file_may_be_lost(
     assert not os.listdir(tmp_path / TEMP_DIR)  # the temp file was renamed, not copied
 
 
+def test_create_exclusive_fsyncs_content_before_the_link_and_skips_empty_files(tmp_path, storage, monkeypatch):
+    """A completed instant is synced before it takes its name (after a power loss it is whole or absent);
+    an empty file (a commit's requested instant) has no content to lose, so it is linked without a sync."""
+    real_fsync, real_link = os.fsync, os.link
+    events: list[str] = []
+
+    def fsync(fd: int) -> None:
+        events.append("fsync")
+        real_fsync(fd)
+
+    def link(src: str, dst: str) -> None:
+        events.append("link")
+        real_link(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "link", link)
+    assert storage.create_exclusive(".hoodie/1.commit", b'{"a": 1}')
+    assert events == ["fsync", "link"]
+    events.clear()
+    assert storage.create_exclusive(".hoodie/2.commit.requested", b"")
+    assert events == ["link"]
+    assert not storage.create_exclusive(".hoodie/2.commit.requested", b"")
+    assert (tmp_path / ".hoodie" / "1.commit").read_bytes() == b'{"a": 1}'
+    assert (tmp_path / ".hoodie" / "2.commit.requested").read_bytes() == b""
+
+
 def test_write_atomic_failure_before_rename_leaves_target_untouched(tmp_path, storage, monkeypatch):
     storage.write_atomic("t.bin", b"old")
 
