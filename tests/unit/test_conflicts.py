@@ -226,21 +226,28 @@ def test_clustering_commit_detects_a_log_file_written_into_an_input_group_after_
         check_clustering(storage, t.config, timeline(t), T(2), plan)
 
 
+_FORKED_TOKEN = """
+import os
+from pyhudi.transaction import heartbeat as hb
+parent = hb.owner_token()
+assert hb.owner_token() == parent
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:  # the child: report its token and leave
+    os.write(write, hb.owner_token().encode())
+    os._exit(0)
+os.close(write)
+child = os.read(read, 1024).decode()
+os.waitpid(pid, 0)
+host, child_pid, _start = child.split(":")
+assert (host, child_pid) == (parent.split(":")[0], str(pid)) and child != parent, (parent, child)
+assert hb._process_gone(child), "the child has exited: its token must read as gone"
+assert not hb._process_gone(parent)
+"""
+
+
 def test_owner_token_is_each_processs_own_after_a_fork() -> None:
     """The token is read once per pid: a forked child (which inherits the parent's memo) names itself, with
-    its own start time, so its heartbeats are not taken for the parent's and a dead child is seen as gone."""
-    parent = hb.owner_token()
-    assert hb.owner_token() == parent
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report its token and leave without running the parent's cleanup
-        os.write(write, hb.owner_token().encode())
-        os._exit(0)
-    os.close(write)
-    child = os.read(read, 1024).decode()
-    os.close(read)
-    os.waitpid(pid, 0)
-    host, child_pid, _start = child.split(":")
-    assert (host, child_pid) == (parent.split(":")[0], str(pid)) and child != parent
-    assert hb._process_gone(child), "the child has exited: its token must read as gone"
-    assert not hb._process_gone(parent)
+    its own start time, so its heartbeats are not taken for the parent's and a dead child is seen as gone
+    (in a fresh interpreter: nothing else in it forks)."""
+    subprocess.run([sys.executable, "-c", _FORKED_TOKEN], check=True, timeout=60)

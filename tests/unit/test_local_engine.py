@@ -120,3 +120,67 @@ def test_engine_for_none_does_not_import_pyspark():
             "assert e.map_tasks(lambda i, t: [i * 2], [1, 2, 3]) == [2, 4, 6]; "
             "assert 'pyspark' not in sys.modules, 'pyspark was imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_failed_stage_cancels_what_has_not_started_and_waits_for_what_runs():
+    """A stage's error goes up only when its running tasks are done and its other tasks will never start:
+    a failed write's tasks must not go on writing files while its caller rolls it back."""
+    started: list[int] = []
+    finished: list[int] = []
+    lock = threading.Lock()
+
+    def fn(i: int, _: TaskInfo) -> list[int]:
+        with lock:
+            started.append(i)
+        if i == 0:
+            time.sleep(0.05)
+            raise CommitConflictError("task 0 conflicts")
+        time.sleep(0.2)
+        with lock:
+            finished.append(i)
+        return [i]
+
+    with pytest.raises(CommitConflictError):
+        LocalEngine(2).map_tasks(fn, list(range(10)))
+    with lock:
+        at_error = list(started)
+        assert set(at_error) - {0} == set(finished), f"started {at_error}, only {finished} finished"
+    assert len(at_error) < 10  # the tasks not started were cancelled
+    time.sleep(0.5)
+    assert started == at_error, f"tasks started after the stage's error went up: {started[len(at_error):]}"
+
+
+def test_stages_reuse_threads_and_a_stage_inside_a_task_gets_its_own():
+    """Top-level stages share one pool per worker count (no threads started per stage); a stage started
+    from inside a task runs on fresh threads, so it never waits on the pool its caller occupies."""
+    engine = LocalEngine(2)
+    threads = [t for _ in range(10) for t in engine.map_tasks(lambda i, _: [threading.current_thread()], list(range(8)))]
+    assert len({id(t) for t in threads}) <= 2, "stages started threads of their own"  # held: no id reused
+
+    def outer(i: int, _: TaskInfo) -> list[int]:
+        return engine.map_tasks(lambda j, _: [i * 10 + j], [0, 1, 2])
+
+    assert engine.map_tasks(outer, [1, 2]) == [10, 11, 12, 20, 21, 22]
+
+
+_FORKED_STAGE = """
+import os
+from pyhudi.engine import LocalEngine
+engine = LocalEngine(2)
+assert engine.map_tasks(lambda i, _: [i], [1, 2, 3]) == [1, 2, 3]  # the parent's pool exists now
+pid = os.fork()
+if pid == 0:
+    ok = engine.map_tasks(lambda i, _: [i * 2], [1, 2, 3]) == [2, 4, 6]
+    os._exit(0 if ok else 1)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0, "the child's stage failed"
+"""
+
+
+def test_a_forked_child_runs_stages_on_its_own_threads():
+    """The parent's pool threads do not exist in a forked child: its stages must start threads of their
+    own, not queue work for threads that will never take it (in a fresh interpreter: nothing else forks)."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", _FORKED_STAGE], check=True, timeout=60)
