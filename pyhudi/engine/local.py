@@ -6,8 +6,8 @@ read and write (the merge handle batches the Python around them, writer/merge_ha
 upsert rewriting 420 files of 166 rows takes 0.54 s on one thread and 0.42-0.45 s on two (tmpfs, median
 of rounds) on a 2-vCPU machine where two processes of pure Python reach 1.4x.
 `hoodie.pyhudi.engine.local.parallelism` bounds the pool (default: the machine's cores, at most 8), which
-bounds memory too: at most that many tasks hold data at once. A process keeps one pool per worker count
-for its stages (see `_POOLS`).
+bounds memory too: at most that many tasks hold data at once. A calling thread keeps one pool per worker
+count for its stages (see `_LOCAL`).
 """
 
 from __future__ import annotations
@@ -32,29 +32,31 @@ _ATTEMPTS = itertools.count(1)
 MAX_DEFAULT_PARALLELISM = 8
 _THREAD_PREFIX = "pyhudi-task"
 
-# One pool per worker count for the process's top-level stages: starting and joining fresh threads cost
-# ~0.3 ms a stage (~1 ms with the GIL hand-overs in a write), and a write runs one to three stages. A stage
-# started inside a task gets a pool of its own, as before (waiting on the shared pool from one of its own
-# threads could deadlock). A forked child starts without the parent's pools (their threads are not there).
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-_POOLS_LOCK = threading.Lock()
+# Each calling thread keeps one pool per worker count for its stages: starting and joining fresh threads
+# cost ~0.3 ms a stage (~1 ms with the GIL hand-overs in a write), and a write runs one to three stages.
+# Per calling thread, so a background service's stages never queue a write's tasks behind its own (and a
+# caller's pools go when it ends: a pool no longer referenced lets its threads exit). A stage started
+# inside a task gets a pool of its own, as before (waiting on the pool it occupies could deadlock). A
+# forked child starts without the parent's pools (their threads are not there).
+_LOCAL = threading.local()
 
 
 def _forget_pools() -> None:
-    global _POOLS_LOCK
-    _POOLS.clear()
-    _POOLS_LOCK = threading.Lock()
+    global _LOCAL
+    _LOCAL = threading.local()
 
 
 os.register_at_fork(after_in_child=_forget_pools)
 
 
-def _shared_pool(workers: int) -> ThreadPoolExecutor:
-    with _POOLS_LOCK:
-        pool = _POOLS.get(workers)
-        if pool is None:
-            pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix=_THREAD_PREFIX)
-        return pool
+def _caller_pool(workers: int) -> ThreadPoolExecutor:
+    pools: dict[int, ThreadPoolExecutor] | None = getattr(_LOCAL, "pools", None)
+    if pools is None:
+        pools = _LOCAL.pools = {}
+    pool = pools.get(workers)
+    if pool is None:
+        pool = pools[workers] = ThreadPoolExecutor(workers, thread_name_prefix=_THREAD_PREFIX)
+    return pool
 
 
 def _in_task() -> bool:
@@ -110,7 +112,7 @@ class LocalEngine:
             with ThreadPoolExecutor(workers, thread_name_prefix=_THREAD_PREFIX) as pool:
                 results = _run_all(pool, task, items, infos)
         else:
-            results = _run_all(_shared_pool(workers), task, items, infos)
+            results = _run_all(_caller_pool(workers), task, items, infos)
         return [r for rs in results for r in rs]
 
     def __repr__(self) -> str:

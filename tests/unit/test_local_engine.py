@@ -184,3 +184,43 @@ def test_a_forked_child_runs_stages_on_its_own_threads():
     import sys
 
     subprocess.run([sys.executable, "-c", _FORKED_STAGE], check=True, timeout=60)
+
+
+def test_callers_do_not_share_threads_and_a_callers_pool_ends_with_it():
+    """A background service's stage (another calling thread) must not queue a write's tasks behind its own:
+    each calling thread has its own pool. When the caller ends, its pool's threads exit."""
+    engine = LocalEngine(2)
+    release = threading.Event()
+    blocked = threading.Event()
+
+    def slow(i: int, _: TaskInfo) -> list[int]:
+        blocked.set()
+        assert release.wait(10)
+        return [i]
+
+    background = threading.Thread(target=lambda: engine.map_tasks(slow, [1, 2]))
+    background.start()
+    assert blocked.wait(10)
+    done = []
+    foreground = threading.Thread(target=lambda: done.extend(engine.map_tasks(lambda i, _: [i], [3, 4, 5])))
+    foreground.start()
+    foreground.join(5)
+    try:
+        assert done == [3, 4, 5], "the foreground stage waited for the background stage's tasks"
+    finally:
+        release.set()
+        background.join(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(t.name.startswith("pyhudi-task") and t is not threading.current_thread()
+                                              for t in threading.enumerate() if t.ident not in _main_pool_idents()):
+        time.sleep(0.05)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("pyhudi-task")
+                and t.ident not in _main_pool_idents()], "the ended callers' pool threads are still there"
+
+
+def _main_pool_idents() -> set[int | None]:
+    """The pool threads of this (the test's) thread, which stay."""
+    from pyhudi.engine import local
+
+    pools = getattr(local._LOCAL, "pools", {})
+    return {t.ident for pool in pools.values() for t in pool._threads}
