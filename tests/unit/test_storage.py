@@ -141,24 +141,25 @@ def test_write_atomic_goes_through_temp_file_and_rename(tmp_path, storage, monke
     assert (tmp_path / "p" / "t.bin").read_bytes() == b"payload" * 1000
 
 
+def _record_os_calls(monkeypatch: pytest.MonkeyPatch, **labels: str) -> list[str]:
+    """Each call of the named `os` functions appends its label to the returned list, then runs."""
+    events: list[str] = []
+    for name, label in labels.items():
+        real = getattr(os, name)
+
+        def spy(*args: object, _real: object = real, _label: str = label) -> object:
+            events.append(_label)
+            return _real(*args)  # type: ignore[operator]
+        monkeypatch.setattr(os, name, spy)
+    return events
+
+
 def test_write_atomic_fsyncs_before_the_rename_unless_told_the_file_may_be_lost(tmp_path, storage, monkeypatch):
     """Timeline and table-config files are synced before they take their name; the partition metafile
     (only ever looked for, re-derivable, written unsynced by Hudi too) is not, but stays atomic."""
     from pyhudi.writer.partition_meta import ensure_partition_metadata
 
-    real_fsync, real_replace = os.fsync, os.replace
-    events: list[str] = []
-
-    def fsync(fd: int) -> None:
-        events.append("fsync")
-        real_fsync(fd)
-
-    def replace(src: str, dst: str) -> None:
-        events.append("rename")
-        real_replace(src, dst)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "replace", replace)
+    events = _record_os_calls(monkeypatch, fsync="fsync", replace="rename")
     storage.write_atomic(".hoodie/hoodie.properties", b"x=1\n")
     assert events == ["fsync", "rename"]
     events.clear()
@@ -172,19 +173,7 @@ def test_write_atomic_fsyncs_before_the_rename_unless_told_the_file_may_be_lost(
 def test_create_exclusive_fsyncs_content_before_the_link_and_skips_empty_files(tmp_path, storage, monkeypatch):
     """A completed instant is synced before it takes its name (after a power loss it is whole or absent);
     an empty file (a commit's requested instant) has no content to lose, so it is linked without a sync."""
-    real_fsync, real_link = os.fsync, os.link
-    events: list[str] = []
-
-    def fsync(fd: int) -> None:
-        events.append("fsync")
-        real_fsync(fd)
-
-    def link(src: str, dst: str) -> None:
-        events.append("link")
-        real_link(src, dst)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "link", link)
+    events = _record_os_calls(monkeypatch, fsync="fsync", link="link")
     assert storage.create_exclusive(".hoodie/1.commit", b'{"a": 1}')
     assert events == ["fsync", "link"]
     events.clear()
