@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from pyhudi.errors import InvalidRecordError
 from pyhudi.io.write_pool import WRITE_POOL as _POOL
-from pyhudi.native import load_native as _load_native
+from pyhudi.native import load_native
 
 Keys: TypeAlias = Iterable[str] | pa.Array | pa.ChunkedArray
 
@@ -33,7 +33,7 @@ _SCALAR_MAX_KEYS = 8  # up to this many keys, plain Python hashes faster than nu
 _NATIVE_CHUNK = 1 << 13  # keys per compiled call: a (30, 8192) int64 position matrix is 2 MB
 
 
-_NATIVE = _load_native()
+_NATIVE = load_native()
 
 
 def utf8_columns(keys: Keys) -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ uses its modification time, which is read when the content is empty) and the own
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import socket
 import threading
@@ -36,17 +37,15 @@ def _process_start(pid: int) -> str:
         return "0"
 
 
-_OWN_TOKENS: dict[int, str] = {}
-
-
 def owner_token() -> str:
+    return _token_of(os.getpid())
+
+
+@functools.cache
+def _token_of(pid: int) -> str:
     """host:pid:start of this process, read once per pid (a forked child is another pid): reading
     /proc/self/stat took ~2% of a small write's time, at every heartbeat started."""
-    pid = os.getpid()
-    token = _OWN_TOKENS.get(pid)
-    if token is None:
-        token = _OWN_TOKENS[pid] = f"{socket.gethostname()}:{pid}:{_process_start(pid)}"
-    return token
+    return f"{socket.gethostname()}:{pid}:{_process_start(pid)}"
 
 
 def _process_gone(owner: str) -> bool:

@@ -21,8 +21,9 @@ import pytest
 
 import pyhudi.index.murmur as murmur
 from pyhudi.index.bloom_filter import DYNAMIC_V0, SIMPLE, BloomFilter, filter_shape
+from pyhudi.native import load_native
 
-NATIVE = murmur._load_native()
+NATIVE = load_native()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="pyhudi._native is not built (no C compiler at install)")
 
 # Every tail length, the signed tail bytes Java sign-extends (0x80-0xff), multi-byte UTF-8, a NUL, long keys.
