@@ -72,6 +72,10 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 
 
 _DIR_RACE_ATTEMPTS = 3  # a directory deleted between its mkdir and the create inside it is made again
+# A local output stream's buffer: the parquet writer hands its stream each page header, page and footer part
+# separately (~94 writes for a file of 23 columns), and an unbuffered local file makes each a syscall.
+# Measured on a 30-partition stream's files: 0.2-0.3 ms a file of ~2 ms. Larger writes bypass the buffer.
+_LOCAL_WRITE_BUFFER = 1 << 20
 
 
 def _in_dir(create: Callable[[], T], make_dir: Callable[[], None], retry: Callable[[], bool] = lambda: True) -> T:
@@ -341,8 +345,8 @@ class Storage:
 
             return open_output_file(self._object, rel)
         path, parent = self.full_path(rel), posixpath.dirname(rel.strip("/"))
-        return _in_dir(lambda: self.fs.open_output_stream(path), lambda: self.makedirs(parent),
-                       retry=lambda: bool(parent))
+        return _in_dir(lambda: self.fs.open_output_stream(path, buffer_size=_LOCAL_WRITE_BUFFER),
+                       lambda: self.makedirs(parent), retry=lambda: bool(parent))
 
     def write_bytes(self, rel: str, data: bytes | pa.Buffer, mid_write_fault: str | None = None) -> None:
         """Plain write; only for files that nobody reads until a commit names them.
