@@ -12,7 +12,7 @@ instant; a re-split attempt rewrites the same name, and the last attempt's keys 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import pyarrow as pa
 
@@ -62,13 +62,15 @@ def cache_keys(uri: str, column: pa.Array | pa.ChunkedArray) -> pa.Array:
     return keys
 
 
-def remember_written(storage: Storage, path: str, table: pa.Table, keep_table: bool = False) -> None:
+def remember_written(storage: Storage, path: str, table: pa.Table,
+                     footer: Mapping[bytes, bytes] | None = None, size: int = 0) -> None:
     """Put the keys of a base file this process just wrote from `table` (a no-op without meta fields:
-    such files have no key column to look up), and with `keep_table` the table too (`io/written_tables`;
-    without, a table kept under the same name before, by an earlier attempt, is dropped)."""
+    such files have no key column to look up), and given the file's `footer` entries and `size`, the table
+    too (`io/written_tables`; without, a table kept under the same name before, by an earlier attempt, is
+    dropped)."""
     uri = storage.uri(path)
-    if keep_table:
-        keep_written(uri, table)
+    if footer is not None:
+        keep_written(uri, table, footer, size)
     else:
         drop_kept(uri)
     if KEY_FIELD not in table.column_names:

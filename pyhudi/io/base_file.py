@@ -37,6 +37,8 @@ from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.storage import Storage
 
 RECORD_KEY = "_hoodie_record_key"
+# A base file's footer key-value entries as a read gives them (`pq.FileMetaData.metadata`).
+Footer = dict[bytes, bytes]
 # A parquet file's fixed cost besides data and bloom filter: magic, footer structure, schema strings.
 _FOOTER_SLACK = 4096
 # Smallest filter a records-sized bloom gets (~0.9 KB of footer at the default fpp).
@@ -240,7 +242,8 @@ def _row_group_rows(table: pa.Table, settings: ParquetSettings, bytes_per_row: f
 
 def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
               bytes_per_row: float, mid_write_fault: str | None = None,
-              bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None) -> None:
+              bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None) -> Footer:
+    """Encode `table` into `sink` and return the footer's key-value entries, as a read of the file gives them."""
     metadata = footer_raw(table, avro_schema_with_meta, settings, bloom, key_bounds)
     plain, statistics, dictionary, compression = _encoding(table, settings)
     writer = pq.ParquetWriter(
@@ -255,6 +258,7 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
     # given str, pyarrow converts the 431 KB bloom entry at ~0.3 ms a file, given bytes at ~0.02 ms.
     writer.add_key_value_metadata(metadata)
     writer.close()
+    return {k: v if isinstance(v, bytes) else bytes(v) for k, v in metadata.items()}
 
 
 def _encoding(table: pa.Table, settings: ParquetSettings
@@ -273,9 +277,15 @@ def encode_file(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSe
                 ) -> pa.Buffer:
     """`table` encoded in memory as one base file (`bloom` and `key_bounds`, when given, describe the file
     it will be part of: `io/splice`), as is: no copy into Python bytes."""
+    return _encode_file(table, avro_schema_with_meta, settings, bytes_per_row, bloom, key_bounds)[0]
+
+
+def _encode_file(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings, bytes_per_row: float = 0.0,
+                 bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None
+                 ) -> tuple[pa.Buffer, Footer]:
     sink = pa.BufferOutputStream()
-    _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, bloom=bloom, key_bounds=key_bounds)
-    return sink.getvalue()
+    footer = _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, bloom=bloom, key_bounds=key_bounds)
+    return sink.getvalue(), footer
 
 
 def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,
@@ -284,10 +294,21 @@ def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_
     """Write `table` as one base file and return its size in bytes (`mid_write_fault`: a fault point
     reached when the data is written but the footer is not, for crash tests). The size is the bytes
     written to the stream: on an object store a HEAD after the PUT would cost a request per file."""
+    return write_base_file(storage, rel_path, table, avro_schema_with_meta, settings, bytes_per_row,
+                           mid_write_fault, bloom, key_bounds)[0]
+
+
+def write_base_file(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,
+                    settings: ParquetSettings, bytes_per_row: float = 0.0, mid_write_fault: str | None = None,
+                    bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None
+                    ) -> tuple[int, Footer]:
+    """`write_parquet` with the footer's key-value entries: a process that keeps the table it wrote
+    (`io/written_tables`) keeps them too, so its next merge of the file need not open it."""
     with storage.open_output_stream(rel_path) as sink:
-        _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, mid_write_fault, bloom, key_bounds)
+        footer = _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, mid_write_fault, bloom,
+                           key_bounds)
         size = int(sink.tell())
-    return size
+    return size, footer
 
 
 Shrink = Callable[[int, int, int], int]
@@ -300,26 +321,26 @@ def proportional(rows: int, size: int, limit: int) -> int:
 
 def encode_within(make: Callable[[int], pa.Table], rows: int, limit: int, avro_schema_with_meta: str,
                   settings: ParquetSettings, bytes_per_row: float = 0.0,
-                  shrink: Shrink = proportional) -> tuple[pa.Buffer, int, pa.Table]:
+                  shrink: Shrink = proportional) -> tuple[pa.Buffer, int, pa.Table, Footer]:
     """Encode the first `rows` rows (as built by `make`) as a base file of at most `limit` bytes.
 
     Size estimates can miss (compression varies along the data), so the file is encoded in memory
     and, if it is too big, re-encoded with fewer rows, as many as `shrink(rows, size, limit)` says
-    (at least one fewer). Returns (bytes, rows, the table encoded).
+    (at least one fewer). Returns (bytes, rows, the table encoded, its footer's key-value entries).
     """
     while True:
         table = make(rows)
-        data = encode_file(table, avro_schema_with_meta, settings, bytes_per_row)
+        data, footer = _encode_file(table, avro_schema_with_meta, settings, bytes_per_row)
         if len(data) <= limit or rows <= 1:
-            return data, rows, table
+            return data, rows, table, footer
         rows = max(1, min(rows - 1, shrink(rows, len(data), limit)))
 
 
 def write_within(storage: Storage, rel_path: str, make: Callable[[int], pa.Table], rows: int, limit: int,
                  avro_schema_with_meta: str, settings: ParquetSettings, bytes_per_row: float = 0.0,
-                 mid_write_fault: str | None = None, shrink: Shrink = proportional) -> tuple[int, int, pa.Table]:
+                 mid_write_fault: str | None = None, shrink: Shrink = proportional) -> tuple[int, int, pa.Table, Footer]:
     """`encode_within`, written: the first `rows` rows (as built by `make`) as a base file of at most
-    `limit` bytes at `rel_path`; returns (size, rows, the table written).
+    `limit` bytes at `rel_path`; returns (size, rows, the table written, its footer's key-value entries).
 
     On a local file system the encoder writes straight into the file and a file that came out too big
     is written again with proportionally fewer rows (rare: the rows were planned from a measured size
@@ -328,16 +349,16 @@ def write_within(storage: Storage, rel_path: str, make: Callable[[int], pa.Table
     store's file is one PUT of bytes held in memory anyway, so there the file is encoded in memory first
     and stored only once it fits."""
     if not storage.is_local:
-        data, rows, table = encode_within(make, rows, limit, avro_schema_with_meta, settings, bytes_per_row,
-                                          shrink)
+        data, rows, table, footer = encode_within(make, rows, limit, avro_schema_with_meta, settings,
+                                                  bytes_per_row, shrink)
         storage.write_bytes(rel_path, data, mid_write_fault=mid_write_fault)
-        return len(data), rows, table
+        return len(data), rows, table, footer
     while True:
         table = make(rows)
-        size = write_parquet(storage, rel_path, table, avro_schema_with_meta, settings, bytes_per_row,
-                             mid_write_fault)
+        size, footer = write_base_file(storage, rel_path, table, avro_schema_with_meta, settings, bytes_per_row,
+                                       mid_write_fault)
         if size <= limit or rows <= 1:
-            return size, rows, table
+            return size, rows, table, footer
         rows = max(1, min(rows - 1, shrink(rows, size, limit)))
 
 

@@ -21,6 +21,7 @@ read back at a fraction of the cost of its merge, and would evict every small on
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -35,25 +36,26 @@ COMMIT_TIME, FILE_NAME = META_FIELDS[0], META_FIELDS[4]
 
 
 @dataclass(frozen=True)
-class _Kept:
-    """A kept table with its bytes, taken once."""
+class Kept:
+    """A kept table with the file's footer entries and size, and the bytes it holds (taken once)."""
 
     table: pa.Table
     nbytes: int
+    footer: Mapping[bytes, bytes]
+    size: int
 
 
-TABLES: SizedLRU[_Kept] = SizedLRU()
+TABLES: SizedLRU[Kept] = SizedLRU()
 _LOCK = threading.Lock()
 
 
-def written_table(uri: str) -> pa.Table | None:
-    """The kept table of the base file at `uri` (file name column left out), or None."""
+def written_table(uri: str) -> Kept | None:
+    """What is kept of the base file at `uri` (its table without the file name column), or None."""
     with _LOCK:
         kept = TABLES.get(uri)
-        if kept is None:
-            return None
-        TABLES.move_to_end(uri)
-        return kept.table
+        if kept is not None:
+            TABLES.move_to_end(uri)
+        return kept
 
 
 def drop_kept(uri: str) -> None:
@@ -62,11 +64,11 @@ def drop_kept(uri: str) -> None:
         TABLES.drop(uri)
 
 
-def keep_written(uri: str, table: pa.Table) -> None:
-    """Keep `table`, the rows just encoded as the base file at `uri`, when a read of the file would give
-    the same columns (see the module docstring); otherwise drop any table kept under `uri` (a re-split
-    attempt's, say)."""
-    kept = _as_read(table)
+def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes], size: int) -> None:
+    """Keep `table`, the rows just encoded as the base file at `uri` of `size` bytes with `footer`'s
+    key-value entries, when a read of the file would give the same columns (see the module docstring);
+    otherwise drop any table kept under `uri` (a re-split attempt's, say)."""
+    kept = _as_read(table, footer, size)
     with _LOCK:
         if kept is None:
             TABLES.drop(uri)
@@ -75,7 +77,7 @@ def keep_written(uri: str, table: pa.Table) -> None:
             TABLES.evict_to(TABLES_MAX_BYTES)
 
 
-def _as_read(table: pa.Table) -> _Kept | None:
+def _as_read(table: pa.Table, footer: Mapping[bytes, bytes], size: int) -> Kept | None:
     if FILE_NAME in table.column_names:
         table = table.drop_columns([FILE_NAME])
     at = table.schema.get_field_index(COMMIT_TIME)
@@ -91,7 +93,9 @@ def _as_read(table: pa.Table) -> _Kept | None:
         return None
     kept = pa.table([pooled(c) for c in table.columns], schema=table.schema)
     nbytes = kept.get_total_buffer_size()  # the copy's buffers are its own and whole
-    return _Kept(kept, nbytes) if nbytes <= TABLE_MAX_BYTES else None
+    if nbytes > TABLE_MAX_BYTES:
+        return None
+    return Kept(kept, nbytes + sum(len(k) + len(v) for k, v in footer.items()), footer, size)
 
 
 def _round_trips(schema: pa.Schema) -> bool:

@@ -290,7 +290,7 @@ def _encode_next(ctx: ClusterContext, chunk: Callable[[int], pa.Table], rows: in
     limit, or (a few times at most) below the small-file limit while rows remain for it."""
     grows = 0
     while True:
-        data, _, _ = encode_within(chunk, rows, sys.maxsize, ctx.avro_with_meta, ctx.parquet, measured.per_row)
+        data, _, _, _ = encode_within(chunk, rows, sys.maxsize, ctx.avro_with_meta, ctx.parquet, measured.per_row)
         footer = measured.update(rows, data, ctx.parquet)
         hard = _hard_limit(ctx, footer)
         if len(data) > hard and rows > 1:

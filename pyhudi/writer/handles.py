@@ -258,10 +258,10 @@ def create_handle(ctx: HandleContext, storage: Storage, bucket: Bucket, records:
             return file_layout(ctx, records.slice(start, n), fname, pid, start)
 
         create_marker(storage, ctx.instant, bucket.partition, name, "CREATE", ctx.marking)
-        size, rows, written = write_within(storage, path, make, rows, limit, ctx.avro_schema_with_meta,
-                                           ctx.parquet, per_row or bucket.record_size,
-                                           mid_write_fault="write.mid_file", shrink=_resplit(ctx, remaining))
-        remember_written(storage, path, written, ctx.keep_tables)
+        size, rows, written, footer = write_within(storage, path, make, rows, limit, ctx.avro_schema_with_meta,
+                                                   ctx.parquet, per_row or bucket.record_size,
+                                                   mid_write_fault="write.mid_file", shrink=_resplit(ctx, remaining))
+        remember_written(storage, path, written, footer if ctx.keep_tables else None, size)
         stats.append(WriteStat(
             file_id=fid, path=path, partition_path=bucket.partition, num_writes=rows, num_inserts=rows,
             total_write_bytes=size, file_size_in_bytes=size,

@@ -45,7 +45,7 @@ from pyhudi.io.base_file import (
     fresh_bloom,
     read_open_parquet,
     read_parquet,
-    write_parquet,
+    write_base_file,
 )
 from pyhudi.io.lance_file import is_lance_file
 from pyhudi.io.schema import conform_table
@@ -177,9 +177,10 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
         bloom = blooms[i]
         create_marker(storage, ctx.instant, bucket.partition, names[i], "MERGE", ctx.marking)
         path = join_path(bucket.partition, names[i])
-        size = write_parquet(storage, path, rows, ctx.avro_schema_with_meta, ctx.parquet,
-                             mid_write_fault="write.mid_file", bloom=bloom, key_bounds=bounds[i])
-        remember_written(storage, path, rows, ctx.keep_tables)  # the next write need not read them back
+        size, footer = write_base_file(storage, path, rows, ctx.avro_schema_with_meta, ctx.parquet,
+                                       mid_write_fault="write.mid_file", bloom=bloom, key_bounds=bounds[i])
+        # the next write need not read them back
+        remember_written(storage, path, rows, footer if ctx.keep_tables else None, size)
         stats.append(WriteStat(
             file_id=bucket.file_id, path=path, partition_path=bucket.partition,
             prev_commit=bucket.base_instant or "null", num_writes=rows.num_rows,
@@ -388,21 +389,23 @@ def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine
 
 def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket, splice: bool = False) -> pa.Table | bytes:
     """The old base file's records (its footer metadata as the schema's), or with `splice` and a file of at
-    least APPEND_MIN_BYTES its bytes. The file is opened once: its size decides, then it is read whole as
-    bytes or as a table (as `read_parquet` reads it, Arrow's threads included), or only its footer when
-    this process wrote it and kept its table (`io/written_tables`: the same columns a read gives; the one
-    GET of a whole object on an object store stays as it was)."""
+    least APPEND_MIN_BYTES its bytes. A file this process wrote and kept (`io/written_tables`: the same
+    columns, footer entries and size a read gives) is not opened, unless its bytes are to be spliced: on an
+    object store that saves a GET a merge. A base file deleted since the write was planned is then found
+    by the commit's conflict check instead (`transaction/conflicts._check_bases_live`: only a rollback or
+    restore deletes a latest base file). Other files are opened once: the size decides, then the file is
+    read whole as bytes or as a table (as `read_parquet` reads it, Arrow's threads included)."""
     path = _base_file(bucket)
     if is_lance_file(path):
         return _with_missing_file(storage, bucket, lambda: read_parquet(storage, path))
     kept = written_table(storage.uri(path)) if ctx.keep_tables else None
+    if kept is not None and not (splice and kept.size >= APPEND_MIN_BYTES):
+        return kept.table.replace_schema_metadata(kept.footer)
 
     def read() -> pa.Table | bytes:
         with storage.open_input_file(path, whole_below=WHOLE_READ_MAX_BYTES) as f:
             if splice and f.size() >= APPEND_MIN_BYTES:
                 return f.read()
-            if kept is not None:
-                return kept.replace_schema_metadata(pq.ParquetFile(f).metadata.metadata)
             return read_open_parquet(storage, f)
 
     return _with_missing_file(storage, bucket, read)

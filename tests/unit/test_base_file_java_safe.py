@@ -21,7 +21,7 @@ ROWS = 3000  # above sampled_choice's sample, so its per-column choice is used t
 
 
 def _footer(table: pa.Table) -> pq.FileMetaData:
-    data, rows, _ = encode_within(lambda n: table.slice(0, n), table.num_rows, sys.maxsize, AVRO, ParquetSettings())
+    data, rows, _, _ = encode_within(lambda n: table.slice(0, n), table.num_rows, sys.maxsize, AVRO, ParquetSettings())
     assert rows == table.num_rows
     return pq.ParquetFile(pa.BufferReader(data)).metadata
 
@@ -112,7 +112,7 @@ def test_a_tables_files_share_the_sampled_dictionary_choice_but_not_the_java_saf
     assert settings.encoding_memo.choice(later, "snappy").dictionary == ["city", "f"]
     assert settings.encoding_memo.choice(small, "snappy").dictionary == ["city", "f"]
     # ...but its zero still takes `f` out of the dictionary, as for any file.
-    data, _, _ = encode_within(lambda k: later.slice(0, k), n, sys.maxsize, AVRO, settings)
+    data, _, _, _ = encode_within(lambda k: later.slice(0, k), n, sys.maxsize, AVRO, settings)
     chunks = _chunks(pq.ParquetFile(pa.BufferReader(data)).metadata)
     assert chunks["city"].has_dictionary_page and not chunks["f"].has_dictionary_page
     assert not chunks["_hoodie_record_key"].has_dictionary_page

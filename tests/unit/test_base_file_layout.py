@@ -81,10 +81,10 @@ def test_write_within_rewrites_a_file_that_came_out_too_big(tmp_path: Path) -> N
     settings = ParquetSettings(with_bloom=False)
     full = len(encode_within(lambda n: table.slice(0, n), table.num_rows, sys.maxsize, "{}", settings)[0])
     limit = full // 2
-    size, rows, _ = write_within(Storage(str(tmp_path)), "p/f.parquet", lambda n: table.slice(0, n), table.num_rows,
+    size, rows, _, _ = write_within(Storage(str(tmp_path)), "p/f.parquet", lambda n: table.slice(0, n), table.num_rows,
                                  limit, "{}", settings)
     assert rows < table.num_rows and size <= limit
     assert os.path.getsize(tmp_path / "p" / "f.parquet") == size
     assert pq.read_table(tmp_path / "p" / "f.parquet").equals(table.slice(0, rows))
-    data, mem_rows, _ = encode_within(lambda n: table.slice(0, n), table.num_rows, limit, "{}", settings)
+    data, mem_rows, _, _ = encode_within(lambda n: table.slice(0, n), table.num_rows, limit, "{}", settings)
     assert (len(data), mem_rows) == (size, rows)

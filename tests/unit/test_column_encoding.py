@@ -43,7 +43,7 @@ def _table(rows: int = ROWS, seed: int = 5) -> pa.Table:
 def _written(table: pa.Table, **settings: object) -> tuple[dict[str, pq.ColumnChunkMetaData], pa.Table]:
     """(chunk metadata by column path, the table read back) of `table` written as one base file."""
     memo = EncodingMemo(f"t-{uuid.uuid4().hex}")
-    data, rows, _ = encode_within(lambda k: table.slice(0, k), table.num_rows, sys.maxsize, AVRO,
+    data, rows, _, _ = encode_within(lambda k: table.slice(0, k), table.num_rows, sys.maxsize, AVRO,
                                   ParquetSettings(encoding_memo=memo, **settings))  # type: ignore[arg-type]
     assert rows == table.num_rows
     f = pq.ParquetFile(pa.BufferReader(data))

@@ -45,7 +45,7 @@ def _records(n: int, seed: int = 0) -> pa.Table:
 def _per_row(records: pa.Table) -> float:
     """What a record of `records` takes in a whole file (a probe's sample can be off by a quarter)."""
     ctx = _ctx(Path("."))
-    data, n, _ = encode_within(lambda k: H.file_layout(ctx, records.slice(0, k), "f" * 60, 0, 0), records.num_rows,
+    data, n, _, _ = encode_within(lambda k: H.file_layout(ctx, records.slice(0, k), "f" * 60, 0, 0), records.num_rows,
                             sys.maxsize, ctx.avro_schema_with_meta, ctx.parquet)
     return (len(data) - H.file_overhead(n, ctx.parquet)) / n
 

@@ -8,7 +8,9 @@ read of the file; the same stream without the cache writes the same rows, and hu
 from __future__ import annotations
 
 import decimal
+import os
 import struct
+import threading
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -71,26 +73,31 @@ def _bits(table: pa.Table) -> dict[str, list[Any]]:
 
 
 @pytest.fixture
-def hits(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, pa.Table]]:
+def hits(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, wt.Kept]]:
     """Every kept table a merge takes, with the path of its file."""
-    seen: list[tuple[str, pa.Table]] = []
+    seen: list[tuple[str, wt.Kept]] = []
     real = merge_handle.written_table
 
-    def recording(uri: str) -> pa.Table | None:
-        table = real(uri)
-        if table is not None:
-            seen.append((uri, table))
-        return table
+    def recording(uri: str) -> wt.Kept | None:
+        kept = real(uri)
+        if kept is not None:
+            seen.append((uri, kept))
+        return kept
 
     monkeypatch.setattr(merge_handle, "written_table", recording)
     return seen
 
 
-def _check_hits(hits: list[tuple[str, pa.Table]]) -> int:
+def _check_hits(hits: list[tuple[str, wt.Kept]]) -> int:
+    """Each hit's table, footer entries and size are what a read of its file gives (a merge that takes a
+    kept table does not open the file)."""
     for uri, kept in hits:
-        read = pq.read_table(uri.removeprefix("file://")).drop_columns([FILE_NAME])
-        assert kept.schema.equals(read.schema), (uri, kept.schema, read.schema)
-        assert _bits(kept) == _bits(read), uri
+        local = uri.removeprefix("file://")
+        read = pq.read_table(local).drop_columns([FILE_NAME])
+        assert kept.table.schema.equals(read.schema), (uri, kept.table.schema, read.schema)
+        assert _bits(kept.table) == _bits(read), uri
+        assert dict(kept.footer) == pq.ParquetFile(local).metadata.metadata, uri
+        assert kept.size == os.path.getsize(local), uri
     n = len(hits)
     hits.clear()
     return n
@@ -144,7 +151,7 @@ def test_only_schemas_that_come_back_from_parquet_are_kept():
     for typ in (pa.large_string(), pa.date64(), pa.duration("s"), pa.timestamp("ms", "Europe/Paris"),
                 pa.struct([("x", pa.int32())]), pa.list_(pa.int32()), pa.dictionary(pa.int32(), pa.string())):
         assert not wt.round_trips(pa.schema([("a", typ)])), typ
-    wt.keep_written("file:///x/large.parquet", pa.table({"a": pa.array(["v"], pa.large_string())}))
+    wt.keep_written("file:///x/large.parquet", pa.table({"a": pa.array(["v"], pa.large_string())}), {}, 1)
     assert wt.written_table("file:///x/large.parquet") is None
 
 
@@ -152,18 +159,18 @@ def test_the_cache_stays_within_its_bounds(tmp_path, monkeypatch):
     monkeypatch.setattr(wt, "TABLES_MAX_BYTES", 10_000)
     monkeypatch.setattr(wt, "TABLE_MAX_BYTES", 4_000)
     wt.TABLES.clear()
-    wt.keep_written("file:///x/big.parquet", pa.table({"a": pa.array(range(1000), pa.int64())}))  # 8,000 bytes
+    wt.keep_written("file:///x/big.parquet", pa.table({"a": pa.array(range(1000), pa.int64())}), {}, 0)  # 8,000 bytes
     assert wt.written_table("file:///x/big.parquet") is None
     for i in range(10):
-        wt.keep_written(f"file:///x/{i}.parquet", pa.table({"a": pa.array(range(300), pa.int64())}))  # 2,400
+        wt.keep_written(f"file:///x/{i}.parquet", pa.table({"a": pa.array(range(300), pa.int64())}), {}, 0)  # 2,400
     assert wt.TABLES.nbytes <= 10_000 and len(wt.TABLES) == 4
     assert wt.written_table("file:///x/9.parquet") is not None and wt.written_table("file:///x/0.parquet") is None
-    wt.keep_written("file:///x/9.parquet", pa.table({"a": pa.array(["v"], pa.large_string())}))
+    wt.keep_written("file:///x/9.parquet", pa.table({"a": pa.array(["v"], pa.large_string())}), {}, 0)
     assert wt.written_table("file:///x/9.parquet") is None  # a rewrite of the name that is not kept drops the old
     assert wt.TABLES.nbytes == 3 * 2_400
     storage = Storage(str(tmp_path))
     uri = storage.uri("8.parquet")
-    wt.keep_written(uri, pa.table({"a": pa.array(range(3), pa.int64())}))
+    wt.keep_written(uri, pa.table({"a": pa.array(range(3), pa.int64())}), {}, 0)
     assert wt.written_table(uri) is not None
     remember_written(storage, "8.parquet", pa.table({"_hoodie_record_key": ["k"]}))
     assert wt.written_table(uri) is None  # written again, by a path that keeps no table
@@ -177,9 +184,86 @@ def test_a_file_sliced_from_a_large_batch_is_kept_and_a_large_table_never_copied
     monkeypatch.setattr(wt, "pooled", lambda column: copies.append(len(column)) or pooled(column))
     wt.TABLES.clear()
     batch = pa.table({"a": pa.array(range(10_000), pa.int64())})  # 80,000 bytes of buffers
-    wt.keep_written("file:///x/slice.parquet", batch.slice(5_000, 100))  # its own 800 bytes count
-    assert wt.written_table("file:///x/slice.parquet").column("a").to_pylist() == list(range(5_000, 5_100))
+    wt.keep_written("file:///x/slice.parquet", batch.slice(5_000, 100), {}, 0)  # its own 800 bytes count
+    assert wt.written_table("file:///x/slice.parquet").table.column("a").to_pylist() == list(range(5_000, 5_100))
     assert wt.TABLES.nbytes < 4_000 and copies == [100]
-    wt.keep_written("file:///x/whole.parquet", batch)
+    wt.keep_written("file:///x/whole.parquet", batch, {}, 0)
     assert wt.written_table("file:///x/whole.parquet") is None and copies == [100]  # refused before copying
     wt.TABLES.clear()
+
+
+def _stream_start(path: str) -> tuple[dict[str, str], str]:
+    """A table whose last commit merged into every file group, written by this process (its files kept)."""
+    opts = _options(**{"hoodie.datasource.write.operation": "upsert"})
+    pyhudi.write(_batch(0, 60, naive=False), path, {**opts, "hoodie.datasource.write.operation": "insert"})
+    last = pyhudi.write(_batch(60, 6, range(0, 60, 2), naive=False), path, opts)
+    assert last is not None
+    return opts, last
+
+
+def test_a_merge_into_a_kept_file_does_not_open_it(tmp_path, monkeypatch, hits):
+    path = str(tmp_path / "t")
+    opts, _ = _stream_start(path)
+    opened: list[str] = []
+    real = Storage.open_input_file
+
+    def recording(self: Storage, rel: str, whole_below: int = 0) -> Any:
+        opened.append(rel)
+        return real(self, rel, whole_below)
+
+    monkeypatch.setattr(Storage, "open_input_file", recording)
+    hits.clear()
+    pyhudi.write(_batch(66, 3, range(1, 66, 2), naive=False), path, opts)
+    taken = [uri.rsplit("/", 2)[-2:] for uri, _ in hits]
+    assert taken, "no merge took a kept table"
+    assert not [rel for rel in opened if rel.endswith(".parquet")], opened  # keys cached too: no data file read
+    _check_hits([(u, k) for u, k in hits])
+    got = hudi_rs(path)
+    assert got is not None and got.num_rows == 69
+
+
+@pytest.mark.parametrize("undo", ["rollback", "restore"])
+def test_a_kept_base_rolled_back_under_a_paused_merge_fails_the_merge_at_commit(tmp_path, undo):
+    """The merge takes the kept table without opening the file, so a rollback (or restore) that deleted
+    the file meanwhile is found by the commit's check that every base it built on is still committed:
+    the merge fails, nothing of it is visible, and the table stays writable."""
+    from pyhudi import faults
+    from pyhudi.errors import CommitConflictError
+
+    path = str(tmp_path / "t")
+    if undo == "restore":
+        opts = _options(**{"hoodie.datasource.write.operation": "upsert"})
+        pyhudi.write(_batch(0, 60, naive=False), path, {**opts, "hoodie.datasource.write.operation": "insert"})
+        saved = pyhudi.savepoint(None, path, options=opts)
+        pyhudi.write(_batch(60, 6, range(0, 60, 2), naive=False), path, opts)
+    else:
+        opts, last = _stream_start(path)
+    before = hudi_rs(path)
+    assert before is not None
+    pause = faults.pause_at("write.after_tagging")
+    failure: list[BaseException] = []
+
+    def merge() -> None:
+        try:
+            pyhudi.write(_batch(70, 2, range(0, 66, 3), naive=False), path, opts)
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            failure.append(exc)
+
+    writer = threading.Thread(target=merge)
+    writer.start()
+    try:
+        assert pause.wait_reached(60)
+        if undo == "restore":
+            pyhudi.restore(None, path, saved, opts)
+        else:
+            pyhudi.rollback(None, path, last, opts)
+    finally:
+        pause.release()
+        writer.join(60)
+    assert failure and isinstance(failure[0], CommitConflictError), failure
+    undone = hudi_rs(path)
+    assert undone is not None and undone.num_rows == 60
+    assert sorted(undone.column("id").to_pylist()) == sorted(f"k{i}" for i in range(60))
+    pyhudi.write(_batch(80, 2, range(0, 60, 5), naive=False), path, opts)  # still writable
+    after = hudi_rs(path)
+    assert after is not None and after.num_rows == 62
