@@ -1,7 +1,7 @@
 """Base files this process wrote, kept as the Arrow tables they were encoded from (the twin of the key cache,
 `index/key_cache.py`), so the next write that merges into the same file group does not read and decode them
-back: a stream rewrites the files the batch before wrote, and on a write spread over 30 partitions the
-read of each old file was a fifth of its merge.
+back, nor even open them (their footer entries and size are kept too): a stream rewrites the files the batch
+before wrote, and on a write spread over 30 partitions the read of each old file was a fifth of its merge.
 
 What is kept is what a read of the file gives, so a merge cannot tell a hit from a read:
 * only tables whose schema comes back from parquet as it went in (`round_trips`: a probe of the empty
