@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 SKIP_DIRS = {".temp", ".aux"}  # working files, gone after each commit
+WRITE_BUFFER = 1 << 20  # a parquet file is ~100 small writes: buffered, as pyhudi's local output streams
 
 
 def _files(root: Path) -> list[Path]:
@@ -96,7 +97,7 @@ def _parquet_job(path: Path, target: Path, previous: Path | None) -> Callable[[]
                 f.write(head)
                 f.write(body)
             return len(head) + body.size
-        with pa.OSFile(str(target), "wb") as f:
+        with pa.output_stream(str(target), buffer_size=WRITE_BUFFER) as f:  # as pyhudi's local stream
             _encode(f, table, schema, groups, codec, dictionary, stats, kv)
             return int(f.tell())
     return write
