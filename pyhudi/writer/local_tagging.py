@@ -163,6 +163,9 @@ def locate_in_files(engine: Engine, storage: Storage, files: Sequence[KeyFile], 
     Hits in a file with `merge_logs` are kept only if its slice merged by `live_spec` still holds them."""
     parts = records.column(PARTITION_COL).combine_chunks()
     keys = records.column(RECORD_KEY_COL).combine_chunks()
+    cached = _cached_hits(storage, files, keys) if live_spec is None else None
+    if cached is not None:
+        return _assign(records.num_rows, parts, keys, *cached, global_index)
     by_part = {} if global_index else _keys_by_partition(parts, keys, {f.partition for f in files})
     all_keys = pc.unique(keys) if global_index else None
 
@@ -183,8 +186,32 @@ def locate_in_files(engine: Engine, storage: Storage, files: Sequence[KeyFile], 
     def lookup_run(run: Sequence[KeyFile], info: TaskInfo) -> list[tuple[KeyFile, pa.Array]]:
         return [hit for kf in run for hit in lookup(kf, info)]
 
-    found = engine.map_tasks(lookup_run, _runs(files, engine.parallelism), description="index lookup")
-    return _assign(records.num_rows, parts, keys, found, global_index)
+    found = [(kf, hits) for kf, hits in
+             engine.map_tasks(lookup_run, _runs(files, engine.parallelism), description="index lookup") if len(hits)]
+    owner = np.repeat(np.arange(len(found)), [len(hits) for _, hits in found])
+    hit_keys = pa.chunked_array([hits for _, hits in found], pa.string()).combine_chunks()
+    return _assign(records.num_rows, parts, keys, [kf for kf, _ in found], owner, hit_keys, global_index)
+
+
+def _cached_hits(storage: Storage, files: Sequence[KeyFile], keys: pa.Array
+                 ) -> tuple[list[KeyFile], np.ndarray, pa.Array] | None:
+    """`_assign`'s hits when this process holds every file's keys (`index/key_cache`: a stream's files,
+    written or read by its last writes), found in one pass over them all against the batch's keys instead
+    of a lookup per file (a 300-partition stream looks into 300 files a write); a stored key of another
+    partition that matches is dropped by `_assign`'s partition-qualified probe. None when a file has log
+    files to read or keys not cached: the lookup per file runs then."""
+    stored: list[pa.Array] = []
+    for kf in files:
+        cached = cached_keys(storage.uri(kf.base_path)) if kf.base_path and not kf.log_paths else None
+        if cached is None:
+            return None
+        stored.append(cached)
+    if not stored:
+        return [], np.zeros(0, np.int64), pa.array([], pa.string())
+    column = pa.chunked_array(stored, pa.string())
+    hit = pc.is_in(column, value_set=keys).to_numpy(zero_copy_only=False)
+    owner = np.repeat(np.arange(len(files)), [len(a) for a in stored])[hit]
+    return list(files), owner, column.filter(pa.array(hit)).combine_chunks()
 
 
 def _runs(files: Sequence[KeyFile], workers: int) -> list[Sequence[KeyFile]]:
@@ -258,28 +285,25 @@ def _bloom_filtered(meta: dict[bytes, bytes], keys: pa.Array, by_ranges: bool) -
     return keys
 
 
-def _assign(n: int, parts: pa.Array, keys: pa.Array, found: list[tuple[KeyFile, pa.Array]],
-            global_index: bool) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """Map every record to the file holding its key: one hash probe of the batch against all hits (keyed by
-    partition too, unless the index is global), not a pass over the batch per file."""
-    found = [(kf, hits) for kf, hits in found if len(hits)]
-    if not found:
+def _assign(n: int, parts: pa.Array, keys: pa.Array, files: Sequence[KeyFile], owner: np.ndarray,
+            hit_keys: pa.Array, global_index: bool) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Map every record to the file holding its key, given the keys found (`hit_keys`, each of the file
+    `files[owner[i]]`, earlier files first where a key is found twice): one hash probe of the batch against
+    all hits (keyed by partition too, unless the index is global), not a pass over the batch per file."""
+    if not len(hit_keys):
         none = pa.nulls(n, pa.string())
         return none, none, none
-    owner = np.repeat(np.arange(len(found)), [len(hits) for _, hits in found])
-    hit_keys = pa.chunked_array([hits for _, hits in found], pa.string()).combine_chunks()
     if global_index:
         probe, value_set = keys, hit_keys
     else:
-        hit_parts = pa.array(np.repeat(np.array([kf.partition for kf, _ in found], dtype=object),
-                                       [len(hits) for _, hits in found]), pa.string())
+        hit_parts = pa.array(np.array([kf.partition for kf in files], dtype=object)[owner], pa.string())
         probe = pc.binary_join_element_wise(parts, keys, "\u0001")
         value_set = pc.binary_join_element_wise(hit_parts, hit_keys, "\u0001")
     where = pc.index_in(probe, value_set=value_set)
     missing = pc.is_null(where).to_numpy(zero_copy_only=False)
     src = owner[pc.fill_null(where, 0).to_numpy(zero_copy_only=False)]
-    files = pa.array(src, pa.int64(), mask=missing)  # the owning file of each record, null if none
-    out = [pa.array([getattr(kf, attr) for kf, _ in found], pa.string()).take(files)
+    located = pa.array(src, pa.int64(), mask=missing)  # the owning file of each record, null if none
+    out = [pa.array([getattr(kf, attr) for kf in files], pa.string()).take(located)
            for attr in ("file_id", "instant", "partition")]
     return out[0], out[1], out[2]
 
