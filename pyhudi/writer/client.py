@@ -534,7 +534,7 @@ class WriteClient:
         cfg = self.config
         sample = partial(self._sampled_record_size, tagged) if _sample_may_matter(profile, cfg.sizing) else None
         avg = average_record_size(timeline, cfg.sizing, sample)
-        base_files = self._update_base_files(profile, view)
+        base_files, base_sizes = self._update_base_files(profile, view)
         mor = None
         if cfg.table.is_mor and not cfg.operation.is_overwrite:
             targets = {(p, fid): LogTarget(*view.log_target(p, fid))
@@ -548,7 +548,7 @@ class WriteClient:
             for p, files in small.items():
                 for sf in files:
                     mor.log_targets.setdefault((p, sf.file_id), LogTarget(*view.log_target(p, sf.file_id)))
-        return plan_buckets(profile, small, base_files, cfg.sizing, avg, mor)
+        return plan_buckets(profile, small, base_files, cfg.sizing, avg, mor, base_sizes)
 
     def _sampled_record_size(self, tagged: Any) -> int | None:
         """Bytes a record of `tagged` takes in a base file, measured on a sample, for a table with no
@@ -560,8 +560,11 @@ class WriteClient:
         partitions = [p for p, prof in profile.partitions.items() if prof.num_inserts > 0]
         return small_file_candidates(self.config, view, timeline, partitions)
 
-    def _update_base_files(self, profile: WorkloadProfile, view: FileSystemView) -> dict[tuple[str, str], str | None]:
+    def _update_base_files(self, profile: WorkloadProfile, view: FileSystemView
+                           ) -> tuple[dict[tuple[str, str], str | None], dict[tuple[str, str], int]]:
+        """The base file of each group the write updates, and its size (what its rewrite costs)."""
         base_files: dict[tuple[str, str], str | None] = {}
+        sizes: dict[tuple[str, str], int] = {}
         for part, prof in profile.partitions.items():
             if not prof.updates:
                 continue
@@ -569,7 +572,9 @@ class WriteClient:
             for fid in prof.updates:
                 bf = latest.get(fid)
                 base_files[(part, fid)] = bf.path if bf else None
-        return base_files
+                if bf is not None:
+                    sizes[(part, fid)] = bf.size
+        return base_files, sizes
 
     def _run_handles(self, tagged: Any, plan: BucketPlan, avro_schema: dict[str, Any], instant: str) -> list[WriteStat]:
         """Write every bucket of the plan (the engine's data path)."""

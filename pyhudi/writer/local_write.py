@@ -133,7 +133,8 @@ class LocalWriteClient(StreamedInsert):
             return run_handles(ctx, storage, chunk, records, info.token)
 
         log.info("%s: writing %d bucket(s) in-process", instant, len(work))
-        return self.engine.map_tasks(run, bucket_chunks(work, self.engine.parallelism), description=f"write {instant}")
+        return self.engine.map_tasks(run, bucket_chunks(work, self.engine.parallelism, plan.average_record_size),
+                                     description=f"write {instant}")
 
     # ------------------------------------------------------------------ bulk_insert
     def _write_bulk(self, spec: ArrowBatchSpec, source: ArrowSource, timeline: ActiveTimeline | None) -> WriteResult:

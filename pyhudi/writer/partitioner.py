@@ -60,6 +60,7 @@ class Bucket:
     log_version: int = 1  # APPEND: version of the new log file (never append to an existing one)
     fixed_file_id: bool = False  # BUCKET index: the file id is the bucket's, no rollover
     record_size: int = 0  # INSERT: the bytes a record the planner sized this bucket with (0: not sized)
+    base_size: int = 0  # UPDATE: the bytes of the base file it rewrites, where the planner knows them
 
     @property
     def writes_logs(self) -> bool:
@@ -199,20 +200,23 @@ class UpsertPartitioner:
         self.plan = BucketPlan(average_record_size=self.avg)
 
     def _add_update_bucket(self, partition: str, file_id: str, base_instant: str | None,
-                           base_file: str | None) -> Bucket:
+                           base_file: str | None, base_size: int = 0) -> Bucket:
         key = (partition, file_id)
         if key in self.plan.update_buckets:
             return self.plan.buckets[self.plan.update_buckets[key]]
-        bucket = Bucket(len(self.plan.buckets), BucketKind.UPDATE, partition, file_id, base_instant, base_file)
+        bucket = Bucket(len(self.plan.buckets), BucketKind.UPDATE, partition, file_id, base_instant, base_file,
+                        base_size=base_size)
         self.plan.buckets.append(bucket)
         self.plan.update_buckets[key] = bucket.number
         return bucket
 
-    def assign_updates(self, profile: WorkloadProfile, base_files: dict[tuple[str, str], str | None]) -> None:
+    def assign_updates(self, profile: WorkloadProfile, base_files: dict[tuple[str, str], str | None],
+                       base_sizes: dict[tuple[str, str], int] | None = None) -> None:
         for partition, prof in profile.partitions.items():
             for file_id, (base_instant, count) in prof.updates.items():
-                bucket = self._add_update_bucket(partition, file_id, base_instant,
-                                                 base_files.get((partition, file_id)))
+                key = (partition, file_id)
+                bucket = self._add_update_bucket(partition, file_id, base_instant, base_files.get(key),
+                                                 (base_sizes or {}).get(key, 0))
                 bucket.expected_updates += count
 
     def assign_inserts(self, profile: WorkloadProfile, small_files: dict[str, list[SmallFile]]) -> None:
@@ -229,7 +233,7 @@ class UpsertPartitioner:
             numbers: list[int] = []
             counts: list[int] = []
             for sf, n in allocations:
-                bucket = self._add_update_bucket(partition, sf.file_id, sf.base_instant, sf.base_file)
+                bucket = self._add_update_bucket(partition, sf.file_id, sf.base_instant, sf.base_file, sf.size)
                 bucket.expected_inserts += n
                 numbers.append(bucket.number)
                 counts.append(n)
@@ -265,9 +269,10 @@ class MergeOnRead:
 
 def plan_buckets(profile: WorkloadProfile, small_files: dict[str, list[SmallFile]],
                  base_files: dict[tuple[str, str], str | None], sizing: SizingConfig,
-                 avg_record_size: int, mor: MergeOnRead | None = None) -> BucketPlan:
+                 avg_record_size: int, mor: MergeOnRead | None = None,
+                 base_sizes: dict[tuple[str, str], int] | None = None) -> BucketPlan:
     partitioner = UpsertPartitioner(sizing, avg_record_size)
-    partitioner.assign_updates(profile, base_files)
+    partitioner.assign_updates(profile, base_files, base_sizes)
     partitioner.assign_inserts(profile, small_files)
     if mor is not None:
         _apply_merge_on_read(partitioner.plan, small_files, mor)

@@ -4,6 +4,7 @@ readers find them all. Also the task split that decides how many such files a wr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,7 +15,12 @@ import pytest
 import pyhudi
 from pyhudi.storage import Storage
 from pyhudi.writer import client as writer_client
-from pyhudi.writer.dispatch import FILE_COST_ROWS, THREAD_TASKS_PER_WORKER, bucket_chunks
+from pyhudi.writer.dispatch import (
+    FILE_COST_ROWS,
+    ONE_TASK_PER_WORKER_FROM,
+    THREAD_TASKS_PER_WORKER,
+    bucket_chunks,
+)
 from pyhudi.writer.markers import (
     MARKER_ROOT,
     Marking,
@@ -195,10 +201,33 @@ def test_bucket_chunks_keep_every_bucket_once_and_balance_the_cost(workers: int)
     chunks = bucket_chunks(_work(sizes), workers)
     numbers = sorted(b.number for chunk in chunks for b, _ in chunk)
     assert numbers == list(range(len(sizes)))
-    assert len(chunks) == (1 if workers == 1 else workers * THREAD_TASKS_PER_WORKER)
+    assert len(chunks) == workers  # hundreds of buckets: one task per worker, balanced by the bin-packer
     costs = [sum(len(rows) + FILE_COST_ROWS for _, rows in chunk) for chunk in chunks]
     biggest = 500000 + FILE_COST_ROWS
     assert max(costs) <= max(biggest, sum(costs) / len(costs) + 20000 + FILE_COST_ROWS)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_bucket_chunks_of_a_few_buckets_a_worker_are_two_tasks_a_worker(workers: int) -> None:
+    few = ONE_TASK_PER_WORKER_FROM * workers - 1
+    assert len(bucket_chunks(_work([100] * few), workers)) == workers * THREAD_TASKS_PER_WORKER
+    assert len(bucket_chunks(_work([100] * (few + 1)), workers)) == workers
+
+
+def test_bucket_chunks_count_the_base_file_a_bucket_rewrites() -> None:
+    """A bucket that rewrites a large base file for a few incoming rows costs the file's rows: with one
+    task per worker it gets a task nearly to itself; a MOR bucket appending logs does not count it."""
+    work = _work([100] * 20)
+    big = dataclasses.replace(work[0][0], base_size=4_000_000)  # 40,000 rows at 100 bytes a record
+    work[0] = (big, work[0][1])
+
+    def with_big(chunks: list[list[tuple[Bucket, np.ndarray]]]) -> list[tuple[Bucket, np.ndarray]]:
+        return next(c for c in chunks if any(b.number == 0 for b, _ in c))
+
+    assert len(with_big(bucket_chunks(work, 2, record_bytes=100))) <= 2
+    assert len(with_big(bucket_chunks(work, 2))) >= 9  # sizes unknown: rows alone
+    logs = dataclasses.replace(big, kind=BucketKind.APPEND)
+    assert len(with_big(bucket_chunks([(logs, work[0][1]), *work[1:]], 2, record_bytes=100))) >= 9
 
 
 def test_bucket_chunks_of_few_buckets_are_one_each() -> None:

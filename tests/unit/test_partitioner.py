@@ -155,6 +155,15 @@ def test_inserts_go_to_a_small_file_already_rewritten_for_updates():
     assert [(b.file_id, b.expected_inserts, b.expected_updates) for b in plan.buckets] == [("b", 100, 3)]
 
 
+def test_update_buckets_carry_the_size_of_the_base_file_they_rewrite():
+    """What the in-process write's task split weighs a bucket by (`dispatch.bucket_chunks`): the updated
+    group's base file size as the view listed it, or a small file's size for its top-up."""
+    plan = plan_buckets(profile({"p": (100, {"b": (T1, 3)}), "q": (0, {"c": (T1, 2)})}),
+                        {"p": [sf("p", "a", 1000)]}, {}, SizingConfig(), 1024,
+                        base_sizes={("p", "b"): 5_000_000, ("q", "c"): 7})
+    assert sorted((b.file_id, b.base_size) for b in plan.buckets) == [("a", 1000), ("b", 5_000_000), ("c", 7)]
+
+
 def test_inserts_fit_in_first_small_file():
     plan = plan_buckets(profile({"p": (100, {})}), {"p": [sf("p", "a", 1000), sf("p", "b", 1000)]}, {},
                         SizingConfig(), 1024)
