@@ -63,7 +63,7 @@ def cache_keys(uri: str, column: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def remember_written(storage: Storage, path: str, table: pa.Table,
-                     footer: Mapping[bytes, bytes] | None = None, size: int = 0) -> None:
+                     footer: Mapping[bytes, bytes | bytearray] | None = None, size: int = 0) -> None:
     """Put the keys of a base file this process just wrote from `table` (a no-op without meta fields:
     such files have no key column to look up), and given the file's `footer` entries and `size`, the table
     too (`io/written_tables`; without, a table kept under the same name before, by an earlier attempt, is

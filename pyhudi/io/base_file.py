@@ -37,8 +37,8 @@ from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.storage import Storage
 
 RECORD_KEY = "_hoodie_record_key"
-# A base file's footer key-value entries as a read gives them (`pq.FileMetaData.metadata`).
-Footer = dict[bytes, bytes]
+# A base file's footer key-value entries as written (a bloom filter's text may be its own, mutable buffer).
+Footer = dict[bytes, bytes | bytearray]
 # A parquet file's fixed cost besides data and bloom filter: magic, footer structure, schema strings.
 _FOOTER_SLACK = 4096
 # Smallest filter a records-sized bloom gets (~0.9 KB of footer at the default fpp).
@@ -243,7 +243,7 @@ def _row_group_rows(table: pa.Table, settings: ParquetSettings, bytes_per_row: f
 def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
               bytes_per_row: float, mid_write_fault: str | None = None,
               bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None) -> Footer:
-    """Encode `table` into `sink` and return the footer's key-value entries, as a read of the file gives them."""
+    """Encode `table` into `sink` and return the footer's key-value entries."""
     metadata = footer_raw(table, avro_schema_with_meta, settings, bloom, key_bounds)
     plain, statistics, dictionary, compression = _encoding(table, settings)
     writer = pq.ParquetWriter(
@@ -258,7 +258,7 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
     # given str, pyarrow converts the 431 KB bloom entry at ~0.3 ms a file, given bytes at ~0.02 ms.
     writer.add_key_value_metadata(metadata)
     writer.close()
-    return {k: v if isinstance(v, bytes) else bytes(v) for k, v in metadata.items()}
+    return metadata
 
 
 def _encoding(table: pa.Table, settings: ParquetSettings

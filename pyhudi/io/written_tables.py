@@ -64,7 +64,7 @@ def drop_kept(uri: str) -> None:
         TABLES.drop(uri)
 
 
-def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes], size: int) -> None:
+def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int) -> None:
     """Keep `table`, the rows just encoded as the base file at `uri` of `size` bytes with `footer`'s
     key-value entries, when a read of the file would give the same columns (see the module docstring);
     otherwise drop any table kept under `uri` (a re-split attempt's, say)."""
@@ -77,7 +77,7 @@ def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes], size:
             TABLES.evict_to(TABLES_MAX_BYTES)
 
 
-def _as_read(table: pa.Table, footer: Mapping[bytes, bytes], size: int) -> Kept | None:
+def _as_read(table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int) -> Kept | None:
     if FILE_NAME in table.column_names:
         table = table.drop_columns([FILE_NAME])
     at = table.schema.get_field_index(COMMIT_TIME)
@@ -95,7 +95,9 @@ def _as_read(table: pa.Table, footer: Mapping[bytes, bytes], size: int) -> Kept 
     nbytes = kept.get_total_buffer_size()  # the copy's buffers are its own and whole
     if nbytes > TABLE_MAX_BYTES:
         return None
-    return Kept(kept, nbytes + sum(len(k) + len(v) for k, v in footer.items()), footer, size)
+    # As a read gives them: bytes, and a copy of a filter's buffer that its owner may patch later.
+    entries = {k: bytes(v) if isinstance(v, bytearray) else v for k, v in footer.items()}
+    return Kept(kept, nbytes + sum(len(k) + len(v) for k, v in entries.items()), entries, size)
 
 
 def _round_trips(schema: pa.Schema) -> bool:
