@@ -463,6 +463,21 @@ shares of all samples of the bench process).
   one thread, 4-5 % less CPU on two, where the reads it saves had overlapped the other thread's Python
   and the time did not move beyond the noise. Since this run's code it does not open the file at all (its
   footer entries and size are kept with the table: on an object store that saves a GET a merge).
+* What bounds the 30-partition stream on two threads is the time some thread holds the GIL, not the
+  encoder's work nor how the work is split (p30-u20-all-s8MB-cow in-process, on `afe8475`, pairs in one
+  process):
+  * 0.3 ms of pure Python added to each merged file (120 files a stream) took the stream 1.126x the time
+    (IQR 1.091-1.152, 10 pairs): about 1.5x the time added. The same 0.3 ms spent with the GIL released
+    (a sleep) took it 1.054x (IQR 1.030-1.109): 0.6x the time added.
+  * A write's two tasks ended 4.7 ms apart on average (up to 16 ms of a 60 ms stage). Letting an idle
+    thread write the other task's remaining files ended them within 0.5 ms of each other but took 1.014x
+    the time (IQR 0.975-1.057, 14 pairs), so it was not kept: a thread running alone gets the GIL to itself.
+  * On one thread a merged file costs 3.2 ms: pyarrow's encoding 1.5 ms; the merge's take 0.38 ms; keeping
+    the table for the next merge 0.35 ms; its bloom filter 0.31 ms; its encoding choices and Java-safety
+    scan 0.16 ms; its footer entries 0.11 ms.
+  * Outside the write tasks a write spends 14.6-17 ms of its 74-83 ms: the index lookup and profile
+    4.8-5.7 ms, the commit 2.3-2.7 ms, the instant 1.0-1.7 ms, routing and the tasks' set-up 2.4 ms,
+    preparing the records 1.4 ms.
 * The other two factors are Hudi's format and Hudi's small-file handling: top-ups rewrite files at write
   time, so a reader never sees the small files delta-rs leaves until its OPTIMIZE.
 
