@@ -31,7 +31,14 @@ from pyhudi.index.bloom_filter import (
     footer_filter_text,
 )
 from pyhudi.index.key_order import java_min_max
-from pyhudi.io.column_encoding import ColumnChoice, EncodingMemo, every_nth, java_safe_columns, pyarrow_codec
+from pyhudi.io.column_encoding import (
+    ColumnChoice,
+    EncodingMemo,
+    FloatHazards,
+    every_nth,
+    java_safe_columns,
+    pyarrow_codec,
+)
 from pyhudi.io.lance_file import is_lance_file, read_lance_base_file
 from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.storage import Storage
@@ -242,10 +249,11 @@ def _row_group_rows(table: pa.Table, settings: ParquetSettings, bytes_per_row: f
 
 def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, settings: ParquetSettings,
               bytes_per_row: float, mid_write_fault: str | None = None,
-              bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None) -> Footer:
+              bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None,
+              hazards: FloatHazards | None = None) -> Footer:
     """Encode `table` into `sink` and return the footer's key-value entries."""
     metadata = footer_raw(table, avro_schema_with_meta, settings, bloom, key_bounds)
-    plain, statistics, dictionary, compression = _encoding(table, settings)
+    plain, statistics, dictionary, compression = _encoding(table, settings, hazards)
     writer = pq.ParquetWriter(
         sink, plain.schema, compression=compression, data_page_size=settings.page_size,
         store_schema=False, write_statistics=statistics, use_dictionary=dictionary, memory_pool=WRITE_POOL,
@@ -261,14 +269,14 @@ def _write_to(sink: pa.NativeFile, table: pa.Table, avro_schema_with_meta: str, 
     return metadata
 
 
-def _encoding(table: pa.Table, settings: ParquetSettings
+def _encoding(table: pa.Table, settings: ParquetSettings, hazards: FloatHazards | None = None
               ) -> tuple[pa.Table, bool | list[str], bool | list[str], str | dict[str, str]]:
     """`table` without schema metadata, and the `write_statistics`, `use_dictionary` and `compression` a
     base file of it is written with: shared by the writer and `estimate_bytes_per_row`, whose estimate
     came out ~10% high on unique strings while it let pyarrow try a dictionary on every column."""
     plain = table.replace_schema_metadata(None)
     choice = settings.column_choice(plain)
-    statistics, dictionary = java_safe_columns(plain, choice.dictionary)
+    statistics, dictionary = java_safe_columns(plain, choice.dictionary, hazards)
     return plain, statistics, dictionary, choice.compression(plain.schema, settings.codec)
 
 
@@ -300,13 +308,15 @@ def write_parquet(storage: Storage, rel_path: str, table: pa.Table, avro_schema_
 
 def write_base_file(storage: Storage, rel_path: str, table: pa.Table, avro_schema_with_meta: str,
                     settings: ParquetSettings, bytes_per_row: float = 0.0, mid_write_fault: str | None = None,
-                    bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None
-                    ) -> tuple[int, Footer]:
+                    bloom: BloomFilter | FooterFilter | None = None, key_bounds: tuple[str, str] | None = None,
+                    hazards: FloatHazards | None = None) -> tuple[int, Footer]:
     """`write_parquet` with the footer's key-value entries: a process that keeps the table it wrote
-    (`io/written_tables`) keeps them too, so its next merge of the file need not open it."""
+    (`io/written_tables`) keeps them too, so its next merge of the file need not open it. `bloom`,
+    `key_bounds` and `hazards` (`column_encoding.hazards_by_range`), when given, were found for many
+    files at once by a batched merge."""
     with storage.open_output_stream(rel_path) as sink:
         footer = _write_to(sink, table, avro_schema_with_meta, settings, bytes_per_row, mid_write_fault, bloom,
-                           key_bounds)
+                           key_bounds, hazards)
         size = int(sink.tell())
     return size, footer
 

@@ -47,6 +47,7 @@ from pyhudi.io.base_file import (
     read_parquet,
     write_base_file,
 )
+from pyhudi.io.column_encoding import hazards_by_range
 from pyhudi.io.lance_file import is_lance_file
 from pyhudi.io.schema import conform_table
 from pyhudi.io.splice import append_row_groups, file_name_chunks, may_append
@@ -168,6 +169,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     out_at, ins_at = (np.concatenate([[0], np.cumsum(c)]) for c in counts[:2])
     bounds = java_min_max_by_group(out.column(RECORD_KEY), m.out_file, k) if k > 1 else [None]
     blooms = _blooms(ctx, [o.footer for o in batch], out.column(RECORD_KEY), out_at, inserted_keys, ins_at)
+    hazards = hazards_by_range(out, out_at) if k > 1 else None
     shared = (time.monotonic() - start) / k
     stats = []
     for i, o in enumerate(batch):
@@ -178,7 +180,8 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
         create_marker(storage, ctx.instant, bucket.partition, names[i], "MERGE", ctx.marking)
         path = join_path(bucket.partition, names[i])
         size, footer = write_base_file(storage, path, rows, ctx.avro_schema_with_meta, ctx.parquet,
-                                       mid_write_fault="write.mid_file", bloom=bloom, key_bounds=bounds[i])
+                                       mid_write_fault="write.mid_file", bloom=bloom, key_bounds=bounds[i],
+                                       hazards=None if hazards is None else hazards[i])
         # the next write need not read them back
         remember_written(storage, path, rows, footer if ctx.keep_tables else None, size)
         stats.append(WriteStat(

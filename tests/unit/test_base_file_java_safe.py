@@ -198,3 +198,58 @@ def test_float_columns_kept_per_schema_follow_each_new_schema() -> None:
         seen_zero |= bool(no_dict)
         seen_clean |= not no_stats and not no_dict
     assert seen_nan and seen_zero and seen_clean  # the draws reach every answer
+
+
+def test_hazards_by_range_equal_a_scan_of_each_range() -> None:
+    """A batched merge scans its output once and tells each file what a scan of the file would find:
+    random tables of float and double columns (several chunks, nulls whose slots hold a NaN or a zero,
+    -0.0, a NaN or zero at a range's first or last row), cut into ranges that include empty ones (first,
+    last, several in a row), each range's answer against `java_safe_columns` scanning the slice."""
+    import random
+
+    import numpy as np
+
+    from pyhudi.io.column_encoding import hazards_by_range
+
+    rng = random.Random(11)
+    answers = set()
+    for _ in range(300):
+        n = rng.randint(0, 40)
+
+        def column(n: int = n) -> pa.ChunkedArray:
+            dtype = rng.choice([pa.float32(), pa.float64()])
+            values: list[float | None] = [rng.choice([1.5, 2.5, -3.0]) for _ in range(n)]
+            for _ in range(rng.randint(0, 3)):
+                if n:
+                    values[rng.randrange(n)] = rng.choice([math.nan, 0.0, -0.0, None])
+            cut = rng.randint(0, n)
+            return pa.chunked_array([pa.array(values[:cut], dtype), pa.array(values[cut:], dtype)], dtype)
+
+        cols = {f"c{i}": column() for i in range(rng.randint(1, 4))}
+        cols["text"] = pa.chunked_array([pa.array([str(j) for j in range(n)])])
+        table = pa.table(cols)
+        cuts = sorted(rng.randint(0, n) for _ in range(rng.randint(0, 5)))
+        bounds = np.array([0, *cuts, n], dtype=np.int64)
+        found = hazards_by_range(table, bounds)
+        assert found is not None and len(found) == len(bounds) - 1
+        for i, hazards in enumerate(found):
+            piece = table.slice(int(bounds[i]), int(bounds[i + 1] - bounds[i]))
+            assert java_safe_columns(piece, True, hazards) == java_safe_columns(piece, True), (
+                table.to_pydict(), bounds, i)
+            answers.add((bool(hazards[0]), bool(hazards[1])))
+    assert answers == {(False, False), (True, False), (False, True), (True, True)}
+
+
+def test_hazards_by_range_leave_nested_and_dictionary_floats_to_the_per_file_scan() -> None:
+    import numpy as np
+
+    from pyhudi.io.column_encoding import hazards_by_range
+
+    bounds = np.array([0, 1, 2], dtype=np.int64)
+    nested = pa.table({"s": pa.StructArray.from_arrays([pa.array([0.0, 1.0])], ["x"])})
+    dictionary = pa.table({"d": pa.array([0.0, 1.0]).dictionary_encode()})
+    listed = pa.table({"l": pa.array([[0.0], [1.0]])})
+    assert hazards_by_range(nested, bounds) is None
+    assert hazards_by_range(dictionary, bounds) is None
+    assert hazards_by_range(listed, bounds) is None
+    assert hazards_by_range(pa.table({"t": ["a", "b"]}), bounds) == [(frozenset(), frozenset())] * 2

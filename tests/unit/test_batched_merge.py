@@ -196,3 +196,57 @@ def test_a_batch_hashes_its_files_keys_together_and_writes_each_files_own_filter
             assert {k: bytes(v) for k, v in expected.items()}.items() <= footer.items(), part
     theirs = hudi_rs(paths["batched"])
     assert theirs is not None and theirs.num_rows == sum(sizes.values()) + 5 * len(sizes)
+
+
+def _float_chunks(path: Path, instant: str) -> dict[str, tuple[bool, bool]]:
+    """Each base file the instant wrote, by partition: whether its float column `f` has statistics and
+    whether it is dictionary encoded."""
+    out = {}
+    for f in path.rglob(f"*_{instant}.parquet"):
+        meta = pq.ParquetFile(f).metadata
+        names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+        chunk = meta.row_group(0).column(names.index("f"))
+        stats = chunk.statistics is not None and chunk.statistics.has_min_max
+        out[str(f.parent.relative_to(path))] = (stats, any("DICT" in e for e in chunk.encodings))
+    return out
+
+
+def test_a_batch_tells_each_file_the_java_safety_its_own_rows_call_for(tmp_path, monkeypatch):
+    """A batch scans its output's float columns once for NaN and zeros and hands each file its own
+    finding (`column_encoding.hazards_by_range`): the file whose rows hold a NaN is written without the
+    column's statistics, the one holding -0.0 without its dictionary, a file holding a NaN only in a row
+    that was deleted, and the others, with both; each file exactly as a lone merge writes it."""
+    parts = ["nan", "zero", "clean", "nan-gone", "both"]
+    first = pa.table({"id": [f"{p}-{i}" for p in parts for i in range(6)], "p": [p for p in parts for _ in range(6)],
+                      "ts": pa.array([1] * 30, pa.int64()), "f": [1.5 + i for _ in parts for i in range(6)],
+                      "_hoodie_is_deleted": [False] * 30})
+    opts = _options(PAYLOADS["latest"])
+    pyhudi.write(first, str(tmp_path / "base"), {**opts, "hoodie.datasource.write.operation": "insert"})
+    nan = float("nan")
+    upsert = pa.table({"id": ["nan-1", "zero-2", "clean-3", "nan-gone-4", "both-0", "both-5"],
+                       "p": ["nan", "zero", "clean", "nan-gone", "both", "both"],
+                       "ts": pa.array([2] * 6, pa.int64()), "f": [nan, -0.0, 9.5, nan, nan, 0.0],
+                       "_hoodie_is_deleted": [False, False, False, True, False, False]})
+    calls: list[int] = []
+    real = merge_handle.hazards_by_range
+
+    def counting(table, bounds):  # type: ignore[no-untyped-def]
+        calls.append(len(bounds) - 1)
+        return real(table, bounds)
+
+    monkeypatch.setattr(merge_handle, "hazards_by_range", counting)
+    found = {}
+    for name, bound in (("batched", merge_handle.MERGE_BATCH_BYTES), ("alone", 1)):
+        path = tmp_path / name
+        shutil.copytree(tmp_path / "base", path)
+        monkeypatch.setattr(merge_handle, "MERGE_BATCH_BYTES", bound)
+        pyhudi.write(upsert, str(path), {**opts, "hoodie.datasource.write.operation": "upsert"})
+        instant = sorted(f.name.split(".")[0] for f in (path / ".hoodie").glob("*.commit"))[-1]
+        found[name] = _float_chunks(path, instant)
+        if name == "batched":
+            assert calls == [len(parts)], "one scan for the batch of five files"
+    assert found["batched"] == found["alone"] == {
+        "nan": (False, True), "zero": (True, False), "clean": (True, True), "nan-gone": (True, True),
+        "both": (False, False)}
+    theirs = hudi_rs(tmp_path / "batched")
+    assert theirs is not None and theirs.num_rows == 29
