@@ -295,7 +295,7 @@ def _nan_and_zero(values: pa.Array) -> tuple[bool, bool]:
 
 
 def _has_float(dtype: pa.DataType) -> bool:
-    if pa.types.is_float32(dtype) or pa.types.is_float64(dtype):
+    if _is_float(dtype):
         return True
     if pa.types.is_dictionary(dtype):
         return _has_float(dtype.value_type)
@@ -307,7 +307,7 @@ def _float_leaves(arr: pa.Array, path: str) -> Iterator[tuple[str, pa.Array]]:
     awkward (map entries, dictionaries) a superset of the values is given: that can only leave out
     statistics or a dictionary that were safe, never keep an unsafe one."""
     dtype = arr.type
-    if pa.types.is_float32(dtype) or pa.types.is_float64(dtype):
+    if _is_float(dtype):
         yield path, arr
     elif pa.types.is_dictionary(dtype):
         yield from _float_leaves(arr.dictionary, path)

@@ -71,6 +71,7 @@ from pyhudi.writer.partitioner import (
     LogTarget,
     MergeOnRead,
     SmallFile,
+    UpdateBase,
     plan_bucket_index,
     plan_buckets,
     records_per_new_file,
@@ -534,7 +535,7 @@ class WriteClient:
         cfg = self.config
         sample = partial(self._sampled_record_size, tagged) if _sample_may_matter(profile, cfg.sizing) else None
         avg = average_record_size(timeline, cfg.sizing, sample)
-        base_files, base_sizes = self._update_base_files(profile, view)
+        bases = self._update_bases(profile, view)
         mor = None
         if cfg.table.is_mor and not cfg.operation.is_overwrite:
             targets = {(p, fid): LogTarget(*view.log_target(p, fid))
@@ -542,13 +543,13 @@ class WriteClient:
             mor = MergeOnRead(cfg.index.can_index_log_files, targets)
         if cfg.index.type == "BUCKET":  # an overwrite writes fresh bucket file groups (no updates tagged)
             fields = cfg.bucket_hash_fields
-            return plan_bucket_index(profile, base_files, tuple(fields), cfg.index.bucket_num, mor, avg)
+            return plan_bucket_index(profile, bases, tuple(fields), cfg.index.bucket_num, mor, avg)
         small = self._small_files(profile, view, timeline)
         if mor is not None:
             for p, files in small.items():
                 for sf in files:
                     mor.log_targets.setdefault((p, sf.file_id), LogTarget(*view.log_target(p, sf.file_id)))
-        return plan_buckets(profile, small, base_files, cfg.sizing, avg, mor, base_sizes)
+        return plan_buckets(profile, small, bases, cfg.sizing, avg, mor)
 
     def _sampled_record_size(self, tagged: Any) -> int | None:
         """Bytes a record of `tagged` takes in a base file, measured on a sample, for a table with no
@@ -560,21 +561,17 @@ class WriteClient:
         partitions = [p for p, prof in profile.partitions.items() if prof.num_inserts > 0]
         return small_file_candidates(self.config, view, timeline, partitions)
 
-    def _update_base_files(self, profile: WorkloadProfile, view: FileSystemView
-                           ) -> tuple[dict[tuple[str, str], str | None], dict[tuple[str, str], int]]:
-        """The base file of each group the write updates, and its size (what its rewrite costs)."""
-        base_files: dict[tuple[str, str], str | None] = {}
-        sizes: dict[tuple[str, str], int] = {}
+    def _update_bases(self, profile: WorkloadProfile, view: FileSystemView) -> dict[tuple[str, str], UpdateBase]:
+        """The base file of each group the write updates, with its size (what its rewrite costs)."""
+        bases: dict[tuple[str, str], UpdateBase] = {}
         for part, prof in profile.partitions.items():
             if not prof.updates:
                 continue
             latest = {bf.file_id: bf for bf in view.latest_base_files(part)}
             for fid in prof.updates:
                 bf = latest.get(fid)
-                base_files[(part, fid)] = bf.path if bf else None
-                if bf is not None:
-                    sizes[(part, fid)] = bf.size
-        return base_files, sizes
+                bases[(part, fid)] = UpdateBase(bf.path, bf.size) if bf else UpdateBase(None)
+        return bases
 
     def _run_handles(self, tagged: Any, plan: BucketPlan, avro_schema: dict[str, Any], instant: str) -> list[WriteStat]:
         """Write every bucket of the plan (the engine's data path)."""

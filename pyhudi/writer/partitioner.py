@@ -13,7 +13,7 @@ import bisect
 import hashlib
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -44,6 +44,14 @@ class SmallFile:
     base_instant: str
     size: int
     base_file: str | None = None  # relative path of the base file, None for log-only slices
+
+
+class UpdateBase(NamedTuple):
+    """The base file an updated file group's bucket rewrites (None: a log-only slice) and its size in bytes
+    (0 where the planner does not know it): what the in-process task split weighs the bucket by."""
+
+    path: str | None
+    size: int = 0
 
 
 @dataclass
@@ -191,6 +199,9 @@ def records_per_new_file(sizing: SizingConfig, avg_record_size: int) -> int:
     return sizing.insert_split_size
 
 
+_NO_BASE = UpdateBase(None)
+
+
 class UpsertPartitioner:
     """Plans buckets for one write from its workload profile and the small-file candidates."""
 
@@ -210,13 +221,11 @@ class UpsertPartitioner:
         self.plan.update_buckets[key] = bucket.number
         return bucket
 
-    def assign_updates(self, profile: WorkloadProfile, base_files: dict[tuple[str, str], str | None],
-                       base_sizes: dict[tuple[str, str], int] | None = None) -> None:
+    def assign_updates(self, profile: WorkloadProfile, bases: dict[tuple[str, str], UpdateBase]) -> None:
         for partition, prof in profile.partitions.items():
             for file_id, (base_instant, count) in prof.updates.items():
-                key = (partition, file_id)
-                bucket = self._add_update_bucket(partition, file_id, base_instant, base_files.get(key),
-                                                 (base_sizes or {}).get(key, 0))
+                base = bases.get((partition, file_id), _NO_BASE)
+                bucket = self._add_update_bucket(partition, file_id, base_instant, base.path, base.size)
                 bucket.expected_updates += count
 
     def assign_inserts(self, profile: WorkloadProfile, small_files: dict[str, list[SmallFile]]) -> None:
@@ -268,11 +277,10 @@ class MergeOnRead:
 
 
 def plan_buckets(profile: WorkloadProfile, small_files: dict[str, list[SmallFile]],
-                 base_files: dict[tuple[str, str], str | None], sizing: SizingConfig,
-                 avg_record_size: int, mor: MergeOnRead | None = None,
-                 base_sizes: dict[tuple[str, str], int] | None = None) -> BucketPlan:
+                 bases: dict[tuple[str, str], UpdateBase], sizing: SizingConfig,
+                 avg_record_size: int, mor: MergeOnRead | None = None) -> BucketPlan:
     partitioner = UpsertPartitioner(sizing, avg_record_size)
-    partitioner.assign_updates(profile, base_files, base_sizes)
+    partitioner.assign_updates(profile, bases)
     partitioner.assign_inserts(profile, small_files)
     if mor is not None:
         _apply_merge_on_read(partitioner.plan, small_files, mor)
@@ -295,7 +303,7 @@ def _apply_merge_on_read(plan: BucketPlan, small_files: dict[str, list[SmallFile
             bucket.kind = BucketKind.INSERT_LOG
 
 
-def plan_bucket_index(profile: WorkloadProfile, base_files: dict[tuple[str, str], str | None],
+def plan_bucket_index(profile: WorkloadProfile, bases: dict[tuple[str, str], UpdateBase],
                       hash_fields: tuple[str, ...], num_buckets: int, mor: MergeOnRead | None,
                       avg_record_size: int) -> BucketPlan:
     """BUCKET index: one bucket per touched file group, existing (update) or new (fixed file id)."""
@@ -304,8 +312,9 @@ def plan_bucket_index(profile: WorkloadProfile, base_files: dict[tuple[str, str]
     plan = BucketPlan(average_record_size=avg_record_size, bucket_index=(hash_fields, num_buckets))
     for partition, prof in sorted(profile.partitions.items()):
         for fid, (base_instant, count) in sorted(prof.updates.items()):
-            bucket = Bucket(len(plan.buckets), BucketKind.UPDATE, partition, fid, base_instant,
-                            base_files.get((partition, fid)), expected_updates=count, fixed_file_id=True)
+            base = bases.get((partition, fid), _NO_BASE)
+            bucket = Bucket(len(plan.buckets), BucketKind.UPDATE, partition, fid, base_instant, base.path,
+                            expected_updates=count, fixed_file_id=True, base_size=base.size)
             if mor is not None:
                 target = mor.log_targets.get((partition, fid))
                 bucket.kind = BucketKind.APPEND

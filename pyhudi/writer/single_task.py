@@ -45,6 +45,7 @@ from pyhudi.writer.partitioner import (
     LogTarget,
     MergeOnRead,
     SmallFile,
+    UpdateBase,
     plan_buckets,
 )
 from pyhudi.writer.prepare import BAD_KEY
@@ -169,12 +170,11 @@ def _clustering_conflict(layout: TableLayout, profile: WorkloadProfile) -> dict[
 
 
 def _plan(ctx: HandleContext, layout: TableLayout, profile: WorkloadProfile) -> BucketPlan:
-    base_files: dict[tuple[str, str], str | None] = {
-        (p, sf.file_id): sf.path for p, files in layout.base_files.items() for sf in files}
+    bases = {(p, sf.file_id): UpdateBase(sf.path) for p, files in layout.base_files.items() for sf in files}
     small = {p: files for p, files in layout.small_files.items()
              if p in profile.partitions and profile.partitions[p].num_inserts > 0}
     mor = MergeOnRead(False, layout.log_targets) if layout.mor else None
-    return plan_buckets(profile, small, base_files, ctx.sizing, layout.average_record_size, mor)
+    return plan_buckets(profile, small, bases, ctx.sizing, layout.average_record_size, mor)
 
 
 def _route(plan: BucketPlan, records: pa.Table, file_ids: pa.Array) -> np.ndarray:

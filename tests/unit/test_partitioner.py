@@ -19,6 +19,7 @@ from pyhudi.writer.partitioner import (
     Bucket,
     BucketKind,
     SmallFile,
+    UpdateBase,
     key_hash,
     plan_buckets,
     records_per_new_file,
@@ -110,8 +111,8 @@ def test_default_sizing_two_small_files_then_new_buckets():
     sizing = SizingConfig()
     wp = profile({"p": (300000, {"f2": (T1, 5), "g": (T1, 3)})})
     small = {"p": [sf("p", "f1", 100 * MB - 1), sf("p", "f2", 50 * MB)]}
-    base_files = {("p", "f2"): "p/f2.parquet", ("p", "g"): "p/g.parquet"}
-    plan = plan_buckets(wp, small, base_files, sizing, 1024)
+    bases = {("p", "f2"): UpdateBase("p/f2.parquet"), ("p", "g"): UpdateBase("p/g.parquet")}
+    plan = plan_buckets(wp, small, bases, sizing, 1024)
     assert plan.average_record_size == 1024
     assert [summary(b) for b in plan.buckets] == [
         (0, BucketKind.UPDATE, "p", 71680, 5),   # f2: update bucket shared with its inserts
@@ -159,8 +160,9 @@ def test_update_buckets_carry_the_size_of_the_base_file_they_rewrite():
     """What the in-process write's task split weighs a bucket by (`dispatch.bucket_chunks`): the updated
     group's base file size as the view listed it, or a small file's size for its top-up."""
     plan = plan_buckets(profile({"p": (100, {"b": (T1, 3)}), "q": (0, {"c": (T1, 2)})}),
-                        {"p": [sf("p", "a", 1000)]}, {}, SizingConfig(), 1024,
-                        base_sizes={("p", "b"): 5_000_000, ("q", "c"): 7})
+                        {"p": [sf("p", "a", 1000)]},
+                        {("p", "b"): UpdateBase("p/b.parquet", 5_000_000), ("q", "c"): UpdateBase("q/c.parquet", 7)},
+                        SizingConfig(), 1024)
     assert sorted((b.file_id, b.base_size) for b in plan.buckets) == [("a", 1000), ("b", 5_000_000), ("c", 7)]
 
 

@@ -15,7 +15,7 @@ from pyhudi.writer import single_task as st
 from pyhudi.writer.config import SizingConfig
 from pyhudi.writer.handles import DELETE_FLAG
 from pyhudi.writer.operation import WriteOperation
-from pyhudi.writer.partitioner import plan_buckets
+from pyhudi.writer.partitioner import UpdateBase, plan_buckets
 
 
 def _base_file(root, part: str, name: str, keys: list[str]) -> str:
@@ -86,7 +86,7 @@ def test_routing_follows_the_plan(table):
     storage, layout = table
     recs = _records(["e", "a", "n1", "n2", "n3"], ["p0", "p0", "p0", "p0", "p1"])
     fids, prof = _tag_and_profile(storage, layout, recs)
-    plan = plan_buckets(prof, {}, {("p0", "f1-0"): "x", ("p0", "f2-0"): "y"}, SizingConfig(), 100)
+    plan = plan_buckets(prof, {}, {("p0", "f1-0"): UpdateBase("x"), ("p0", "f2-0"): UpdateBase("y")}, SizingConfig(), 100)
     routes = st._route(plan, recs, fids)
     assert routes[0] == plan.update_buckets[("p0", "f2-0")] and routes[1] == plan.update_buckets[("p0", "f1-0")]
     assert {plan.buckets[b].partition for b in routes[2:4]} == {"p0"} and plan.buckets[routes[4]].partition == "p1"
