@@ -162,6 +162,19 @@ def over_floor(c: dict[str, Any]) -> float:
     return c["ratio"] / f if not _nan(f) and f else float("nan")
 
 
+def cpu_ratio(c: dict[str, Any]) -> float:
+    """CPU seconds pyhudi's stream used (every thread of the process) against delta-rs': the work, whatever
+    the cores it ran on (runs saved before the bench measured CPU have none)."""
+    p, d = c["pyhudi"].get("cpu_seconds"), c["delta"].get("cpu_seconds")
+    return p / d if p and d else float("nan")
+
+
+def cores(run: dict[str, Any]) -> float:
+    """CPU seconds over wall seconds of a system's stream: how many of the cores its work kept busy."""
+    cpu, wall = run.get("cpu_seconds"), run.get("end_to_end_seconds")
+    return cpu / wall if cpu and wall else float("nan")
+
+
 def factor_table(r: dict[str, Any], markdown: bool) -> str:
     """Per (partitions, file size), the medians of the ratio's three factors and of the format's share."""
     cells = [c for c in r.get("cells") or [] if _ok(c) and not _nan(rows_ratio(c))]
@@ -175,11 +188,18 @@ def factor_table(r: dict[str, Any], markdown: bool) -> str:
                      f"{median([rows_ratio(c) for c in sel]):.2f}", f"{median([bytes_per_row_ratio(c) for c in sel]):.2f}",
                      f"{median(shares):.0%}" if shares else "-", f"{median(data):.2f}" if data else "-",
                      f"{median([per_byte_ratio(c) for c in sel]):.2f}", _median_x([floor_ratio(c) for c in sel]),
-                     _median_x([over_floor(c) for c in sel]), f"{met}/{len(sel)}"])
+                     _median_x([over_floor(c) for c in sel]), _median_x([cpu_ratio(c) for c in sel]),
+                     _cores(sel), f"{met}/{len(sel)}"])
     return format_table(["partitions", "file size", "cells", "ratio", "rows written", "bytes per row",
                          "Hudi format's share of pyhudi's bytes", "data columns alone: bytes per row",
-                         "time per byte written", "format floor vs delta-rs", "pyhudi vs floor", "cells met"],
+                         "time per byte written", "format floor vs delta-rs", "pyhudi vs floor",
+                         "CPU seconds vs delta-rs", "cores busy: pyhudi / delta-rs", "cells met"],
                         rows, markdown=markdown)
+
+
+def _cores(cells: list[dict[str, Any]]) -> str:
+    p, d = _median_x([cores(c["pyhudi"]) for c in cells]), _median_x([cores(c["delta"]) for c in cells])
+    return "-" if p == "-" or d == "-" else f"{p} / {d}"
 
 
 def _median_x(values: list[float]) -> str:

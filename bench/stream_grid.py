@@ -166,6 +166,7 @@ def run_group(sinks: dict[str, _ingest.Sink], batches: list[_ingest.Batch], args
     """Every batch into every sink in rotating order; delta-rs' optimize at its cadence and at the end."""
     keys = list(sinks)
     times: dict[str, list[float]] = {k: [] for k in keys}
+    cpu: dict[str, float] = {k: 0.0 for k in keys}  # the process's CPU seconds (every thread) in each system's calls
     steps: dict[str, dict[str, float]] = {k: {} for k in keys}
     maint: dict[str, float] = {k: 0.0 for k in keys}
     errors: dict[str, str] = {}
@@ -176,36 +177,47 @@ def run_group(sinks: dict[str, _ingest.Sink], batches: list[_ingest.Batch], args
                 continue
             if phases is not None:
                 phases.take()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _cpu()
+            optimized = 0.0  # a mid-stream optimize counts as maintenance, not as the batch's write
             try:
                 sinks[key].write(None, batch)
                 if key == "delta" and args.delta_optimize_every and (i + 1) % args.delta_optimize_every == 0 \
                         and i + 1 < len(batches):
                     t1 = time.perf_counter()
                     sinks[key].maintain(None)
-                    maint[key] += time.perf_counter() - t1
+                    optimized = time.perf_counter() - t1
+                    maint[key] += optimized
             except Exception as exc:  # noqa: BLE001 - reported; the other systems go on
                 errors[key] = f"batch {batch.index}: {type(exc).__name__}: {exc}"
                 continue
-            times[key].append(time.perf_counter() - t0)
+            times[key].append(time.perf_counter() - t0 - optimized)
+            cpu[key] += _cpu() - c0
             if phases is not None:
                 for label, secs in phases.take().items():
                     steps[key][label] = steps[key].get(label, 0.0) + secs
     for key in keys:
         if key == "delta" and key not in errors:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _cpu()
             try:
                 sinks[key].maintain(None)
             except Exception as exc:  # noqa: BLE001
                 errors[key] = f"optimize: {type(exc).__name__}: {exc}"
             maint[key] += time.perf_counter() - t0
+            cpu[key] += _cpu() - c0
     out = {}
     for key in keys:
         ingest = sum(times[key])
         out[key] = {"ingest_seconds": ingest, "maintenance_seconds": maint[key],
                     "end_to_end_seconds": ingest + maint[key], "batch_seconds": times[key],
+                    "cpu_seconds": cpu[key],
                     "steps": steps[key], "error": errors.get(key)}
     return out
+
+
+def _cpu() -> float:
+    """CPU seconds this process has used, every thread's (user and system)."""
+    t = os.times()
+    return t.user + t.system
 
 
 def verify(paths: dict[str, str], expected: Any, name: str, problems: list[str]) -> dict[str, bool]:
@@ -265,7 +277,7 @@ def warm_up(work: Path, args: argparse.Namespace) -> None:
                   None)
 
 
-TIMING = ("ingest_seconds", "maintenance_seconds", "end_to_end_seconds", "batch_seconds", "steps")
+TIMING = ("ingest_seconds", "maintenance_seconds", "end_to_end_seconds", "batch_seconds", "steps", "cpu_seconds")
 
 
 def run_grid(args: argparse.Namespace, work: Path, monitor: common.LoadMonitor,
