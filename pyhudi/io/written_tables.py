@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyhudi.io.process_cache import SchemaMemo, SizedLRU, pooled
+from pyhudi.io.process_cache import SchemaMemo, SizedLRU, pooled_table
 from pyhudi.io.schema import META_FIELDS
 
 TABLES_MAX_BYTES = 64 * 1024 * 1024
@@ -91,7 +91,7 @@ def _as_read(table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: i
     if not round_trips(table.schema) or (table.get_total_buffer_size() > TABLE_MAX_BYTES
                                          and table.nbytes > TABLE_MAX_BYTES):
         return None
-    kept = pa.table([pooled(c) for c in table.columns], schema=table.schema)
+    kept = pooled_table(table)
     nbytes = kept.get_total_buffer_size()  # the copy's buffers are its own and whole
     if nbytes > TABLE_MAX_BYTES:
         return None

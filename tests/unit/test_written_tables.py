@@ -180,8 +180,8 @@ def test_the_cache_stays_within_its_bounds(tmp_path, monkeypatch):
 def test_a_file_sliced_from_a_large_batch_is_kept_and_a_large_table_never_copied(monkeypatch):
     monkeypatch.setattr(wt, "TABLE_MAX_BYTES", 4_000)
     copies: list[int] = []
-    pooled = wt.pooled
-    monkeypatch.setattr(wt, "pooled", lambda column: copies.append(len(column)) or pooled(column))
+    pooled_table = wt.pooled_table
+    monkeypatch.setattr(wt, "pooled_table", lambda table: copies.append(table.num_rows) or pooled_table(table))
     wt.TABLES.clear()
     batch = pa.table({"a": pa.array(range(10_000), pa.int64())})  # 80,000 bytes of buffers
     wt.keep_written("file:///x/slice.parquet", batch.slice(5_000, 100), {}, 0)  # its own 800 bytes count
