@@ -15,13 +15,18 @@
  * 8 digest bytes as a little-endian signed long) of keys that all have the same byte length, RFC 1321's
  * 64 steps a block run for MD5_LANES keys at once (one operation for all lanes, which the compiler
  * vectorises), as pyhudi/writer/key_md5.py does with numpy over all keys.
+ *
+ * ascii_min_max_ranges: the smallest and greatest key of each range of rows in byte order (which is
+ * Java's String.compareTo order while every byte is ASCII), and whether every byte was; a batched merge's
+ * footer key ranges, one pass over the keys of all its files. Its twin is an Arrow aggregation
+ * (pyhudi/index/key_order.py), which also serves keys with other characters.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#define KERNEL_VERSION 2
+#define KERNEL_VERSION 3
 #define CHUNK 256
 
 static const uint32_t M = 0x5BD1E995u;
@@ -322,6 +327,54 @@ static PyObject *md5_prefixes(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* -1, 0 or 1 as key i sorts before, with or after key j (bytes compared unsigned, a prefix first). */
+static int compare_keys(const uint8_t *data, const int64_t *off, int64_t i, int64_t j) {
+    int64_t li = off[i + 1] - off[i], lj = off[j + 1] - off[j];
+    int c = memcmp(data + off[i], data + off[j], (size_t)(li < lj ? li : lj));
+    if (c != 0) return c < 0 ? -1 : 1;
+    return li < lj ? -1 : (li > lj ? 1 : 0);
+}
+
+static PyObject *ascii_min_max_ranges(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data = {0}, offsets = {0}, bounds = {0}, out = {0};
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*", &data, &offsets, &bounds, &out)) return NULL;
+    int64_t rows = offsets.len / (Py_ssize_t)sizeof(int64_t) - 1, k = bounds.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    const int64_t *off = (const int64_t *)offsets.buf, *at = (const int64_t *)bounds.buf;
+    int ok = rows >= 0 && k >= 0 && offsets.len % (Py_ssize_t)sizeof(int64_t) == 0
+             && bounds.len % (Py_ssize_t)sizeof(int64_t) == 0
+             && out.len >= (Py_ssize_t)(2 * k * (Py_ssize_t)sizeof(int64_t));
+    for (int64_t i = 0; ok && i < rows; i++) ok = off[i] >= 0 && off[i] <= off[i + 1] && off[i + 1] <= data.len;
+    for (int64_t g = 0; ok && g < k; g++) ok = at[g] >= 0 && at[g] <= at[g + 1] && at[g + 1] <= rows;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "min/max kernel: the keys, ranges or output buffer do not match");
+    } else {
+        const uint8_t *bytes = (const uint8_t *)data.buf;
+        int64_t *dst = (int64_t *)out.buf;
+        uint8_t high = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t g = 0; g < k; g++) {
+            int64_t lo = at[g] < at[g + 1] ? at[g] : -1, hi = lo;
+            for (int64_t i = at[g] + 1; i < at[g + 1]; i++) {
+                if (compare_keys(bytes, off, i, lo) < 0) lo = i;
+                if (compare_keys(bytes, off, i, hi) > 0) hi = i;
+            }
+            dst[2 * g] = lo;
+            dst[2 * g + 1] = hi;
+        }
+        if (rows > 0)
+            for (int64_t b = off[0]; b < off[rows]; b++) high |= bytes[b];
+        Py_END_ALLOW_THREADS
+        result = PyBool_FromLong((high & 0x80) == 0);
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&bounds);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"murmur_positions", murmur_positions, METH_VARARGS,
      "murmur_positions(data, starts, lengths, nb, nb_hash, vector_size, magic, shift, b'', out): bloom bit "
@@ -332,6 +385,10 @@ static PyMethodDef methods[] = {
     {"md5_prefixes", md5_prefixes, METH_VARARGS,
      "md5_prefixes(data, starts, length, out): the first 8 MD5 bytes (a little-endian int64) of each key "
      "data[starts[i]:starts[i] + length] into out (int64)."},
+    {"ascii_min_max_ranges", ascii_min_max_ranges, METH_VARARGS,
+     "ascii_min_max_ranges(data, offsets, bounds, out) -> bool: for each range bounds[g]:bounds[g + 1] of the "
+     "keys data[offsets[i]:offsets[i + 1]], the rows of its smallest and greatest key in byte order into "
+     "out[2g], out[2g + 1] (-1: an empty range); True when every byte of the keys is ASCII."},
     {NULL, NULL, 0, NULL},
 };
 

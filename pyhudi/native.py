@@ -9,7 +9,7 @@ import importlib
 import os
 from typing import Any
 
-KERNEL_VERSION = 2  # the pyhudi/_native.c this package was written against
+KERNEL_VERSION = 3  # the pyhudi/_native.c this package was written against
 
 
 def load_native() -> Any:

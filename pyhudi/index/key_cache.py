@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from pyhudi.io.base_file import read_parquet
 from pyhudi.io.process_cache import SizedLRU, pooled
-from pyhudi.io.written_tables import drop_kept, keep_written
+from pyhudi.io.written_tables import Kept, drop_kept, keep_written
 from pyhudi.storage import Storage
 
 KEY_FIELD = "_hoodie_record_key"
@@ -55,7 +55,10 @@ def cached_keys(uri: str) -> pa.Array | None:
 
 def cache_keys(uri: str, column: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Keep a copy of `column` made from pyhudi's process-long pool (`process_cache.pooled`)."""
-    keys = pooled(column)
+    return _put(uri, pooled(column))
+
+
+def _put(uri: str, keys: pa.Array) -> pa.Array:
     with _LOCK:
         KEY_CACHE.put(uri, keys)
         KEY_CACHE.evict_to(KEY_CACHE_MAX_BYTES)
@@ -69,13 +72,28 @@ def remember_written(storage: Storage, path: str, table: pa.Table,
     too (`io/written_tables`; without, a table kept under the same name before, by an earlier attempt, is
     dropped)."""
     uri = storage.uri(path)
+    kept = None
     if footer is not None:
-        keep_written(uri, table, footer, size)
+        kept = keep_written(uri, table, footer, size)
     else:
         drop_kept(uri)
     if KEY_FIELD not in table.column_names:
+        return
+    shared = _kept_keys(kept)
+    if shared is not None:
+        _put(uri, shared)
         return
     column = table.column(KEY_FIELD)
     if column.type != pa.string():
         column = column.cast(pa.string())
     cache_keys(uri, column)
+
+
+def _kept_keys(kept: Kept | None) -> pa.Array | None:
+    """The kept table's key column, when it is what `cache_keys` would keep: one string chunk, a copy of
+    its own in the pool (`written_tables` copies what it keeps). Sharing it saves copying every key of
+    every file a write keeps a second time; each cache counts the bytes, so each stays within its bound."""
+    if kept is None or KEY_FIELD not in kept.table.column_names:
+        return None
+    column = kept.table.column(KEY_FIELD)
+    return column.chunk(0) if column.num_chunks == 1 and column.type == pa.string() else None

@@ -28,12 +28,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.index.murmur import string_buffers
+from pyhudi.native import load_native
+
 # Lead bytes of U+E000..U+FFFF in UTF-8, and the never-used bytes they are moved to.
 _BMP_HIGH_LEADS = (b"\xee", b"\xef")
 _MOVED_LEADS = (b"\xf5", b"\xf6")
 _RESTORE = bytes.maketrans(b"".join(_MOVED_LEADS), b"".join(_BMP_HIGH_LEADS))
 
 Keys: TypeAlias = pa.Array | pa.ChunkedArray
+_NATIVE = load_native()
 
 
 def java_sort_key(key: str) -> bytes:
@@ -56,6 +60,31 @@ def java_min_max(keys: Keys) -> tuple[str, str] | None:
     sortable, ascii_only = _java_sortable(keys)
     bounds = pc.min_max(sortable)
     return _bounds(bounds["min"].as_py(), bounds["max"].as_py(), ascii_only)
+
+
+def java_min_max_by_range(keys: Keys, bounds: np.ndarray) -> list[tuple[str, str] | None]:
+    """`java_min_max` of each range `keys[bounds[i]:bounds[i + 1]]`: a batched merge's files, whose rows
+    lie one file after another. ASCII keys without nulls (the usual case: their byte order is Java's) go
+    through the compiled kernel, one pass over every key with the GIL released; other keys, or without the
+    kernel, through an Arrow aggregation over the ranges (~3 ms for 100,000 keys against ~0.3)."""
+    n = len(bounds) - 1
+    if _NATIVE is not None and n > 0 and not keys.null_count:
+        found = _native_min_max(keys, bounds, n)
+        if found is not None:
+            return found
+    return java_min_max_by_group(keys, np.repeat(np.arange(n), np.diff(bounds)), n)
+
+
+def _native_min_max(keys: Keys, bounds: np.ndarray, n: int) -> list[tuple[str, str] | None] | None:
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if not pa.types.is_string(arr.type):
+        return None
+    data, offsets = string_buffers(arr)
+    rows = np.empty(2 * n, dtype=np.int64)
+    if not _NATIVE.ascii_min_max_ranges(data, offsets, np.ascontiguousarray(bounds, dtype=np.int64), rows):
+        return None  # a key with a character outside ASCII: byte order is not Java's for every pair
+    found = iter(arr.take(pa.array(rows[rows >= 0])).to_pylist())  # each non-empty range's (min, max)
+    return [None if rows[2 * g] < 0 else (next(found), next(found)) for g in range(n)]
 
 
 def java_min_max_by_group(keys: Keys, groups: np.ndarray, n: int) -> list[tuple[str, str] | None]:

@@ -58,14 +58,21 @@ def utf8_columns(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
         raise TypeError(f"record keys must be strings, got an Arrow array of {arr.type}")
     if arr.null_count:
         raise InvalidRecordError(f"{arr.null_count} record key(s) are null; Hudi cannot index a null key")
+    data, offsets = string_buffers(arr)
+    if len(arr) and np.any(offsets[1:] == offsets[:-1]):
+        raise InvalidRecordError("a record key is empty; Hudi's hash function rejects empty keys")
+    return data, offsets
+
+
+def string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, int64 offsets) of a string or binary array, its slice offset applied, without copying the
+    bytes: 32-bit offsets are widened in numpy (a cast to large_binary would copy the bytes too)."""
     bufs = arr.buffers()
     if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
         offsets = np.frombuffer(bufs[1], dtype=np.int64, count=len(arr) + 1, offset=arr.offset * 8)
-    else:  # 32-bit offsets widened in numpy: a cast to large_binary would copy the keys' bytes too
+    else:
         offsets = np.frombuffer(bufs[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4).astype(np.int64)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    if len(arr) and np.any(offsets[1:] == offsets[:-1]):
-        raise InvalidRecordError("a record key is empty; Hudi's hash function rejects empty keys")
     return data, offsets
 
 

@@ -64,10 +64,11 @@ def drop_kept(uri: str) -> None:
         TABLES.drop(uri)
 
 
-def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int) -> None:
+def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int) -> Kept | None:
     """Keep `table`, the rows just encoded as the base file at `uri` of `size` bytes with `footer`'s
     key-value entries, when a read of the file would give the same columns (see the module docstring);
-    otherwise drop any table kept under `uri` (a re-split attempt's, say)."""
+    otherwise drop any table kept under `uri` (a re-split attempt's, say). Returns what was kept: its
+    columns are copies of their own, which the key cache may share."""
     kept = _as_read(table, footer, size)
     with _LOCK:
         if kept is None:
@@ -75,6 +76,7 @@ def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes | bytea
         else:
             TABLES.put(uri, kept)
             TABLES.evict_to(TABLES_MAX_BYTES)
+    return kept
 
 
 def _as_read(table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int) -> Kept | None:

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from pyhudi.errors import WriteRolledBackError
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, BloomFilter, FooterFilter
 from pyhudi.index.key_cache import keys_of, remember_written
-from pyhudi.index.key_order import java_min_max, java_min_max_by_group
+from pyhudi.index.key_order import java_min_max, java_min_max_by_range
 from pyhudi.index.murmur import key_positions
 from pyhudi.io.base_file import (
     WHOLE_READ_MAX_BYTES,
@@ -167,7 +167,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     inserted_keys = incoming.column(RECORD_KEY).take(pa.array(m.inserts, type=pa.int64()))
     counts = [np.bincount(f, minlength=k) for f in (m.out_file, in_file[m.inserts], m.deleted_file, m.replaced_file)]
     out_at, ins_at = (np.concatenate([[0], np.cumsum(c)]) for c in counts[:2])
-    bounds = java_min_max_by_group(out.column(RECORD_KEY), m.out_file, k) if k > 1 else [None]
+    bounds = java_min_max_by_range(out.column(RECORD_KEY), out_at) if k > 1 else [None]
     blooms = _blooms(ctx, [o.footer for o in batch], out.column(RECORD_KEY), out_at, inserted_keys, ins_at)
     hazards = hazards_by_range(out, out_at) if k > 1 else None
     shared = (time.monotonic() - start) / k

@@ -137,3 +137,30 @@ def test_cached_keys_outlive_a_short_lived_default_pool(tmp_path: Path, index: s
     done = subprocess.run([sys.executable, "-c", _SHORT_LIVED_POOL, str(tmp_path / "t"), index],
                           capture_output=True, text=True, cwd=Path(__file__).parents[2], timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "freed", (done.returncode, done.stderr[-2000:])
+
+
+def _addresses(array: pa.Array) -> set[int]:
+    return {b.address for b in array.buffers() if b is not None and b.size}
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_a_kept_table_and_the_key_cache_share_one_copy_of_the_keys(tmp_path, kept):
+    """A file whose table is kept gives the key cache the kept table's own key column (no second copy of
+    every key); one not kept gives it a copy. Either way the cache holds the file's keys, in buffers of
+    its own (not the caller's batch, which a slice would pin)."""
+    from pyhudi.io import written_tables
+
+    storage = Storage(str(tmp_path))
+    batch = pa.table({"_hoodie_record_key": [f"key{i}" for i in range(400)], "v": list(range(400))})
+    rows = batch.slice(100, 200)
+    key_cache.remember_written(storage, "p/f1.parquet", rows, {b"k": b"v"} if kept else None, 123)
+    uri = storage.uri("p/f1.parquet")
+    keys = key_cache.cached_keys(uri)
+    assert keys is not None and keys.to_pylist() == [f"key{i}" for i in range(100, 300)]
+    assert not _addresses(keys) & {a for c in batch.column(0).chunks for a in _addresses(c)}
+    held = written_tables.written_table(uri)
+    assert (held is not None) is kept
+    if held is not None:
+        assert _addresses(keys) == _addresses(held.table.column("_hoodie_record_key").chunk(0))
+    written_tables.drop_kept(uri)
+    key_cache.KEY_CACHE.drop(uri)

@@ -11,11 +11,19 @@ import functools
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pyhudi.index import key_order
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER
-from pyhudi.index.key_order import java_min_max, java_min_max_by_group, java_sort_key, utf16_sort_keys
+from pyhudi.index.key_order import (
+    java_min_max,
+    java_min_max_by_group,
+    java_min_max_by_range,
+    java_sort_key,
+    utf16_sort_keys,
+)
 from pyhudi.io.base_file import ParquetSettings, footer_metadata
 
 EMOJI = "\U0001F600"  # UTF-16: D83D DE00
@@ -111,3 +119,34 @@ def test_min_max_by_group_matches_string_compare_to(keys, n, rnd):
     for g in range(n):
         mine = [v for v, gg in zip(values, groups) if gg == g and v is not None]
         assert got[g] == ((java_sorted(mine)[0], java_sorted(mine)[-1]) if mine else None)
+
+
+ASCII_KEYS = st.lists(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127), max_size=6), max_size=60)
+
+
+@pytest.mark.parametrize("native", [True, False])
+@settings(max_examples=300, deadline=None)
+@given(keys=st.one_of(KEYS, ASCII_KEYS), cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=6),
+       skip=st.integers(min_value=0, max_value=3), chunked=st.booleans(), nulls=st.booleans())
+def test_min_max_by_range_matches_string_compare_to(native, keys, cuts, skip, chunked, nulls):
+    """The batched merge's per-file bounds over its files' row ranges: each range's are Java's, an empty
+    range (or one of nulls only) has none; with the compiled kernel (ASCII keys without nulls: every byte
+    order is Java's) and without it (other characters, nulls, or no kernel), on a sliced, chunked column."""
+    if native and key_order._NATIVE is None:
+        pytest.skip("the compiled kernel is not built here")
+    if not native:
+        key_order._NATIVE, saved = None, key_order._NATIVE
+    try:
+        values = ["x"] * skip + [None if nulls and i % 5 == 2 else k for i, k in enumerate(keys)]
+        arr = pa.array(values, pa.string()).slice(skip)  # a slice: the buffers start before the keys
+        if chunked and len(keys) > 1:
+            arr = pa.chunked_array([arr.slice(0, len(keys) // 2), arr.slice(len(keys) // 2)])
+        bounds = np.array([0, *sorted(min(c, len(keys)) for c in cuts), len(keys)], dtype=np.int64)
+        got = java_min_max_by_range(arr, bounds)
+        assert len(got) == len(bounds) - 1
+        for g in range(len(bounds) - 1):
+            mine = [v for v in values[skip + bounds[g]: skip + bounds[g + 1]] if v is not None]
+            assert got[g] == ((java_sorted(mine)[0], java_sorted(mine)[-1]) if mine else None)
+    finally:
+        if not native:
+            key_order._NATIVE = saved
