@@ -1,6 +1,7 @@
 """The optional compiled kernels (`pyhudi/_native.c`, built by setup.py where the install finds a C
-compiler): the bloom filter's murmur rounds (`index/murmur.py`) and the insert routing's MD5
-(`writer/key_md5.py`). Each has a numpy twin giving the same bits, used when the module is not built,
+compiler): the bloom filter's murmur rounds (`index/murmur.py`), the insert routing's MD5
+(`writer/key_md5.py`) and a batched merge's footer key ranges (`index/key_order.py`). Each has a numpy or
+Arrow twin giving the same answers, used when the module is not built,
 is stale, or `PYHUDI_NATIVE=0` is in the environment."""
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ def java_min_max_by_range(keys: Keys, bounds: np.ndarray) -> list[tuple[str, str
     """`java_min_max` of each range `keys[bounds[i]:bounds[i + 1]]`: a batched merge's files, whose rows
     lie one file after another. ASCII keys without nulls (the usual case: their byte order is Java's) go
     through the compiled kernel, one pass over every key with the GIL released; other keys, or without the
-    kernel, through an Arrow aggregation over the ranges (~3 ms for 100,000 keys against ~0.3)."""
+    kernel, through an Arrow aggregation over the ranges (3.4 against 1.1 ms for 30 ranges of 110,000 uuid
+    keys)."""
     n = len(bounds) - 1
     if _NATIVE is not None and n > 0 and not keys.null_count:
         found = _native_min_max(keys, bounds, n)
