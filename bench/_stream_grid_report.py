@@ -354,8 +354,8 @@ shares of all samples of the bench process).
 
   Where files fill within the stream, pyhudi writes fewer rows than delta-rs (0.61-0.98x). A full file is
   not rewritten again, and merge-on-read sends updates to log files until the compaction.
-* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (group medians 0.51-0.57x in
-  the run above), 0.73-0.80x at 30 partitions, 0.87-0.89x at 1 MB on 1-3 partitions, and 1.19-1.27x at
+* **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (group medians 0.51-0.54x in
+  the run above), 0.75-0.77x at 30 partitions, 0.86-0.95x at 1 MB on 1-3 partitions, and 1.19-1.25x at
   300 partitions.** That is pyhudi's own cost per file and per write, and at 300 partitions the cost of
   creating files (below). (The run on `e6628c3`, before the compiled murmur kernel and the per-table
   dictionary memo of `478e1de` and `82f8592`: 0.70-0.85x, 1.02-1.08x and 1.30x; the run on `1d5fb4d`:
@@ -364,7 +364,8 @@ shares of all samples of the bench process).
   0.82-0.88x, 0.91-0.97x and 1.26-1.32x; the run on `830a8d8`: 0.52-0.54x, 0.83-0.91x, 0.92-1.03x and
   1.40-1.46x; the run on `0738e8f`: 0.52-0.55x, 0.79-0.82x, 0.92-0.97x and 1.30-1.40x; the run on `1bb1418`:
   0.50-0.57x, 0.77-0.79x, 0.94-0.96x and 1.26-1.36x; the run on `d88b735`: 0.53-0.55x, 0.78-0.81x,
-  0.90-0.95x and 1.27-1.38x; the run on `d753ff3`: 0.54-0.55x, 0.72-0.82x, 0.92-0.94x and 1.25-1.28x.)
+  0.90-0.95x and 1.27-1.38x; the run on `d753ff3`: 0.54-0.55x, 0.72-0.82x, 0.92-0.94x and 1.25-1.28x; the run on `3391531`:
+  0.51-0.57x, 0.73-0.80x, 0.87-0.89x and 1.19-1.27x.)
   * **300 partitions.** A 20,000-row batch adds ~67 rows to each partition, so every batch merges 300
     files of ~30-65 KB, as delta-rs' merge rewrites 300 files. Raw pyarrow reading and writing the final
     65 KB files takes 1.7 ms a file here (0.7 read, 1.0 write). pyhudi's stream takes 1.5-2.3 ms a file
@@ -372,7 +373,7 @@ shares of all samples of the bench process).
     3.15 against 1.67 s in one run on `1d5fb4d`, 2.43 against 1.55 s in the run on `830a8d8`, 2.23
     against 1.20 s in the run on `0738e8f`, 2.03 against 1.21 s in the run on `1bb1418`, 2.21 against
     1.20 s in the run on `d88b735`, 2.05 against 1.23 s in the run on `d753ff3`, 2.22 against 1.39 s in the
-    run above). At ~320 rows a
+    run on `3391531`, 1.94 against 1.15 s in the run above). At ~320 rows a
     file the encoder's cost is per column chunk, not per byte: one of these files takes 0.49 ms to encode
     in memory with its 23 columns and 0.39 ms with the 18 data columns alone (pyarrow, one thread, 300
     files of one stream), so Hudi's five meta columns add ~28 % to every file's encoding here.
@@ -412,10 +413,11 @@ shares of all samples of the bench process).
   the commit protocol), so it is a lower bound for a writer of the format on pyarrow. Group medians in the
   run above (the floor writes its parquet files through a 1 MB buffer, as pyhudi's local output streams
   do):
-  * 1-3 partitions: floor 0.45-0.60x delta-rs, pyhudi 1.28-2.19x its floor;
-  * 30 partitions: floor 0.73-0.77x delta-rs, pyhudi 1.35-1.40x its floor;
-  * 300 partitions: floor 0.96-0.98x delta-rs, pyhudi 1.62-1.77x its floor.
+  * 1-3 partitions: floor 0.45-0.54x delta-rs, pyhudi 1.37-1.90x its floor;
+  * 30 partitions: floor 0.64-0.73x delta-rs, pyhudi 1.51-1.69x its floor;
+  * 300 partitions: floor 1.02-1.05x delta-rs, pyhudi 1.58-1.62x its floor.
 
+  The run on `3391531`: 0.45-0.60x and 1.28-2.19x, 0.73-0.77x and 1.35-1.40x, 0.96-0.98x and 1.62-1.77x.
   The run on `d753ff3`: 0.33-0.54x and 1.50-2.59x, 0.74-0.79x and 1.41-1.56x, 0.98-1.01x and 1.69-1.74x.
   The run on `d88b735` (before the Java-safety scan once per merge batch of `5093e64`): 0.37-0.53x and
   1.48-2.22x, 0.74-0.77x and 1.47-1.56x, 1.00-1.11x and 1.63-1.79x. The run on `1bb1418` (before the
@@ -427,14 +429,19 @@ shares of all samples of the bench process).
   Both ratios move together from run to run: at 300 partitions the run on `3c291db` had the floor at
   1.18-1.22x delta-rs and pyhudi at 1.41-1.44x it, the run on `e6d1a4a` 1.07-1.15x and 1.53-1.59x, with
   pyhudi's own time against delta-rs' 1.70-1.79x in the one and 1.63-1.78x in the other. A code change's
-  effect is measured in paired runs instead. This run's code against `006d952` (the run on `830a8d8`'s
-  code): buffered local output streams (the parquet writer's ~94 small writes a file became one or
+  effect is measured in paired runs instead. The code of the run on `1bb1418` against `006d952` (the run
+  on `830a8d8`'s code): buffered local output streams (the parquet writer's ~94 small writes a file became one or
   two) and a merge that no longer opens a file this process wrote and kept, together 0.948x the time on
   p300-u10-all-s8MB-cow and 0.963x on p30-u20-all-s8MB-cow (alternating processes, 6 and 12 pairs); the
   index lookup in one pass over the cached keys of every file, 0.983x more on the 30-partition stream
   (16 pairs in one process); the write split that counts the base file a bucket rewrites and takes one
   task per worker from 8 buckets a worker up, 0.959x more on that stream (14 pairs). The code of the run on `830a8d8` against `6ff844c`: 0.943x and 0.964x.
-  The code of the run on `d753ff3` (this run's, but for a review mend no benchmark reaches) against
+  This run's code against the run on `3391531`'s (`7f72280`): a kept table copied into the pool in one
+  call (`eb93739`), a batched merge's footer key ranges from a compiled kernel and the key cache sharing
+  the kept table's key column (`9d580d1`). Paired in one process on p30-u20-all-s8MB-cow: 0.970x and
+  0.996x for the first (16 and 24 pairs), 0.962x, 0.994x and 0.993x for the other two (24, 24 and 20
+  pairs); on p300-u10-all-s8MB-cow 0.944x and 0.991x (6 and 8 pairs): each within the noise.
+  The code of the run on `d753ff3` (the run on `3391531`'s, but for a review mend no benchmark reaches) against
   `afe8475` (the Java-safety scan once per merge batch and each schema's leaf
   paths kept, `5093e64`): 0.940x on p300-u10-all-s8MB-cow (8 pairs of alternating processes) and 0.977x
   and 1.001x on p30-u20-all-s8MB-cow (two runs of 10 pairs); in one process, 0.969x and 0.976x on the
@@ -445,7 +452,7 @@ shares of all samples of the bench process).
   run on `3c291db` (above the 1.0 target in 21 of the 28 cells at 8-128 MB), 0.97-1.01x in the run on
   `830a8d8` (12 of 28), 0.96-1.01x in the run on `0738e8f` (14 of 28), 1.02-1.05x in the run on
   `1bb1418` (20 of 28), 1.00-1.11x in the run on `d88b735` (18 of 28), 0.98-1.01x in the run on `d753ff3`
-  (13 of 28) and 0.96-0.98x in the run above (9 of 28). The stream leaves 1,500 base file versions and 300 partition
+  (13 of 28), 0.96-0.98x in the run on `3391531` (9 of 28) and 1.02-1.05x in the run above (21 of 28). The stream leaves 1,500 base file versions and 300 partition
   metadata files in 300 directories. What a creation costs here depends on how many files were deleted in
   the minute before: this VM's ext4 skips inodes freed within the last minute when it allocates one
   (`find_inode_bit` -> `recently_deleted`, which looks each skipped inode up in the inode table). Under
@@ -460,8 +467,8 @@ shares of all samples of the bench process).
   the heartbeat), where delta-rs renames its temporary files into place. delta-rs writes as many files (its merges rewrite the 1,500 files, its
   OPTIMIZE 300 more) in less time, natively. That cost also moves from run to run: the floor of the six
   insert-only 300-partition cells, whose tables hold the same files (1,816 files, 65-68 MB), ranged
-  1.19-1.63 s in the run above (1.18-1.33 s, 1.26-1.67 s, 1.07-1.55 s, 1.22-1.29 s, 1.21-1.72 s, 1.29-1.51 s
-  and 1.39-2.27 s in seven earlier ones). Elsewhere the floor is
+  1.13-1.21 s in the run above (1.19-1.63 s, 1.18-1.33 s, 1.26-1.67 s, 1.07-1.55 s, 1.22-1.29 s, 1.21-1.72 s,
+  1.29-1.51 s and 1.39-2.27 s in eight earlier ones). Elsewhere the floor is
   below the target, and what is left is pyhudi's own work per file and per write. A profile of a
   300-partition upsert stream on one thread (py-spy, 500 Hz, 8,923 samples of pyhudi's writes; 4 upserts
   of 20,000 rows into 300 partitions):
@@ -482,9 +489,10 @@ shares of all samples of the bench process).
     planned 1.5 MB files, small from birth.
 
 **What stays on pyhudi's side:**
-* the per-file and per-write costs: pyhudi takes 1.3-2.2x the format floor in every group of the run
-  above (group medians). At 300 partitions the floor itself is just under the target in this run
-  (0.96-0.98x), at it in the run on `d753ff3` (0.98-1.01x), at or above it in the runs on `d88b735` (1.00-1.11x) and `1bb1418` (1.02-1.05x), at it in the runs on
+* the per-file and per-write costs: pyhudi takes 1.4-1.9x the format floor in every group of the run
+  above (group medians). At 300 partitions the floor itself is above the target in this run
+  (1.02-1.05x), just under it in the run on `3391531` (0.96-0.98x), at it in the run on `d753ff3`
+  (0.98-1.01x), at or above it in the runs on `d88b735` (1.00-1.11x) and `1bb1418` (1.02-1.05x), at it in the runs on
   `830a8d8` and `0738e8f`,
   above it in the runs on `a5a8078`, `e6d1a4a` and `3c291db`, below it in the run on `789be9d`. On two cores the part that does not shrink is Python: on
   a 30-partition upsert stream (one thread 0.66 s, two threads 0.50 s of time and 0.82 s of CPU, delta-rs
@@ -496,17 +504,20 @@ shares of all samples of the bench process).
   (a task costs a marker file and a merge batch's fixed passes): 0.92x time on that stream (paired runs). Since `dc77e77` a merge of a file this process wrote takes its rows
   from the table the file was encoded from (`io/written_tables.py`, footer read only): 11 % less time on
   one thread, 4-5 % less CPU on two, where the reads it saves had overlapped the other thread's Python
-  and the time did not move beyond the noise. Since this run's code it does not open the file at all (its
+  and the time did not move beyond the noise. Since the code of the run on `1bb1418` it does not open the file at all (its
   footer entries and size are kept with the table: on an object store that saves a GET a merge).
-* **CPU work, not cores.** Since the run above the grid measures each system's CPU seconds (every
-  thread's user and system time over its writes and delta-rs' OPTIMIZE). Group medians in that run:
-  * pyhudi used 1.09-1.15x delta-rs' CPU seconds at 30 partitions, 1.58-1.68x at 300, and 0.72-0.97x on
-    1-3 partitions (p30-u20-all-s8MB-cow: 0.73 against 0.63 s);
-  * both kept about 1.5 of the 2 cores busy: pyhudi 1.53-1.54 at 30 partitions against delta-rs'
-    1.45-1.47, and 1.47-1.49 against 1.50-1.55 at 300.
+* **CPU work, not cores.** Since the run on `3391531` the grid measures each system's CPU seconds (every
+  thread's user and system time over its writes and delta-rs' OPTIMIZE). Group medians in the run above
+  (the run on `3391531` in brackets):
+  * pyhudi used 1.02-1.09x delta-rs' CPU seconds at 30 partitions (1.09-1.15x), 1.62-1.68x at 300
+    (1.58-1.68x), and 0.70-0.99x on 1-3 partitions (0.72-0.97x); p30-u20-all-s8MB-cow: 0.66 against
+    0.61 s (0.73 against 0.63 s);
+  * both kept about 1.5 of the 2 cores busy: pyhudi 1.51-1.52 at 30 partitions against delta-rs'
+    1.49-1.50 (1.53-1.54 against 1.45-1.47), and 1.48-1.49 against 1.49-1.53 at 300 (1.47-1.49 against
+    1.50-1.55).
 
   So where the grid misses its target, pyhudi does more work than delta-rs; it does not use the cores
-  worse. At 30 partitions it writes 1.38x delta-rs' bytes per row with 1.10x its CPU. Where that CPU goes
+  worse. At 30 partitions it writes 1.38x delta-rs' bytes per row with 1.02-1.10x its CPU. Where that CPU goes
   (`perf`, cpu-clock, 6,098 samples of the bench process running p30-u20-all-s8MB-cow's stream in-process
   over and over, on `7f72280`): the kernel 19 % (copying the files' data into the page cache 5 %,
   zeroing new pages 2 %, creating files), libarrow 19 % (snappy 6 %,
