@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from pyhudi.io.base_file import read_parquet
 from pyhudi.io.process_cache import SizedLRU, pooled
+from pyhudi.io.schema import has_column
 from pyhudi.io.written_tables import Kept, drop_kept, keep_written
 from pyhudi.storage import Storage
 
@@ -77,7 +78,7 @@ def remember_written(storage: Storage, path: str, table: pa.Table,
         kept = keep_written(uri, table, footer, size)
     else:
         drop_kept(uri)
-    if KEY_FIELD not in table.column_names:
+    if not has_column(table, KEY_FIELD):
         return
     shared = _kept_keys(kept)
     if shared is not None:
@@ -93,7 +94,7 @@ def _kept_keys(kept: Kept | None) -> pa.Array | None:
     """The kept table's key column, when it is what `cache_keys` would keep: one string chunk, a copy of
     its own in the pool (`written_tables` copies what it keeps). Sharing it saves copying every key of
     every file a write keeps a second time; each cache counts the bytes, so each stays within its bound."""
-    if kept is None or KEY_FIELD not in kept.table.column_names:
+    if kept is None or not has_column(kept.table, KEY_FIELD):
         return None
     column = kept.table.column(KEY_FIELD)
     return column.chunk(0) if column.num_chunks == 1 and column.type == pa.string() else None

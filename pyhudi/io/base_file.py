@@ -40,6 +40,7 @@ from pyhudi.io.column_encoding import (
     pyarrow_codec,
 )
 from pyhudi.io.lance_file import is_lance_file, read_lance_base_file
+from pyhudi.io.schema import has_column
 from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.storage import Storage
 
@@ -114,7 +115,7 @@ def footer_raw(table: pa.Table, avro_schema_with_meta: str, settings: ParquetSet
     are the keys' `java_min_max` (computed for many files at once by a batched merge)."""
     meta: dict[bytes, bytes | bytearray] = {b"parquet.avro.schema": avro_schema_with_meta.encode(),
                                             b"writer.model.name": b"avro"}
-    if settings.with_bloom and RECORD_KEY in table.column_names:
+    if settings.with_bloom and has_column(table, RECORD_KEY):
         keys = table.column(RECORD_KEY)
         if len(keys) and keys.null_count < len(keys):
             if bloom is None:

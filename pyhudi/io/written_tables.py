@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pyhudi.io.process_cache import SchemaMemo, SizedLRU, pooled_table
-from pyhudi.io.schema import META_FIELDS
+from pyhudi.io.schema import META_FIELDS, has_column
 
 TABLES_MAX_BYTES = 64 * 1024 * 1024
 TABLE_MAX_BYTES = 16 * 1024 * 1024
@@ -80,7 +80,7 @@ def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes | bytea
 
 
 def _as_read(table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int) -> Kept | None:
-    if FILE_NAME in table.column_names:
+    if has_column(table, FILE_NAME):
         table = table.drop_columns([FILE_NAME])
     at = table.schema.get_field_index(COMMIT_TIME)
     if at >= 0 and pa.types.is_dictionary(table.schema.field(at).type):

@@ -27,7 +27,7 @@ from pyhudi.io.base_file import (
     proportional,
     write_within,
 )
-from pyhudi.io.schema import conform_table
+from pyhudi.io.schema import conform_table, has_column
 from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.model.file_names import base_file_name, file_id, join_path
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
@@ -102,7 +102,7 @@ def dedupe(records: pa.Table, precombine: str | None) -> pa.Table:
     if not keys.null_count and len(pc.unique(keys)) == records.num_rows:
         return records
     order = [(RECORD_KEY, "ascending")]
-    if precombine and precombine in records.column_names:
+    if precombine and has_column(records, precombine):
         order.append((precombine, "ascending"))
     positions = pa.array(np.arange(records.num_rows), type=pa.int64())
     with_pos = records.append_column("__pos", positions)
@@ -122,7 +122,7 @@ def _sort_indices_nulls_first(table: pa.Table, order: list[tuple[str, str]]) -> 
 
 
 def is_delete(records: pa.Table) -> np.ndarray:
-    if DELETE_FLAG not in records.column_names:
+    if not has_column(records, DELETE_FLAG):
         return np.zeros(records.num_rows, dtype=bool)
     return np.asarray(records.column(DELETE_FLAG).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
 
@@ -170,7 +170,7 @@ def meta_table(ctx: HandleContext, records: pa.Table, file_names: pa.Array, seq_
     meta[FILE_NAME] = file_names
     cols = dict(meta)
     data_schema = pa.schema([f for f in ctx.file_schema if f.name not in META_COLUMNS])
-    data = _conformed(records.select([c for c in records.column_names if data_schema.get_field_index(c) >= 0]),
+    data = _conformed(records.select([c for c in records.schema.names if data_schema.get_field_index(c) >= 0]),
                       data_schema)
     for name in data_schema.names:
         cols[name] = data.column(name)
@@ -210,8 +210,7 @@ def _zeros(n: int) -> pa.Array:
 
 
 def data_only(records: pa.Table) -> pa.Table:
-    names = records.column_names
-    drop = [c for c in (DELETE_FLAG, SALT, IS_UPDATE) if c in names]
+    drop = [c for c in (DELETE_FLAG, SALT, IS_UPDATE) if has_column(records, c)]
     return records.drop_columns(drop)
 
 

@@ -49,7 +49,7 @@ from pyhudi.io.base_file import (
 )
 from pyhudi.io.column_encoding import hazards_by_range
 from pyhudi.io.lance_file import is_lance_file
-from pyhudi.io.schema import conform_table
+from pyhudi.io.schema import conform_table, has_column
 from pyhudi.io.splice import append_row_groups, file_name_chunks, may_append
 from pyhudi.io.written_tables import written_table
 from pyhudi.model.file_names import base_file_name, join_path
@@ -421,7 +421,7 @@ def _conformed_old(ctx: HandleContext, old: pa.Table) -> tuple[pa.Table, dict[by
     # merge handle rewrites old records into the writer schema.
     target = ctx.file_schema.remove(ctx.file_schema.get_field_index(FILE_NAME))
     names = set(target.names)  # once: `.names` builds a list at every access
-    kept = old.select([c for c in old.column_names if c in names])
+    kept = old.select([c for c in old.schema.names if c in names])
     if kept.schema.equals(target):  # parquet keeps required fields non-null: nothing to conform
         return kept.replace_schema_metadata(ctx.file_schema.metadata), old.schema.metadata
     return conform_table(kept, target), old.schema.metadata
@@ -431,8 +431,7 @@ def _stored_wins(ctx: HandleContext, old: pa.Table, incoming: pa.Table, old_rows
                  new_rows: np.ndarray) -> np.ndarray:
     """DefaultHoodieRecordPayload: the stored record stays when its ordering value is greater."""
     field = ctx.precombine_field
-    if not ctx.event_time_ordering or not field or field not in old.column_names \
-            or field not in incoming.column_names:
+    if not ctx.event_time_ordering or not field or not has_column(old, field) or not has_column(incoming, field):
         return np.zeros(len(old_rows), dtype=bool)
     stored = old.column(field).take(pa.array(old_rows))
     fresh = incoming.column(field).take(pa.array(new_rows)).cast(stored.type)

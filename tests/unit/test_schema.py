@@ -28,6 +28,7 @@ from pyhudi.io.schema import (
     conform_table,
     evolve,
     from_json,
+    has_column,
     record_name,
     to_json,
     with_meta_fields,
@@ -649,3 +650,14 @@ def test_schema_strings_print_as_json_dumps_does(text: str) -> None:
     schema = {"type": "record", "name": "r", "doc": text,
               "fields": [{"name": "f", "type": "string", "doc": text, "default": text}]}
     assert json.loads(to_json(schema))["fields"][0]["default"] == text
+
+
+def test_has_column_answers_as_column_names_does() -> None:
+    """`has_column` replaced `name in table.column_names` on the write path; it must agree with it for
+    tables and record batches, duplicate names (where `get_field_index` answers -1), nested fields (only
+    top-level names count), empty and non-ASCII names."""
+    dup = pa.Table.from_arrays([pa.array([1]), pa.array([2]), pa.array([3])], names=["a", "a", "é"])
+    nested = pa.table({"s": pa.array([{"inner": 1}]), "": pa.array([0])})
+    for t in (dup, dup.to_batches()[0], nested, pa.table({})):
+        for name in ("a", "é", "s", "inner", "", "A", "missing"):
+            assert has_column(t, name) == (name in t.column_names), (t.schema, name)
