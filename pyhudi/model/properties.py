@@ -106,10 +106,16 @@ def _escape(text: str, is_key: bool) -> str:
     return "".join(out)
 
 
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
 def java_date_comment(now: datetime | None = None) -> str:
-    """The `#Thu Apr 18 17:32:14 UTC 2024` line `Properties.store` writes."""
-    moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    return moment.strftime("%a %b %d %H:%M:%S UTC %Y")
+    """The `#Thu Apr 18 17:32:14 UTC 2024` line `Properties.store` writes. Java's `Date.toString` names
+    days and months in English whatever the locale; `strftime`'s %a and %b follow the process's LC_TIME,
+    which an application may have set (`locale.setlocale(locale.LC_ALL, "")`)."""
+    m = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return f"{_DAYS[m.weekday()]} {_MONTHS[m.month - 1]} {m.day:02d} {m.hour:02d}:{m.minute:02d}:{m.second:02d} UTC {m.year}"
 
 
 def format_properties(props: dict[str, str], comments: list[str] | None = None) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -111,6 +111,18 @@ def test_java_date_comment_format():
     moment = datetime(2025, 3, 1, 3, 6, 42, tzinfo=timezone.utc)
     assert java_date_comment(moment) == "Sat Mar 01 03:06:42 UTC 2025"
     assert re.fullmatch(r"[A-Z][a-z]{2} [A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d UTC \d{4}", java_date_comment())
+
+
+def test_java_date_comment_names_every_day_and_month_as_java_does():
+    """English names, as `Date.toString` writes them whatever the locale (not `strftime`'s %a/%b, which
+    follow LC_TIME); 2024-01-01 was a Monday; a time zone other than UTC is converted first."""
+    got = [java_date_comment(datetime(2024, 1, d, 9, 5, 7, tzinfo=timezone.utc)) for d in range(1, 8)]
+    assert got == [f"{day} Jan 0{d} 09:05:07 UTC 2024"
+                   for d, day in zip(range(1, 8), ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"))]
+    months = [java_date_comment(datetime(2023, m, 15, tzinfo=timezone.utc)).split()[1] for m in range(1, 13)]
+    assert months == ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    plus_two = timezone(timedelta(hours=2))
+    assert java_date_comment(datetime(2024, 3, 1, 1, 0, 0, tzinfo=plus_two)) == "Thu Feb 29 23:00:00 UTC 2024"
 
 
 # ----------------------------------------------------------------------------- samples
