@@ -67,15 +67,16 @@ def _put(uri: str, keys: pa.Array) -> pa.Array:
 
 
 def remember_written(storage: Storage, path: str, table: pa.Table,
-                     footer: Mapping[bytes, bytes | bytearray] | None = None, size: int = 0) -> None:
+                     footer: Mapping[bytes, bytes | bytearray] | None = None, size: int = 0,
+                     approx_bytes: int | None = None) -> None:
     """Put the keys of a base file this process just wrote from `table` (a no-op without meta fields:
     such files have no key column to look up), and given the file's `footer` entries and `size`, the table
     too (`io/written_tables`; without, a table kept under the same name before, by an earlier attempt, is
-    dropped)."""
+    dropped; `approx_bytes`: `keep_written`'s)."""
     uri = storage.uri(path)
     kept = None
     if footer is not None:
-        kept = keep_written(uri, table, footer, size)
+        kept = keep_written(uri, table, footer, size, approx_bytes)
     else:
         drop_kept(uri)
     if not has_column(table, KEY_FIELD):

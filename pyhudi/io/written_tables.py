@@ -64,12 +64,14 @@ def drop_kept(uri: str) -> None:
         TABLES.drop(uri)
 
 
-def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int) -> Kept | None:
+def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int,
+                 approx_bytes: int | None = None) -> Kept | None:
     """Keep `table`, the rows just encoded as the base file at `uri` of `size` bytes with `footer`'s
     key-value entries, when a read of the file would give the same columns (see the module docstring);
     otherwise drop any table kept under `uri` (a re-split attempt's, say). Returns what was kept: its
-    columns are copies of their own, which the key cache may share."""
-    kept = _as_read(table, footer, size)
+    columns are copies of their own, which the key cache may share. `approx_bytes`: an estimate of the
+    table's own bytes from a caller that sliced it from a larger batch (see `_too_large`)."""
+    kept = _as_read(table, footer, size, approx_bytes)
     with _LOCK:
         if kept is None:
             TABLES.drop(uri)
@@ -79,7 +81,8 @@ def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes | bytea
     return kept
 
 
-def _as_read(table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int) -> Kept | None:
+def _as_read(table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int,
+             approx_bytes: int | None = None) -> Kept | None:
     if has_column(table, FILE_NAME):
         table = table.drop_columns([FILE_NAME])
     at = table.schema.get_field_index(COMMIT_TIME)
@@ -88,18 +91,27 @@ def _as_read(table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: i
         table = table.set_column(at, field.with_type(field.type.value_type),
                                  table.column(at).cast(field.type.value_type))
     table = table.replace_schema_metadata(None)
-    # A file's rows may be a slice of its merge batch, whose buffers hold the whole batch: only then is the
-    # slice's own size measured (`Table.nbytes`, ~45 us a file), and a table too large is never copied.
-    if not round_trips(table.schema) or (table.get_total_buffer_size() > TABLE_MAX_BYTES
-                                         and table.nbytes > TABLE_MAX_BYTES):
+    if not round_trips(table.schema) or _too_large(table, approx_bytes):
         return None
     kept = pooled_table(table)
-    nbytes = kept.get_total_buffer_size()  # the copy's buffers are its own and whole
+    nbytes = kept.get_total_buffer_size()  # the copy's buffers are its own and whole: its exact size
     if nbytes > TABLE_MAX_BYTES:
         return None
     # As a read gives them: bytes, and a copy of a filter's buffer that its owner may patch later.
     entries = {k: bytes(v) if isinstance(v, bytearray) else v for k, v in footer.items()}
     return Kept(kept, nbytes + sum(len(k) + len(v) for k, v in entries.items()), entries, size)
+
+
+def _too_large(table: pa.Table, approx_bytes: int | None) -> bool:
+    """Whether `table` is too large to copy into the cache, by the caller's estimate when it gave one (a
+    batched merge: each file's share of its batch's bytes), else by its buffers. A file's rows may be a
+    slice of its merge batch, whose buffers hold the whole batch: only then is the slice's own size
+    measured (`Table.nbytes`: 100-120 us a file of 23 columns, with the GIL held; the buffers' total
+    30-80 us more on a slice, against ~5 us on a table of its own). A table too large is never copied;
+    an estimate that was too low costs a copy that the copy's exact size then refuses."""
+    if approx_bytes is not None:
+        return approx_bytes > TABLE_MAX_BYTES
+    return table.get_total_buffer_size() > TABLE_MAX_BYTES and table.nbytes > TABLE_MAX_BYTES
 
 
 def _round_trips(schema: pa.Schema) -> bool:

@@ -170,6 +170,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     bounds = java_min_max_by_range(out.column(RECORD_KEY), out_at) if k > 1 else [None]
     blooms = _blooms(ctx, [o.footer for o in batch], out.column(RECORD_KEY), out_at, inserted_keys, ins_at)
     hazards = hazards_by_range(out, out_at) if k > 1 else None
+    row_bytes = out.get_total_buffer_size() / max(1, out.num_rows)  # a file's share, for the written tables
     shared = (time.monotonic() - start) / k
     stats = []
     for i, o in enumerate(batch):
@@ -183,7 +184,8 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
                                        mid_write_fault="write.mid_file", bloom=bloom, key_bounds=bounds[i],
                                        hazards=None if hazards is None else hazards[i])
         # the next write need not read them back
-        remember_written(storage, path, rows, footer if ctx.keep_tables else None, size)
+        remember_written(storage, path, rows, footer if ctx.keep_tables else None, size,
+                         approx_bytes=int(rows.num_rows * row_bytes))
         stats.append(WriteStat(
             file_id=bucket.file_id, path=path, partition_path=bucket.partition,
             prev_commit=bucket.base_instant or "null", num_writes=rows.num_rows,

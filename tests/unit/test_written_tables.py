@@ -192,6 +192,26 @@ def test_a_file_sliced_from_a_large_batch_is_kept_and_a_large_table_never_copied
     wt.TABLES.clear()
 
 
+def test_a_sliced_file_is_judged_by_its_callers_estimate_and_kept_only_by_its_exact_size(monkeypatch):
+    """A batched merge passes each file's share of its batch's bytes (`approx_bytes`) instead of having every
+    slice's own size measured: an estimate over the limit refuses the slice before any copy, one under it
+    lets the copy be made, and the copy's exact size still refuses a slice the estimate misjudged."""
+    monkeypatch.setattr(wt, "TABLE_MAX_BYTES", 4_000)
+    copies: list[int] = []
+    pooled_table = wt.pooled_table
+    monkeypatch.setattr(wt, "pooled_table", lambda table: copies.append(table.num_rows) or pooled_table(table))
+    wt.TABLES.clear()
+    batch = pa.table({"a": pa.array(range(10_000), pa.int64())})  # 80,000 bytes of buffers
+    wt.keep_written("file:///x/small.parquet", batch.slice(0, 100), {}, 0, approx_bytes=800)
+    assert wt.written_table("file:///x/small.parquet").table.column("a").to_pylist() == list(range(100))
+    wt.keep_written("file:///x/refused.parquet", batch.slice(0, 100), {}, 0, approx_bytes=5_000)
+    assert wt.written_table("file:///x/refused.parquet") is None and copies == [100]  # no copy made
+    wt.keep_written("file:///x/misjudged.parquet", batch.slice(0, 1_000), {}, 0, approx_bytes=100)  # 8,000 bytes
+    assert wt.written_table("file:///x/misjudged.parquet") is None and copies == [100, 1_000]
+    assert wt.TABLES.nbytes == 800
+    wt.TABLES.clear()
+
+
 def _stream_start(path: str) -> tuple[dict[str, str], str]:
     """A table whose last commit merged into every file group, written by this process (its files kept)."""
     opts = _options(**{"hoodie.datasource.write.operation": "upsert"})
