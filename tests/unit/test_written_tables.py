@@ -177,13 +177,19 @@ def test_the_cache_stays_within_its_bounds(tmp_path, monkeypatch):
     wt.TABLES.clear()
 
 
-def test_a_file_sliced_from_a_large_batch_is_kept_and_a_large_table_never_copied(monkeypatch):
+def _copies_counted(monkeypatch) -> tuple[list[int], pa.Table]:
+    """A 4,000-byte bound on a kept table, the rows of every copy the cache makes, and a batch of 80,000
+    bytes of buffers to slice files from."""
     monkeypatch.setattr(wt, "TABLE_MAX_BYTES", 4_000)
     copies: list[int] = []
     pooled_table = wt.pooled_table
     monkeypatch.setattr(wt, "pooled_table", lambda table: copies.append(table.num_rows) or pooled_table(table))
     wt.TABLES.clear()
-    batch = pa.table({"a": pa.array(range(10_000), pa.int64())})  # 80,000 bytes of buffers
+    return copies, pa.table({"a": pa.array(range(10_000), pa.int64())})
+
+
+def test_a_file_sliced_from_a_large_batch_is_kept_and_a_large_table_never_copied(monkeypatch):
+    copies, batch = _copies_counted(monkeypatch)
     wt.keep_written("file:///x/slice.parquet", batch.slice(5_000, 100), {}, 0)  # its own 800 bytes count
     assert wt.written_table("file:///x/slice.parquet").table.column("a").to_pylist() == list(range(5_000, 5_100))
     assert wt.TABLES.nbytes < 4_000 and copies == [100]
@@ -196,12 +202,7 @@ def test_a_sliced_file_is_judged_by_its_callers_estimate_and_kept_only_by_its_ex
     """A batched merge passes each file's share of its batch's bytes (`approx_bytes`) instead of having every
     slice's own size measured: an estimate over the limit refuses the slice before any copy, one under it
     lets the copy be made, and the copy's exact size still refuses a slice the estimate misjudged."""
-    monkeypatch.setattr(wt, "TABLE_MAX_BYTES", 4_000)
-    copies: list[int] = []
-    pooled_table = wt.pooled_table
-    monkeypatch.setattr(wt, "pooled_table", lambda table: copies.append(table.num_rows) or pooled_table(table))
-    wt.TABLES.clear()
-    batch = pa.table({"a": pa.array(range(10_000), pa.int64())})  # 80,000 bytes of buffers
+    copies, batch = _copies_counted(monkeypatch)
     wt.keep_written("file:///x/small.parquet", batch.slice(0, 100), {}, 0, approx_bytes=800)
     assert wt.written_table("file:///x/small.parquet").table.column("a").to_pylist() == list(range(100))
     wt.keep_written("file:///x/refused.parquet", batch.slice(0, 100), {}, 0, approx_bytes=5_000)
