@@ -19,6 +19,7 @@ merge-on-read table its base file hits in groups with log files are confirmed ag
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -289,23 +290,47 @@ def _assign(n: int, parts: pa.Array, keys: pa.Array, files: Sequence[KeyFile], o
             hit_keys: pa.Array, global_index: bool) -> tuple[pa.Array, pa.Array, pa.Array]:
     """Map every record to the file holding its key, given the keys found (`hit_keys`, each of the file
     `files[owner[i]]`, earlier files first where a key is found twice): one hash probe of the batch against
-    all hits (keyed by partition too, unless the index is global), not a pass over the batch per file."""
+    all hits, not a pass over the batch per file.
+
+    A non-global index wants the first file of the record's own partition. When every record's first
+    file holding its key is in its partition (a key stored in no other partition: the usual case), the
+    probe by key alone gave that; otherwise the batch is probed again by (partition, key) pairs, the
+    partition written as its number among the files' partitions: digits never hold the separator, so
+    no partition and key can pass for another pair (a partition value holding it did, as its text)."""
     if not len(hit_keys):
         none = pa.nulls(n, pa.string())
         return none, none, none
-    if global_index:
-        probe, value_set = keys, hit_keys
-    else:
-        hit_parts = pa.array(np.array([kf.partition for kf in files], dtype=object)[owner], pa.string())
-        probe = pc.binary_join_element_wise(parts, keys, "\u0001")
-        value_set = pc.binary_join_element_wise(hit_parts, hit_keys, "\u0001")
-    where = pc.index_in(probe, value_set=value_set)
-    missing = pc.is_null(where).to_numpy(zero_copy_only=False)
-    src = owner[pc.fill_null(where, 0).to_numpy(zero_copy_only=False)]
-    located = pa.array(src, pa.int64(), mask=missing)  # the owning file of each record, null if none
+    located = _first_owner(keys, hit_keys, owner)
+    if not global_index:
+        record_code, file_code = _partition_codes(parts, files)
+        found = pc.is_valid(located).to_numpy(zero_copy_only=False)
+        first = located.fill_null(0).to_numpy(zero_copy_only=False)
+        if not np.array_equal(file_code[first[found]], record_code[found]):
+            located = _first_owner(_qualified(record_code, keys), _qualified(file_code[owner], hit_keys), owner)
     out = [pa.array([getattr(kf, attr) for kf in files], pa.string()).take(located)
            for attr in ("file_id", "instant", "partition")]
     return out[0], out[1], out[2]
+
+
+def _first_owner(probe: pa.Array, value_set: pa.Array, owner: np.ndarray) -> pa.Array:
+    """The owner of each probe value's first occurrence in `value_set` (null where it has none)."""
+    where = pc.index_in(probe, value_set=value_set)
+    missing = pc.is_null(where).to_numpy(zero_copy_only=False)
+    src = owner[pc.fill_null(where, 0).to_numpy(zero_copy_only=False)]
+    return pa.array(src, pa.int64(), mask=missing)
+
+
+def _partition_codes(parts: pa.Array, files: Sequence[KeyFile]) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's and each file's partition as its number among the files' distinct partitions (-1: a
+    record's partition holds none of the files)."""
+    names = sorted({kf.partition for kf in files})
+    file_code = np.array([bisect_left(names, kf.partition) for kf in files], dtype=np.int64)
+    record_code = pc.fill_null(pc.index_in(parts, value_set=pa.array(names, pa.string())), -1)
+    return record_code.to_numpy(zero_copy_only=False).astype(np.int64), file_code
+
+
+def _qualified(codes: np.ndarray, keys: pa.Array) -> pa.Array:
+    return pc.binary_join_element_wise(pa.array(codes, pa.int64()).cast(pa.string()), keys, "\u0001")
 
 
 def _stay_where_outranked(engine: Engine, storage: Storage, cfg: WriteConfig, view: FileSystemView,

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyhudi.engine.local import LocalEngine
 from pyhudi.index import key_cache
@@ -91,3 +94,37 @@ def test_a_file_not_cached_or_with_logs_takes_the_lookup_per_file(tmp_path: Path
     key_cache.KEY_CACHE.pop(storage.uri(files[2].base_path or ""))
     assert LT._cached_hits(storage, files, keys) is None
     key_cache.KEY_CACHE.clear()
+
+
+def _assign_by_joined_keys(n: int, parts: pa.Array, keys: pa.Array, files: list[LT.KeyFile], owner: np.ndarray,
+                           hit_keys: pa.Array, global_index: bool) -> list[tuple[object, ...]]:
+    """The reference: each record's first hit of its (partition, key) pair, or of its key (global)."""
+    first: dict[object, int] = {}
+    for i, key in enumerate(hit_keys.to_pylist()):
+        f = int(owner[i])
+        first.setdefault(key if global_index else (files[f].partition, key), f)
+    out = []
+    for part, key in zip(parts.to_pylist(), keys.to_pylist()):
+        f = first.get(key if global_index else (part, key))
+        out.append((None, None, None) if f is None else (files[f].file_id, files[f].instant, files[f].partition))
+    return out
+
+
+_NAMES = st.sampled_from(["a", "b", "", "ü", "a\u0001", "k1", "\u0001k1"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(stored=st.lists(st.tuples(_NAMES, st.lists(_NAMES, max_size=6)), max_size=5),
+       batch=st.lists(st.tuples(_NAMES, _NAMES), min_size=1, max_size=12), global_index=st.booleans())
+def test_assign_answers_each_record_with_the_first_file_of_its_partition(
+        stored: list[tuple[str, list[str]]], batch: list[tuple[str, str]], global_index: bool) -> None:
+    """Keys stored in several files, partitions and both at once, separators inside values: the probe by
+    key alone (and its fallback to partition and key) answers as the pair-by-pair reference."""
+    files = [LT.KeyFile(part, f"f{i}", f"00{i}", None) for i, (part, _) in enumerate(stored)]
+    owner = np.array([i for i, (_, keys) in enumerate(stored) for _ in keys], dtype=np.int64)
+    hit_keys = pa.array([k for _, keys in stored for k in keys], pa.string())
+    parts = pa.array([p for p, _ in batch], pa.string())
+    keys = pa.array([k for _, k in batch], pa.string())
+    got = LT._assign(len(batch), parts, keys, files, owner, hit_keys, global_index)
+    want = _assign_by_joined_keys(len(batch), parts, keys, files, owner, hit_keys, global_index)
+    assert list(zip(*(a.to_pylist() for a in got))) == want
