@@ -46,8 +46,6 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def _dump(value: Any, indent: int, out: list[str]) -> None:
-    """Scalars inside a container are written in place, not by a call each: a commit of a spread write
-    holds hundreds of write stats of ~25 fields (measured: 0.14 ms a write stat with a call per value)."""
     if isinstance(value, dict):
         _dump_dict(value, indent, out)
     elif isinstance(value, (list, tuple)):
@@ -57,25 +55,38 @@ def _dump(value: Any, indent: int, out: list[str]) -> None:
 
 
 def _dump_dict(value: dict[Any, Any], indent: int, out: list[str]) -> None:
+    """Each entry's indented name is made once per depth and name (`_PREFIXES`), and the common scalars
+    (text, int, null) are written in place by exact type, not through a call each: a commit of a spread
+    write holds hundreds of write stats of ~25 entries (measured on 300: 4.8 ms with a call per value and
+    an f-string per name)."""
     if not value:
         out.append("{ }")
         return
-    pad = "  " * indent
-    out.append("{\n")
-    last = len(value) - 1
-    for i, (key, item) in enumerate(value.items()):
-        name = _KEYS.get(key) if type(key) is str else None  # 1 and True hash alike; "1" and 1 do not
-        if name is None:
-            name = _string(str(key))
-            if type(key) is str and len(_KEYS) < _KEYS_MAX:
-                _KEYS[key] = name
-        out.append(f"{pad}  {name} : ")
-        if isinstance(item, (dict, list, tuple)):
+    prefixes = _prefixes(indent)
+    append = out.append
+    append("{\n")
+    sep = ""
+    for key, item in value.items():
+        prefix = prefixes.get(key) if type(key) is str else None  # 1 and True hash alike; "1" and 1 do not
+        if prefix is None:
+            prefix = f"{'  ' * indent}  {_string(str(key))} : "
+            if type(key) is str and len(prefixes) < _KEYS_MAX:
+                prefixes[key] = prefix
+        append(sep)
+        append(prefix)
+        kind = type(item)
+        if kind is str:
+            append(f'"{item}"' if _NEEDS_ESCAPE.search(item) is None else _string(item))
+        elif kind is int:
+            append(str(item))
+        elif item is None:
+            append("null")
+        elif isinstance(item, (dict, list, tuple)):
             _dump(item, indent + 1, out)
         else:
-            out.append(_scalar(item))
-        out.append(",\n" if i < last else "\n")
-    out.append(f"{pad}}}")
+            append(_scalar(item))
+        sep = ",\n"
+    append(f"\n{'  ' * indent}}}")
 
 
 def _dump_list(value: list[Any] | tuple[Any, ...], indent: int, out: list[str]) -> None:
@@ -94,9 +105,16 @@ def _dump_list(value: list[Any] | tuple[Any, ...], indent: int, out: list[str]) 
     out.append(" ]")
 
 
-# Keys as printed: a commit repeats the same few dozen field names in every write stat.
-_KEYS: dict[str, str] = {}
+# Entry names as printed at each depth (indent, quotes, " : "): a commit repeats the same few dozen names in
+# every write stat.
+_PREFIXES: list[dict[str, str]] = []
 _KEYS_MAX = 4096
+
+
+def _prefixes(indent: int) -> dict[str, str]:
+    while len(_PREFIXES) <= indent:
+        _PREFIXES.append({})
+    return _PREFIXES[indent]
 
 
 def dumps(value: Any) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyhudi.model.jackson import dumps
 
@@ -83,3 +85,38 @@ def test_control_chars_use_uppercase_hex_like_jackson(char, escaped):
 
 def test_keys_escaped_like_values():
     assert dumps({'a"b': 1}) == '{\n  "a\\"b" : 1\n}'
+
+
+def _reference(value, indent=0):
+    """Jackson's layout in its plainest form, a call per value: the printer must give these bytes."""
+    pad = "  " * indent
+    if isinstance(value, dict):
+        if not value:
+            return "{ }"
+        entries = [f"{pad}  {dumps(str(k))} : {_reference(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(entries) + f"\n{pad}}}"
+    if isinstance(value, (list, tuple)):
+        return "[ " + ", ".join(_reference(v, indent) for v in value) + " ]" if value else "[ ]"
+    return dumps(value)
+
+
+class _Text(str):
+    pass
+
+
+_SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+            | st.text(max_size=6) | st.sampled_from(["a\x00b", 'q"', "\\", "\u2028", "é"])
+            | st.text(max_size=3).map(_Text))
+_KEYS = st.text(max_size=4) | st.sampled_from(["fileId", "a\nb", "1", "True"]) | st.integers(0, 2) | st.booleans()
+_DOCS = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+                     | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=25)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_DOCS)
+def test_printer_equals_the_reference_layout(doc):
+    """Names and values of every kind at every depth, the same name at several depths, keys that hash like
+    others (1 and True), str subclasses: the printer that makes each name once per depth gives the bytes of
+    the printer that makes everything per value."""
+    assert dumps(doc) == _reference(doc)
+    assert dumps(doc) == _reference(doc)  # again, with the names made on the first run
