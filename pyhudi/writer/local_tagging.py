@@ -19,7 +19,6 @@ merge-on-read table its base file hits in groups with log files are confirmed ag
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -323,9 +322,9 @@ def _first_owner(probe: pa.Array, value_set: pa.Array, owner: np.ndarray) -> pa.
 def _partition_codes(parts: pa.Array, files: Sequence[KeyFile]) -> tuple[np.ndarray, np.ndarray]:
     """Each record's and each file's partition as its number among the files' distinct partitions (-1: a
     record's partition holds none of the files)."""
-    names = sorted({kf.partition for kf in files})
-    file_code = np.array([bisect_left(names, kf.partition) for kf in files], dtype=np.int64)
-    record_code = pc.fill_null(pc.index_in(parts, value_set=pa.array(names, pa.string())), -1)
+    number = {p: i for i, p in enumerate(dict.fromkeys(kf.partition for kf in files))}
+    file_code = np.array([number[kf.partition] for kf in files], dtype=np.int64)
+    record_code = pc.fill_null(pc.index_in(parts, value_set=pa.array(list(number), pa.string())), -1)
     return record_code.to_numpy(zero_copy_only=False).astype(np.int64), file_code
 
 
