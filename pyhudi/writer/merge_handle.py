@@ -56,6 +56,7 @@ from pyhudi.model.file_names import base_file_name, join_path
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
 from pyhudi.storage import Storage
 from pyhudi.writer.handles import (
+    DELETE_FLAG,
     FILE_NAME,
     RECORD_KEY,
     HandleContext,
@@ -86,6 +87,7 @@ APPEND_MIN_BYTES = 4 * 1024 * 1024
 _FILE = "__pyhudi_file"
 _T = TypeVar("_T")
 _KEY = "__pyhudi_key"
+_SRC = "__pyhudi_src"  # an incoming row's number in the task's records
 
 
 @dataclass(frozen=True)
@@ -158,12 +160,12 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     k = len(batch)
     old = _concat([o.table for o in batch])
     old_file = np.repeat(np.arange(k), [o.table.num_rows for o in batch])
-    incoming, in_file = _incoming(records, [o.item.rows for o in batch])
+    incoming, in_file = _incoming(ctx, records, [o.item.rows for o in batch])
     if ctx.combine or not _concatenates(ctx):
         incoming, in_file = _dedupe_per_file(incoming, in_file, k, ctx.precombine_field)
     m = _decide(ctx, old, old_file, incoming, in_file, k)
     names = [base_file_name(o.item.bucket.file_id, o.item.token, ctx.instant) for o in batch]
-    out = _merged(ctx, old, incoming, m, [o.item.pid for o in batch])
+    out = _merged(ctx, old, records, incoming.column(_SRC).to_numpy(), m, [o.item.pid for o in batch])
     inserted_keys = incoming.column(RECORD_KEY).take(pa.array(m.inserts, type=pa.int64()))
     counts = [np.bincount(f, minlength=k) for f in (m.out_file, in_file[m.inserts], m.deleted_file, m.replaced_file)]
     out_at, ins_at = (np.concatenate([[0], np.cumsum(c)]) for c in counts[:2])
@@ -196,14 +198,16 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     return stats
 
 
-def _merged(ctx: HandleContext, old: pa.Table, incoming: pa.Table, m: _Merge, pids: list[int]) -> pa.Table:
+def _merged(ctx: HandleContext, old: pa.Table, records: pa.Table, src: np.ndarray, m: _Merge, pids: list[int]
+            ) -> pa.Table:
     """The batch's new files' rows, one file after another, without the file name column (`_named` adds
-    each file's): old records carried over, fresh records laid out with new meta columns, in
-    `m.out_order`. A file name column built for the batch's rows would be a string per row to copy,
-    reorder and hash again in the encoder, to say one value per file."""
+    each file's): old records carried over, fresh records (`records` rows `src[m.fresh_rows]`) laid out
+    with new meta columns, in `m.out_order`. A file name column built for the batch's rows would be a
+    string per row to copy, reorder and hash again in the encoder, to say one value per file."""
     if len(m.fresh_rows):
         n = len(m.fresh_rows)
-        fresh = meta_table(ctx, data_only(incoming).take(pa.array(m.fresh_rows)), pa.nulls(n, pa.string()),
+        picked = pa.array(src[m.fresh_rows], type=pa.int64())
+        fresh = meta_table(ctx, data_only(records).take(picked), pa.nulls(n, pa.string()),
                            _per_row([f"{ctx.instant}_{pid}_" for pid in pids], m.fresh_file), m.fresh_seq)
     else:  # pure deletes carry key columns only; nothing new is written
         fresh = ctx.file_schema.empty_table()
@@ -323,17 +327,24 @@ def _hash_by_shape(ctx: HandleContext, keys: pa.ChunkedArray, at: np.ndarray, fi
     return out
 
 
-def _incoming(records: pa.Table, rows: list[np.ndarray | None]) -> tuple[pa.Table, np.ndarray]:
-    """The batch's incoming records, grouped by file (one take), and each one's file."""
+def _incoming(ctx: HandleContext, records: pa.Table, rows: list[np.ndarray | None]) -> tuple[pa.Table, np.ndarray]:
+    """The columns a merge decides on (key, ordering value, delete flag) of the batch's incoming records,
+    grouped by file (one take), each with its row number in `records` (`_SRC`), and each one's file. Only
+    the rows written are taken whole, once, by `_merged`: taking every column here too copied each
+    incoming row's strings twice."""
+    names = dict.fromkeys(c for c in (RECORD_KEY, ctx.precombine_field, DELETE_FLAG) if c and has_column(records, c))
+    narrow = records.select(list(names)).append_column(_SRC, pa.array(np.arange(records.num_rows), pa.int64()))
     if len(rows) == 1 and rows[0] is None:
-        return records, np.zeros(records.num_rows, dtype=np.int64)
+        return narrow, np.zeros(records.num_rows, dtype=np.int64)
     picked = [np.arange(records.num_rows) if r is None else r for r in rows]
     in_file = np.repeat(np.arange(len(rows)), [len(r) for r in picked])
-    return records.take(pa.array(np.concatenate(picked), type=pa.int64())), in_file
+    return narrow.take(pa.array(np.concatenate(picked), type=pa.int64())), in_file
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
-    return tables[0] if len(tables) == 1 else pa.concat_tables(tables).combine_chunks()
+    """The batch's old records, one chunk a file: the merge's take reads the chunks in place (pyarrow's
+    chunked take), so combining them first would copy every old row once more."""
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
 def _per_row(values: list[str], file_of_row: np.ndarray) -> pa.Array:
@@ -489,15 +500,15 @@ def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: Merge
         return None
     began = time.monotonic()
     bucket = item.bucket
-    incoming, in_file = _incoming(records, [item.rows])
+    incoming, in_file = _incoming(ctx, records, [item.rows])
     if ctx.combine:
         incoming, _ = _dedupe_per_file(incoming, in_file, 1, ctx.precombine_field)
-    inserts = incoming.filter(pa.array(~is_delete(incoming)))
-    n = inserts.num_rows
+    inserts = incoming.filter(pa.array(~is_delete(incoming))).column(_SRC).to_numpy()
+    n = len(inserts)
     if not n:  # nothing to append (the footer's bloom filter and key range come with the appended rows)
         return None
     name = base_file_name(bucket.file_id, item.token, ctx.instant)
-    fresh = meta_table(ctx, data_only(inserts), constant_strings(name, n), f"{ctx.instant}_{item.pid}_",
+    fresh = meta_table(ctx, data_only(records).take(pa.array(inserts, pa.int64())), constant_strings(name, n), f"{ctx.instant}_{item.pid}_",
                        np.arange(n)).cast(ctx.file_schema)
     old_footer = old_file.metadata.metadata
     fresh_keys = fresh.column(RECORD_KEY)
