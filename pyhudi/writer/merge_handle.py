@@ -161,9 +161,12 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     old = _concat([o.table for o in batch])
     old_file = np.repeat(np.arange(k), [o.table.num_rows for o in batch])
     incoming, in_file = _incoming(ctx, records, [o.item.rows for o in batch])
+    distinct = None  # whether the batch's incoming keys are known to be distinct (None: not yet asked)
     if ctx.combine or not _concatenates(ctx):
-        incoming, in_file = _dedupe_per_file(incoming, in_file, k, ctx.precombine_field)
-    m = _decide(ctx, old, old_file, incoming, in_file, k)
+        if k > 1:
+            distinct = _distinct(incoming.column(RECORD_KEY))
+        incoming, in_file = _dedupe_per_file(incoming, in_file, k, ctx.precombine_field, distinct)
+    m = _decide(ctx, old, old_file, incoming, in_file, k, distinct)
     names = [base_file_name(o.item.bucket.file_id, o.item.token, ctx.instant) for o in batch]
     out = _merged(ctx, old, records, incoming.column(_SRC).to_numpy(), m, [o.item.pid for o in batch])
     inserted_keys = incoming.column(RECORD_KEY).take(pa.array(m.inserts, type=pa.int64()))
@@ -226,12 +229,12 @@ def _named(rows: pa.Table, ctx: HandleContext, name: str) -> pa.Table:
 
 
 def _decide(ctx: HandleContext, old: pa.Table, old_file: np.ndarray, incoming: pa.Table, in_file: np.ndarray,
-            k: int) -> _Merge:
+            k: int, distinct: bool | None = None) -> _Merge:
     deletes_mask = is_delete(incoming)
     if _concatenates(ctx):  # HoodieConcatHandle: no incoming record replaces a stored one
         idx = np.full(old.num_rows, -1, dtype=np.int64)
     else:
-        idx = _matches(old.column(RECORD_KEY), old_file, incoming.column(RECORD_KEY), in_file, k)
+        idx = _matches(old.column(RECORD_KEY), old_file, incoming.column(RECORD_KEY), in_file, k, distinct)
     matched = idx >= 0
     deleted_old = np.zeros(old.num_rows, dtype=bool)
     replaced_old = np.zeros(old.num_rows, dtype=bool)
@@ -355,13 +358,14 @@ def _per_row(values: list[str], file_of_row: np.ndarray) -> pa.Array:
 
 
 def _matches(old_keys: pa.ChunkedArray | pa.Array, old_file: np.ndarray, new_keys: pa.ChunkedArray | pa.Array,
-             in_file: np.ndarray, k: int) -> np.ndarray:
-    """For each old row, the incoming row of its own file carrying the same key, or -1.
+             in_file: np.ndarray, k: int, distinct: bool | None = None) -> np.ndarray:
+    """For each old row, the incoming row of its own file carrying the same key, or -1. `distinct`: what
+    `_distinct(new_keys)` says, when the caller asked it already (a hash pass over the batch's keys).
 
     When every incoming key is distinct (the usual batch), a key alone finds the one incoming row that can
     match, kept only if it belongs to the old row's file: the same answer as matching `<file>\\0<key>`
     pairs, without building those strings for every old row of the batch's files."""
-    if k > 1 and _distinct(new_keys):
+    if k > 1 and (_distinct(new_keys) if distinct is None else distinct):
         idx = pc.fill_null(pc.index_in(old_keys, value_set=new_keys), -1).to_numpy(zero_copy_only=False)
         idx = idx.astype(np.int64)
         hit = np.nonzero(idx >= 0)[0]
@@ -384,13 +388,14 @@ def _match_keys(keys: pa.ChunkedArray | pa.Array, file_of_row: np.ndarray, k: in
     return pc.binary_join_element_wise(_per_row([f"{i}\0" for i in range(k)], file_of_row), keys, "")
 
 
-def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine: str | None
-                     ) -> tuple[pa.Table, np.ndarray]:
-    """`dedupe` within each file's records; rows stay grouped by file, in file order."""
+def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine: str | None,
+                     distinct: bool | None = None) -> tuple[pa.Table, np.ndarray]:
+    """`dedupe` within each file's records; rows stay grouped by file, in file order. `distinct`: as
+    `_matches` takes it."""
     if k == 1:
         out = dedupe(incoming, precombine)
         return out, in_file[:out.num_rows]
-    if _distinct(incoming.column(RECORD_KEY)):  # every key once in the batch, so once in each file
+    if _distinct(incoming.column(RECORD_KEY)) if distinct is None else distinct:  # every key once in the batch
         return incoming, in_file
     at = incoming.schema.get_field_index(RECORD_KEY)
     keyed = incoming.set_column(at, RECORD_KEY, _match_keys(incoming.column(RECORD_KEY), in_file, k)) \
