@@ -168,7 +168,8 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
         incoming, in_file = _dedupe_per_file(incoming, in_file, k, ctx.precombine_field, distinct)
     m = _decide(ctx, old, old_file, incoming, in_file, k, distinct)
     names = [base_file_name(o.item.bucket.file_id, o.item.token, ctx.instant) for o in batch]
-    out = _merged(ctx, old, records, incoming.column(_SRC).to_numpy(), m, [o.item.pid for o in batch])
+    out = _merged(ctx, old, records, incoming.column(_SRC).to_numpy(), m, [o.item.pid for o in batch],
+                  np.bincount(old_file, minlength=k))
     inserted_keys = incoming.column(RECORD_KEY).take(pa.array(m.inserts, type=pa.int64()))
     counts = [np.bincount(f, minlength=k) for f in (m.out_file, in_file[m.inserts], m.deleted_file, m.replaced_file)]
     out_at, ins_at = (np.concatenate([[0], np.cumsum(c)]) for c in counts[:2])
@@ -201,12 +202,13 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     return stats
 
 
-def _merged(ctx: HandleContext, old: pa.Table, records: pa.Table, src: np.ndarray, m: _Merge, pids: list[int]
-            ) -> pa.Table:
+def _merged(ctx: HandleContext, old: pa.Table, records: pa.Table, src: np.ndarray, m: _Merge, pids: list[int],
+            old_counts: np.ndarray) -> pa.Table:
     """The batch's new files' rows, one file after another, without the file name column (`_named` adds
     each file's): old records carried over, fresh records (`records` rows `src[m.fresh_rows]`) laid out
     with new meta columns, in `m.out_order`. A file name column built for the batch's rows would be a
-    string per row to copy, reorder and hash again in the encoder, to say one value per file."""
+    string per row to copy, reorder and hash again in the encoder, to say one value per file.
+    `old_counts`: each file's old rows (`old` holds them one file after another)."""
     if len(m.fresh_rows):
         n = len(m.fresh_rows)
         picked = pa.array(src[m.fresh_rows], type=pa.int64())
@@ -214,10 +216,22 @@ def _merged(ctx: HandleContext, old: pa.Table, records: pa.Table, src: np.ndarra
                            _per_row([f"{ctx.instant}_{pid}_" for pid in pids], m.fresh_file), m.fresh_seq)
     else:  # pure deletes carry key columns only; nothing new is written
         fresh = ctx.file_schema.empty_table()
-    combined = pa.concat_tables([old, fresh.drop_columns([FILE_NAME]).cast(old.schema)])
-    if len(pids) == 1 and not len(m.deleted_file) and not len(m.replaced_file):
-        return combined  # one file topped up: old rows as they were, then the inserts; no copy needed
-    return combined.take(pa.array(m.out_order, type=pa.int64()))
+    fresh = fresh.drop_columns([FILE_NAME]).cast(old.schema)
+    if not len(m.deleted_file) and not len(m.replaced_file):
+        return _topped_up(old, fresh, old_counts, np.bincount(m.fresh_file, minlength=len(pids)))
+    return pa.concat_tables([old, fresh]).take(pa.array(m.out_order, type=pa.int64()))
+
+
+def _topped_up(old: pa.Table, inserts: pa.Table, old_counts: np.ndarray, insert_counts: np.ndarray) -> pa.Table:
+    """`m.out_order` of a batch whose files only gain inserts (no old row replaced or deleted): each
+    file's old rows as they were, then its inserts, laid out from slices of the two tables without a copy.
+    An insert stream tops its small files up this way on every write, and the take copied every old row."""
+    pieces = []
+    o = i = 0
+    for n_old, n_new in zip(old_counts.tolist(), insert_counts.tolist()):
+        pieces += [old.slice(o, n_old), inserts.slice(i, n_new)]
+        o, i = o + n_old, i + n_new
+    return pa.concat_tables(pieces)
 
 
 def _named(rows: pa.Table, ctx: HandleContext, name: str) -> pa.Table:

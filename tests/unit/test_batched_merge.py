@@ -250,3 +250,42 @@ def test_a_batch_tells_each_file_the_java_safety_its_own_rows_call_for(tmp_path,
         "both": (False, False)}
     theirs = hudi_rs(tmp_path / "batched")
     assert theirs is not None and theirs.num_rows == 29
+
+
+@pytest.mark.parametrize("update_one", [False, True])
+def test_a_batch_of_top_ups_keeps_each_files_old_rows_then_its_inserts(tmp_path, update_one, monkeypatch):
+    """Files that only gain inserts are laid out from slices (`_topped_up`), not taken: each new file holds
+    its old rows in their old order, then its inserts in input order, as a lone merge writes it. With one
+    file of the batch also updated, the batch takes its rows as before, in the same layout."""
+    options = {**_options(PAYLOADS["latest"]), "hoodie.datasource.write.operation": "upsert"}
+    pyhudi.write(_first(), str(tmp_path / "base"), {**options, "hoodie.datasource.write.operation": "insert"})
+    old_order = {p: [r["id"] for r in pq.read_table(f).to_pylist()]
+                 for f in (tmp_path / "base").rglob("*.parquet")
+                 for p in [str(f.parent.relative_to(tmp_path / "base"))]}
+    rows = [(f"z-{i}-{j}", p, 50, f"top-up {p} {j}", False) for i, p in enumerate(PARTS) for j in (2, 0, 1)]
+    if update_one:
+        rows.append((KEYS[3], PARTS[2], 60, "updated", False))
+    laid_out = []
+    topped_up = merge_handle._topped_up
+    monkeypatch.setattr(merge_handle, "_topped_up", lambda old, *a: laid_out.append(len(a[1])) or topped_up(old, *a))
+    written = {}
+    for name, batch_bytes in (("batched", merge_handle.MERGE_BATCH_BYTES), ("alone", 1)):
+        path = tmp_path / name
+        shutil.copytree(tmp_path / "base", path)
+        monkeypatch.setattr(merge_handle, "MERGE_BATCH_BYTES", batch_bytes)
+        pyhudi.write(_rows(rows), str(path), options)
+        instant = sorted(f.name.split(".")[0] for f in (path / ".hoodie").glob("*.commit"))[-1]
+        written[name] = _normalized(path, instant)
+        assert len(written[name]) == len(PARTS), "every partition's file topped up, none created"
+        for (part, _), (got, _) in written[name].items():
+            i = PARTS.index(part)
+            assert [r["id"] for r in got] == old_order[part] + [f"z-{i}-{j}" for j in (2, 0, 1)]
+            for r in got:
+                want = "updated" if update_one and (r["p"], r["id"]) == (PARTS[2], KEYS[3]) else (
+                    f"top-up {part} {r['id'][-1]}" if r["id"].startswith("z-") else f"old {part} {r['id']}")
+                assert r["v"] == want
+        theirs = hudi_rs(path)
+        assert theirs is not None and theirs.num_rows == len(PARTS) * (len(KEYS) + 3)
+    assert written["batched"] == written["alone"]
+    # batched: one layout of all 8 files, unless a file's update sends the batch to the take; alone: 8 of 1
+    assert laid_out == ([] if update_one else [len(PARTS)]) + [1] * (len(PARTS) - update_one)
