@@ -25,7 +25,7 @@ import base64
 import binascii
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -114,6 +114,33 @@ class BloomFilter:
         rows = [np.zeros(vector_size, dtype=bool)]
         return cls(code, vector_size, _num_hashes(vector_size, num_entries), rows,
                    nr=num_entries, max_entries=max_entries)
+
+    @classmethod
+    def create_filled(cls, num_entries: Sequence[int], fpp: float, max_entries: int, type_code: str,
+                      keys: Keys, counts: Sequence[int]) -> list[BloomFilter]:
+        """New filters of one shape, the i-th holding the next `counts[i]` of `keys` in its first row, as
+        :meth:`create` then :meth:`add_keys` make them. Their bits are set in one compiled pass into rows
+        laid end to end: a batched merge that rebuilds dozens of files' filters otherwise first hashed
+        every key into a (hashes x keys) position matrix (15 MB at 63k keys, slow to fault in here)."""
+        made = [cls.create(e, fpp, max_entries, type_code) for e in num_entries]
+        shapes = {(f.vector_size, f.num_hashes) for f in made}
+        if len(shapes) > 1 or len(counts) != len(made) or any(
+                f.type_code != SIMPLE and n > f._nr for f, n in zip(made, counts)):
+            raise ValueError(f"filters of {len(shapes)} shapes for {len(counts)} runs of keys, each of which "
+                             "must fit its filter's first row; use create and add_keys instead")
+        data, offsets = utf8_columns(keys)
+        if len(offsets) - 1 != sum(counts):
+            raise ValueError(f"{len(offsets) - 1} keys for runs of {sum(counts)}")
+        if not made:
+            return made
+        size, hashes = shapes.pop()
+        stacked = np.zeros((len(made), size), dtype=bool)
+        row_starts = np.repeat(np.arange(len(made), dtype=np.int64) * size, np.asarray(counts, dtype=np.int64))
+        set_bits(data, offsets, hashes, size, stacked.reshape(-1), row_starts)
+        for f, row, n in zip(made, stacked, counts):
+            f._plan_rows(int(n))  # one row: Hudi's counter advances as if each key were added
+            f._rows = [row]
+        return made
 
     def set_max_entries(self, max_entries: int) -> None:
         """A filter read back from a footer does not know its cap (Hudi does not serialize it); the

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +24,7 @@ from pyhudi.index.bloom_filter import (
     FOOTER_KEY,
     MAX_KEY_FOOTER,
     MIN_KEY_FOOTER,
+    SIMPLE,
     BloomFilter,
     FooterFilter,
     decoded_entries,
@@ -138,20 +139,45 @@ def fresh_bloom(settings: ParquetSettings, keys: pa.Array | pa.ChunkedArray,
     patched into the cached text of an empty filter (`FooterFilter.patch_pays`), which saves packing and
     encoding the whole (mostly zero) 431 KB filter; the text is the same either way. `hashed`: the keys'
     `key_positions` for the shape `settings` gives `len(keys)` records (see `bloom_shape`)."""
-    entries = settings.bloom_entries(len(keys))
-    empty = FooterFilter.parse(_empty_filter_text(settings.bloom_type, entries, settings.bloom_fpp,
-                                                  settings.bloom_max_entries),
-                               settings.bloom_type)
-    bloom: BloomFilter | FooterFilter
-    if empty is not None and empty.fits(len(keys)) and empty.patch_pays(len(keys), fresh=True):
-        bloom = empty
-    else:
+    bloom: BloomFilter | FooterFilter | None = _patched_empty(settings, len(keys))
+    if bloom is None:
         bloom = new_bloom(settings, len(keys))
     if hashed is not None:
         bloom.add_hashed(hashed)
     else:
         bloom.add_keys(keys)
     return bloom
+
+
+def _patched_empty(settings: ParquetSettings, n: int) -> FooterFilter | None:
+    """The cached text of an empty filter for `n` keys, where patching them in pays (`fresh_bloom`)."""
+    empty = FooterFilter.parse(_empty_filter_text(settings.bloom_type, settings.bloom_entries(n), settings.bloom_fpp,
+                                                  settings.bloom_max_entries),
+                               settings.bloom_type)
+    return empty if empty is not None and empty.fits(n) and empty.patch_pays(n, fresh=True) else None
+
+
+def fresh_blooms(settings: ParquetSettings, keys: pa.ChunkedArray, at: np.ndarray, files: Sequence[int]
+                 ) -> dict[int, BloomFilter | FooterFilter]:
+    """`fresh_bloom` of each file's keys (`keys[at[i]:at[i + 1]]`, none null; files without keys left
+    out). Files whose filters share a shape and take their keys in one row are built together
+    (`BloomFilter.create_filled`), one hashing pass for all of them."""
+    out: dict[int, BloomFilter | FooterFilter] = {}
+    by_shape: dict[tuple[int, int], list[int]] = {}
+    for i in files:
+        n = int(at[i + 1] - at[i])
+        if n and _patched_empty(settings, n) is None and (
+                settings.bloom_type.upper() == SIMPLE or n <= settings.bloom_entries(n)):
+            by_shape.setdefault(bloom_shape(settings, n), []).append(i)
+        elif n:
+            out[i] = fresh_bloom(settings, keys.slice(at[i], n))
+    for members in by_shape.values():
+        counts = [int(at[i + 1] - at[i]) for i in members]
+        picked = pa.chunked_array([c for i, n in zip(members, counts) for c in keys.slice(at[i], n).chunks], keys.type)
+        out.update(zip(members, BloomFilter.create_filled([settings.bloom_entries(n) for n in counts],
+                                                          settings.bloom_fpp, settings.bloom_max_entries,
+                                                          settings.bloom_type, picked, counts)))
+    return out
 
 
 def bloom_shape(settings: ParquetSettings, num_records: int) -> tuple[int, int]:

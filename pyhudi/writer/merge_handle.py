@@ -43,6 +43,7 @@ from pyhudi.io.base_file import (
     extended_bloom,
     filter_extends,
     fresh_bloom,
+    fresh_blooms,
     read_open_parquet,
     read_parquet,
     write_base_file,
@@ -311,10 +312,8 @@ def _blooms(ctx: HandleContext, footers: Sequence[dict[bytes, bytes] | None], ou
     if out_keys.null_count:
         return blooms
     fresh = [i for i in range(k) if blooms[i] is None and 0 < sizes[i] <= FRESH_HASHED_MAX]
-    hashed = _hash_by_shape(ctx, out_keys, out_at, fresh, sizes)
-    for i in fresh:
-        if i in hashed:
-            blooms[i] = fresh_bloom(ctx.parquet, out_keys.slice(out_at[i], sizes[i]), hashed[i])
+    for i, bloom in fresh_blooms(ctx.parquet, out_keys, out_at, fresh).items():
+        blooms[i] = bloom
     return blooms
 
 

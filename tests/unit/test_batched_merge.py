@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pyhudi
+from pyhudi.index.bloom_filter import BloomFilter
 from pyhudi.writer import merge_handle
 from tests.helpers import arrow_read, hudi_rs, in_process_read_available
 
@@ -156,8 +157,8 @@ def test_a_batch_bound_splits_a_task_into_several_batches(tmp_path, monkeypatch)
 def test_a_batch_hashes_its_files_keys_together_and_writes_each_files_own_filter(tmp_path, monkeypatch):
     """Filters are sized to each file's records (a power of two), so in one batch some files extend their
     old filter by their inserts and others cross a power of two and get a fresh filter of every key; the
-    batch hashes each group's keys in one pass (`_blooms`). Files of both groups, two of each shape and one
-    alone in its shape: every footer equals the lone merge's, and a crossing file's filter is the one a
+    batch hashes the extending group's inserts in one pass and sets the crossing group's bits in one pass
+    (`_blooms`). Files of both groups, two of each shape and one alone in its shape: every footer equals the lone merge's, and a crossing file's filter is the one a
     fresh build of its keys in file order gives."""
     from pyhudi.io.base_file import ParquetSettings, fresh_bloom
 
@@ -175,6 +176,14 @@ def test_a_batch_hashes_its_files_keys_together_and_writes_each_files_own_filter
         return real(keys, rounds, bits)
 
     monkeypatch.setattr(merge_handle, "key_positions", counting)
+    filled: list[list[int]] = []
+    real_filled = BloomFilter.create_filled.__func__  # type: ignore[attr-defined]
+
+    def filling(cls, entries, fpp, max_entries, type_code, keys, runs):  # type: ignore[no-untyped-def]
+        filled.append(list(runs))
+        return real_filled(cls, entries, fpp, max_entries, type_code, keys, runs)
+
+    monkeypatch.setattr(BloomFilter, "create_filled", classmethod(filling))
     paths = {}
     for name, bound in (("batched", merge_handle.MERGE_BATCH_BYTES), ("alone", 1)):
         paths[name] = tmp_path / name
@@ -182,7 +191,8 @@ def test_a_batch_hashes_its_files_keys_together_and_writes_each_files_own_filter
         monkeypatch.setattr(merge_handle, "MERGE_BATCH_BYTES", bound)
         pyhudi.write(upsert, str(paths[name]), {**opts, "hoodie.datasource.write.operation": "upsert"})
         if name == "batched":
-            assert sorted(calls) == [10, 126 + 127 + 10], "one pass for the extending pair's inserts, one for the crossing pair"
+            assert calls == [10], "one hashing pass for the extending pair's inserts"
+            assert filled == [[126 + 5, 127 + 5]], "one filling pass for the crossing pair"
     instants = {n: sorted(f.name.split(".")[0] for f in (p / ".hoodie").glob("*.commit"))[-1] for n, p in paths.items()}
     got, want = _normalized(paths["batched"], instants["batched"]), _normalized(paths["alone"], instants["alone"])
     assert got.keys() == want.keys() and len(got) == len(sizes)

@@ -557,3 +557,68 @@ def test_extended_filter_takes_prehashed_keys_on_the_decode_path() -> None:
     assert not isinstance(by_hash, FooterFilter)
     assert by_keys is not None and by_hash.serialize() == by_keys.serialize()
     assert by_hash.might_contain_many(old + new.to_pylist()).all()
+
+
+@pytest.mark.parametrize("type_code", ["DYNAMIC_V0", "SIMPLE"])
+def test_filters_filled_together_equal_filters_filled_one_at_a_time(type_code: str) -> None:
+    """`create_filled` sets every file's bits in one pass into rows laid end to end; each filter must be
+    the one `create` + `add_keys` make of its own run of keys (mixed lengths, multi-byte UTF-8, an empty
+    run), and must go on growing alike (Hudi's row counter included) when more keys come."""
+    rng = random.Random(11)
+    counts = [1, 37, 0, 500, 1024, 3]
+    keys = [f"{rng.choice(['k', 'é', '键', 'key-long-'])}{rng.getrandbits(40):x}" for _ in range(sum(counts))]
+    made = BloomFilter.create_filled([1024] * len(counts), 1e-7, 5000, type_code, pa.array(keys), counts)
+    lo = 0
+    for got, n in zip(made, counts):
+        want = BloomFilter.create(1024, 1e-7, 5000, type_code)
+        want.add_keys(keys[lo:lo + n])
+        lo += n
+        assert (got.num_rows, got.current_count) == (want.num_rows, want.current_count)
+        assert got.serialize() == want.serialize()
+        more = [f"more-{i}" for i in range(1100)]  # past num_entries: a dynamic filter starts a row
+        got.add_keys(more)
+        want.add_keys(more)
+        assert (got.num_rows, got.current_count) == (want.num_rows, want.current_count)
+        assert got.serialize() == want.serialize()
+
+
+def test_filters_filled_together_refuse_what_one_pass_cannot_build() -> None:
+    with pytest.raises(ValueError, match="shapes"):
+        BloomFilter.create_filled([128, 4096], 1e-9, 100000, "DYNAMIC_V0", pa.array(["a", "b"]), [1, 1])
+    with pytest.raises(ValueError, match="first row"):  # 200 keys do not fit a 128-entry row
+        BloomFilter.create_filled([128], 1e-9, 100000, "DYNAMIC_V0", pa.array([f"k{i}" for i in range(200)]),
+                                  [200])
+    with pytest.raises(ValueError, match="runs of"):
+        BloomFilter.create_filled([128], 1e-9, 100000, "DYNAMIC_V0", pa.array(["a", "b"]), [1])
+
+
+@pytest.mark.parametrize("sized", [True, False])
+def test_fresh_filters_of_a_batch_equal_each_files_own(sized: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fresh_blooms` builds the files of one shape together: each footer equals `fresh_bloom` of that
+    file's keys alone. Records-sized filters (two files sharing a shape, one alone, one empty); Hudi's
+    fixed 60,000-entry filter, where a file of a few keys is patched into the empty filter's text."""
+    from pyhudi.index.bloom_filter import FooterFilter
+    from pyhudi.io.base_file import ParquetSettings, fresh_bloom, fresh_blooms
+
+    settings = ParquetSettings(bloom_size_to_records=sized)
+    counts = [131, 0, 132, 305, 3, 290]
+    keys = pa.chunked_array([pa.array([f"f{f}-{i}" for f, n in enumerate(counts) for i in range(n)][:400]),
+                             pa.array([f"f{f}-{i}" for f, n in enumerate(counts) for i in range(n)][400:])])
+    at = np.concatenate([[0], np.cumsum(counts)])
+    filled: list[list[int]] = []
+    real = BloomFilter.create_filled.__func__  # type: ignore[attr-defined]
+
+    def spy(cls, entries, fpp, max_entries, type_code, k, runs):  # type: ignore[no-untyped-def]
+        filled.append(list(runs))
+        return real(cls, entries, fpp, max_entries, type_code, k, runs)
+
+    monkeypatch.setattr(BloomFilter, "create_filled", classmethod(spy))
+    got = fresh_blooms(settings, keys, at, range(len(counts)))
+    assert sorted(got) == [0, 2, 3, 4, 5]
+    for i in got:
+        assert got[i].footer_raw() == fresh_bloom(settings, keys.slice(at[i], counts[i])).footer_raw(), i
+    if sized:
+        assert sorted(filled) == [[3], [131, 132], [305, 290]]
+    else:  # one shape; files of up to ~270 keys are patched into the empty filter's text instead
+        assert filled == [[305, 290]]
+        assert isinstance(got[0], FooterFilter) and isinstance(got[4], FooterFilter)
