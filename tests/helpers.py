@@ -192,3 +192,18 @@ def marked_files(path: str | os.PathLike[str], instant: str) -> list[str]:
         if f.name != "MARKERS.type":
             names += [line for line in f.read_text(encoding="utf-8").splitlines() if ".marker." in line]
     return sorted({n.split(".marker.")[0].lstrip("/") for n in names})
+
+
+def spy_create_filled(monkeypatch: Any) -> list[list[int]]:
+    """The runs of keys each `BloomFilter.create_filled` call builds, in call order (one list per call)."""
+    from pyhudi.index.bloom_filter import BloomFilter
+
+    filled: list[list[int]] = []
+    real = BloomFilter.create_filled.__func__  # type: ignore[attr-defined]
+
+    def spy(cls, entries, fpp, max_entries, type_code, keys, runs):  # type: ignore[no-untyped-def]
+        filled.append(list(runs))
+        return real(cls, entries, fpp, max_entries, type_code, keys, runs)
+
+    monkeypatch.setattr(BloomFilter, "create_filled", classmethod(spy))
+    return filled

@@ -17,9 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import pyhudi
-from pyhudi.index.bloom_filter import BloomFilter
 from pyhudi.writer import merge_handle
-from tests.helpers import arrow_read, hudi_rs, in_process_read_available
+from tests.helpers import arrow_read, hudi_rs, in_process_read_available, spy_create_filled
 
 PARTS = ["1", "10", "p/1", "ü", "0", "01", "x y", "2024-01-01"]
 KEYS = ["dup", "1", "11", "1\0" + "1", "é", "k", "10", "a\0b", "\uff21", "🙂"]
@@ -176,14 +175,7 @@ def test_a_batch_hashes_its_files_keys_together_and_writes_each_files_own_filter
         return real(keys, rounds, bits)
 
     monkeypatch.setattr(merge_handle, "key_positions", counting)
-    filled: list[list[int]] = []
-    real_filled = BloomFilter.create_filled.__func__  # type: ignore[attr-defined]
-
-    def filling(cls, entries, fpp, max_entries, type_code, keys, runs):  # type: ignore[no-untyped-def]
-        filled.append(list(runs))
-        return real_filled(cls, entries, fpp, max_entries, type_code, keys, runs)
-
-    monkeypatch.setattr(BloomFilter, "create_filled", classmethod(filling))
+    filled = spy_create_filled(monkeypatch)
     paths = {}
     for name, bound in (("batched", merge_handle.MERGE_BATCH_BYTES), ("alone", 1)):
         paths[name] = tmp_path / name

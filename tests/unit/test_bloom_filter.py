@@ -37,7 +37,7 @@ from pyhudi.index.bloom_filter import (
 from pyhudi.index.murmur import _division_magic
 from pyhudi.index.murmur import hash_positions as _positions
 from pyhudi.index.murmur import utf8_columns as _utf8_columns
-from tests.helpers import samples_root
+from tests.helpers import samples_root, spy_create_filled
 
 
 @pytest.fixture(autouse=True, params=["compiled", "numpy"])
@@ -605,14 +605,7 @@ def test_fresh_filters_of_a_batch_equal_each_files_own(sized: bool, monkeypatch:
     keys = pa.chunked_array([pa.array([f"f{f}-{i}" for f, n in enumerate(counts) for i in range(n)][:400]),
                              pa.array([f"f{f}-{i}" for f, n in enumerate(counts) for i in range(n)][400:])])
     at = np.concatenate([[0], np.cumsum(counts)])
-    filled: list[list[int]] = []
-    real = BloomFilter.create_filled.__func__  # type: ignore[attr-defined]
-
-    def spy(cls, entries, fpp, max_entries, type_code, k, runs):  # type: ignore[no-untyped-def]
-        filled.append(list(runs))
-        return real(cls, entries, fpp, max_entries, type_code, k, runs)
-
-    monkeypatch.setattr(BloomFilter, "create_filled", classmethod(spy))
+    filled = spy_create_filled(monkeypatch)
     got = fresh_blooms(settings, keys, at, range(len(counts)))
     assert sorted(got) == [0, 2, 3, 4, 5]
     for i in got:
