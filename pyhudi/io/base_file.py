@@ -166,18 +166,28 @@ def fresh_blooms(settings: ParquetSettings, keys: pa.ChunkedArray, at: np.ndarra
     by_shape: dict[tuple[int, int], list[int]] = {}
     for i in files:
         n = int(at[i + 1] - at[i])
-        if n and _patched_empty(settings, n) is None and (
-                settings.bloom_type.upper() == SIMPLE or n <= settings.bloom_entries(n)):
+        if not n:
+            continue
+        alone: BloomFilter | FooterFilter | None = _patched_empty(settings, n)
+        if alone is None and settings.bloom_type.upper() != SIMPLE and n > settings.bloom_entries(n):
+            alone = new_bloom(settings, n)  # more keys than one row holds: Hudi's rows fill in turn
+        if alone is None:
             by_shape.setdefault(bloom_shape(settings, n), []).append(i)
-        elif n:
-            out[i] = fresh_bloom(settings, keys.slice(at[i], n))
+        else:
+            alone.add_keys(keys.slice(at[i], n))
+            out[i] = alone
     for members in by_shape.values():
         counts = [int(at[i + 1] - at[i]) for i in members]
-        picked = pa.chunked_array([c for i, n in zip(members, counts) for c in keys.slice(at[i], n).chunks], keys.type)
         out.update(zip(members, BloomFilter.create_filled([settings.bloom_entries(n) for n in counts],
                                                           settings.bloom_fpp, settings.bloom_max_entries,
-                                                          settings.bloom_type, picked, counts)))
+                                                          settings.bloom_type, keys_of_files(keys, at, members),
+                                                          counts)))
     return out
+
+
+def keys_of_files(keys: pa.ChunkedArray, at: np.ndarray, files: Sequence[int]) -> pa.ChunkedArray:
+    """The keys of `files` (file i's are `keys[at[i]:at[i + 1]]`) end to end, for one hashing pass."""
+    return pa.chunked_array([c for i in files for c in keys.slice(at[i], at[i + 1] - at[i]).chunks], keys.type)
 
 
 def bloom_shape(settings: ParquetSettings, num_records: int) -> tuple[int, int]:

@@ -44,6 +44,7 @@ from pyhudi.io.base_file import (
     filter_extends,
     fresh_bloom,
     fresh_blooms,
+    keys_of_files,
     read_open_parquet,
     read_parquet,
     write_base_file,
@@ -75,9 +76,11 @@ from pyhudi.writer.partitioner import Bucket
 # Old records (Arrow bytes) at which a batch closes: hundreds of small files, while a large file (which
 # gains nothing from batching) is merged alone; a batch's memory is about three times this at most.
 MERGE_BATCH_BYTES = 64 * 1024 * 1024
-# Largest file whose fresh bloom filter a batch hashes with its other files' keys (a bigger file's own
-# hashing pass amortizes its fixed cost), and the most keys one hashing pass holds: its (hashes, keys)
-# int64 matrix is 240 bytes a key at Hudi's 30 hashes, 15.7 MB at 65,536 keys.
+# Largest file whose fresh bloom filter a batch builds with its other files' (a bigger file's own pass
+# amortizes its fixed cost, and its filter, ~43 bytes a key until packed, is built when the file is
+# written instead of living with the batch's), and the most inserted keys one hashing pass for extended
+# filters holds: its (hashes, keys) int64 matrix is 240 bytes a key at Hudi's 30 hashes, 15.7 MB at
+# 65,536 keys.
 FRESH_HASHED_MAX = 16384
 HASH_PASS_KEYS = 65536
 # Smallest old file a top-up appends row groups to (`_append`): splicing costs ~6-10 ms of Python a file
@@ -332,9 +335,7 @@ def _hash_by_shape(ctx: HandleContext, keys: pa.ChunkedArray, at: np.ndarray, fi
             take = np.cumsum([at[i + 1] - at[i] for i in members]) <= HASH_PASS_KEYS
             part = members[:max(1, int(take.sum()))]
             members = members[len(part):]
-            picked = pa.chunked_array([c for i in part for c in keys.slice(at[i], at[i + 1] - at[i]).chunks],
-                                      keys.type)
-            positions = key_positions(picked, rounds, bits)
+            positions = key_positions(keys_of_files(keys, at, part), rounds, bits)
             lo = 0
             for i in part:
                 n = int(at[i + 1] - at[i])
