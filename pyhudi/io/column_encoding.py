@@ -24,9 +24,11 @@ from pyhudi.io.write_pool import WRITE_POOL
 # them: pyarrow has no "uncompressed".
 _PYARROW_CODECS = {"snappy": "snappy", "gzip": "gzip", "zstd": "zstd", "lz4": "lz4", "brotli": "brotli",
                    "uncompressed": "none"}
-# Rows a choice is sampled from; smaller files keep pyarrow's defaults (dictionary tried on every column,
-# every column compressed) and decide nothing for the table.
+# Rows a choice is sampled from (a file of fewer rows is sampled whole). Files below MIN_SAMPLE_ROWS keep
+# pyarrow's defaults (dictionary tried on every column, every column compressed) and decide nothing for the
+# table. A choice sampled from fewer than SAMPLE_ROWS rows is sampled again by a file of twice as many.
 SAMPLE_ROWS = 2048
+MIN_SAMPLE_ROWS = 256
 # A unique text column whose sampled values the codec shrinks by less than this share is stored raw.
 RAW_MIN_SAVING = 0.125
 # Sampled values below this many bytes say too little about a codec.
@@ -87,13 +89,14 @@ class EncodingMemo:
                 entries.append(entry)
             entry.uses += 1
             chosen, uses = entry.chosen, entry.uses
-        if chosen is not None and uses % RESAMPLE_FILES:
+            grown = entry.rows < SAMPLE_ROWS and table.num_rows >= 2 * entry.rows
+        if chosen is not None and uses % RESAMPLE_FILES and not grown:
             return chosen
         picked = sampled_choice(table, raw_codec)
-        if picked is None:  # too small to sample: the writer's defaults
-            return UNSAMPLED
+        if picked is None:  # too small to sample: the table's choice, else the writer's defaults
+            return chosen or UNSAMPLED
         with _MEMO_LOCK:
-            entry.chosen = picked
+            entry.chosen, entry.rows = picked, min(table.num_rows, SAMPLE_ROWS)
             if sum(len(e) for e in _MEMO.values()) > _MEMO_MAX_KEYS:  # a process writing many: start over
                 _MEMO.clear()
         return picked
@@ -110,6 +113,7 @@ class _MemoEntry:
     schema: pa.Schema
     chosen: ColumnChoice | None = None
     uses: int = 0
+    rows: int = 0  # the rows `chosen` was sampled from
 
 
 _MEMO: dict[tuple[str, str | None], list[_MemoEntry]] = {}
@@ -135,13 +139,13 @@ def sampled_choice(table: pa.Table, raw_codec: str | None) -> ColumnChoice | Non
     the file is a few percent bigger and written (and read) faster. Strong codecs (zstd, gzip) halve
     hex text, so under them the rule keeps compression."""
     n = table.num_rows
-    if n <= SAMPLE_ROWS:
+    if n < MIN_SAMPLE_ROWS:
         return None
-    sample = every_nth(table, n // SAMPLE_ROWS, SAMPLE_ROWS)
+    sample = table if n <= SAMPLE_ROWS else every_nth(table, n // SAMPLE_ROWS, SAMPLE_ROWS)
     nested = any(pa.types.is_nested(f.type) for f in table.schema)
     unique = [name for name, col in zip(sample.column_names, sample.columns)
               if not pa.types.is_nested(col.type) and not pa.types.is_dictionary(col.type)
-              and (nested is False or _is_text(col.type)) and _distinct(col) >= SAMPLE_ROWS * 0.9]
+              and (nested is False or _is_text(col.type)) and _distinct(col) >= sample.num_rows * 0.9]
     dictionary: bool | list[str] = True if nested else [c for c in sample.column_names if c not in unique]
     raw = frozenset(c for c in unique if raw_codec is not None and _is_text(sample.schema.field(c).type)
                     and _incompressible(sample.column(c), raw_codec))

@@ -150,12 +150,14 @@ def test_first_chunk_tops_up_small_files_as_the_in_memory_insert_does(tmp_path, 
     the in-memory insert is); the stream's new files are well sized; both hold the model."""
     streamed, in_memory = str(tmp_path / "s"), str(tmp_path / "m")
     o = _opts(table_type, index)
-    first = [_batch(0, 3000)]
+    # Small files whose room (about 5,000 rows each) fits in the stream's first chunk, which its Arrow bytes
+    # bound at about 18,000 of these rows (FIRST_CHUNK_ARROW_FILES): a chunk that ends first tops them up less.
+    first = [_batch(0, 9000)]
     pyhudi.write(_stream(first), streamed, {**o, "hoodie.datasource.write.operation": "bulk_insert"})
     shutil.copytree(streamed, in_memory)
     small = {s["fileId"]: s["numWrites"] for s in _stats(streamed, completed_commits(streamed)[0])}
     assert len(small) == 3 and all(s["fileSizeInBytes"] < SMALL for s in _stats(streamed, completed_commits(streamed)[0]))
-    more = [_batch(lo, 2000) for lo in range(3000, 83_000, 2000)]
+    more = [_batch(lo, 2000) for lo in range(9000, 89_000, 2000)]
     i_stream = pyhudi.write(_stream(more), streamed, o)
     i_mem = pyhudi.write(pa.Table.from_batches(more), in_memory, o)
     model = _model_of(first + more)

@@ -18,7 +18,14 @@ import pytest
 import pyhudi
 from pyhudi.config import keys as K
 from pyhudi.io.base_file import ParquetSettings, encode_within
-from pyhudi.io.column_encoding import SAMPLE_ROWS, EncodingMemo, pyarrow_codec, sampled_choice
+from pyhudi.io.column_encoding import (
+    MIN_SAMPLE_ROWS,
+    RESAMPLE_FILES,
+    SAMPLE_ROWS,
+    EncodingMemo,
+    pyarrow_codec,
+    sampled_choice,
+)
 from tests.helpers import hudi_rs, rows_by_key
 
 AVRO = '{"type":"record","name":"r","fields":[]}'
@@ -101,7 +108,7 @@ def test_a_slice_of_a_chunked_table_and_a_nested_schema_choose_the_same_way() ->
 
 
 def test_small_files_sparse_columns_and_short_values_decide_nothing() -> None:
-    small = _table(SAMPLE_ROWS)
+    small = _table(MIN_SAMPLE_ROWS - 1)
     assert sampled_choice(small, "snappy") is None
     chunks, _ = _written(small)
     assert not _raw(chunks)
@@ -115,6 +122,51 @@ def test_small_files_sparse_columns_and_short_values_decide_nothing() -> None:
     assert choice is not None and isinstance(choice.dictionary, list) and "blob" not in choice.dictionary
     assert "blob" not in choice.raw and "uuid" in choice.raw
     assert sampled_choice(_table(), None) is not None and not sampled_choice(_table(), None).raw  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("rows", [MIN_SAMPLE_ROWS, 700, SAMPLE_ROWS])
+def test_a_file_below_the_sample_size_is_sampled_whole(rows: int) -> None:
+    """A small file (a partition's first batches in a stream over many partitions) is sampled from all
+    its rows: its unique columns are written plain and its random text raw, as a large file's are."""
+    table = _table(rows)
+    choice = sampled_choice(table, "snappy")
+    # 256 blobs of 24 random bytes are 6 KB of values: too few to judge a codec by (the other three: 9-16 KB)
+    raw = RANDOM_TEXT - {"blob"} if rows == MIN_SAMPLE_ROWS else RANDOM_TEXT
+    assert choice is not None and choice.raw == raw
+    assert set(table.column_names) - set(choice.dictionary) == RANDOM_TEXT | {"address", "n"}  # type: ignore[arg-type]
+    chunks, back = _written(table)
+    assert _raw(chunks) == raw and _same(back, table)
+    assert chunks["city"].has_dictionary_page and not chunks["n"].has_dictionary_page
+
+
+def test_a_choice_from_a_small_file_is_sampled_again_by_a_file_twice_as_large() -> None:
+    """A column of 2,000 values looks unique in 256 rows but repeats in 2,048: the table's choice follows
+    the larger files as they come (256 -> 512 -> ... rows), and stops resampling at SAMPLE_ROWS."""
+    EncodingMemo.forget()
+    memo = EncodingMemo("growing")
+    rng = random.Random(3)
+    rows = 4 * SAMPLE_ROWS
+    table = _table(rows).append_column("rider", pa.array([f"rider-{rng.randrange(2000):05d}" for _ in range(rows)]))
+    calls: list[int] = []
+    real = sampled_choice
+
+    def spy(t: pa.Table, codec: str | None):  # type: ignore[no-untyped-def]
+        calls.append(t.num_rows)
+        return real(t, codec)
+
+    import pyhudi.io.column_encoding as ce
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ce, "sampled_choice", spy)
+        assert "rider" not in memo.choice(table.slice(0, MIN_SAMPLE_ROWS), "snappy").dictionary  # type: ignore[operator]
+        assert "rider" not in memo.choice(table.slice(0, 2 * MIN_SAMPLE_ROWS - 1), "snappy").dictionary  # type: ignore[operator]
+        assert "rider" in memo.choice(table.slice(0, 2 * SAMPLE_ROWS), "snappy").dictionary  # type: ignore[operator]
+        assert "rider" in memo.choice(table.slice(0, MIN_SAMPLE_ROWS), "snappy").dictionary  # type: ignore[operator]
+        assert "rider" in memo.choice(table, "snappy").dictionary  # type: ignore[operator]
+        # The RESAMPLE_FILES-th file samples again; one too small to sample keeps the table's choice.
+        for _ in range(RESAMPLE_FILES - 5):
+            assert "rider" in memo.choice(table.slice(0, 10), "snappy").dictionary  # type: ignore[operator]
+    assert calls == [MIN_SAMPLE_ROWS, 2 * SAMPLE_ROWS, 10]
+    EncodingMemo.forget()
 
 
 def test_the_choice_is_kept_per_table_and_codec() -> None:
