@@ -184,7 +184,9 @@ def test_a_batch_hashes_its_files_keys_together_and_writes_each_files_own_filter
         pyhudi.write(upsert, str(paths[name]), {**opts, "hoodie.datasource.write.operation": "upsert"})
         if name == "batched":
             assert calls == [10], "one hashing pass for the extending pair's inserts"
-            assert filled == [[126 + 5, 127 + 5]], "one filling pass for the crossing pair"
+            # (in the batch's order: largest old file first, and the first write's encoding of the two
+            # files depends on whether the 300-row file had set the table's encoding choice before them)
+            assert [sorted(runs) for runs in filled] == [[126 + 5, 127 + 5]], "one filling pass for the crossing pair"
     instants = {n: sorted(f.name.split(".")[0] for f in (p / ".hoodie").glob("*.commit"))[-1] for n, p in paths.items()}
     got, want = _normalized(paths["batched"], instants["batched"]), _normalized(paths["alone"], instants["alone"])
     assert got.keys() == want.keys() and len(got) == len(sizes)
