@@ -17,6 +17,7 @@ import pytest
 
 import pyhudi
 from pyhudi.config import keys as K
+from pyhudi.io import column_encoding
 from pyhudi.io.base_file import ParquetSettings, encode_within
 from pyhudi.io.column_encoding import (
     MIN_SAMPLE_ROWS,
@@ -139,7 +140,7 @@ def test_a_file_below_the_sample_size_is_sampled_whole(rows: int) -> None:
     assert chunks["city"].has_dictionary_page and not chunks["n"].has_dictionary_page
 
 
-def test_a_choice_from_a_small_file_is_sampled_again_by_a_file_twice_as_large() -> None:
+def test_a_choice_from_a_small_file_is_sampled_again_by_a_file_twice_as_large(monkeypatch) -> None:
     """A column of 2,000 values looks unique in 256 rows but repeats in 2,048: the table's choice follows
     the larger files as they come (256 -> 512 -> ... rows), and stops resampling at SAMPLE_ROWS."""
     EncodingMemo.forget()
@@ -154,17 +155,15 @@ def test_a_choice_from_a_small_file_is_sampled_again_by_a_file_twice_as_large() 
         calls.append(t.num_rows)
         return real(t, codec)
 
-    import pyhudi.io.column_encoding as ce
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ce, "sampled_choice", spy)
-        assert "rider" not in memo.choice(table.slice(0, MIN_SAMPLE_ROWS), "snappy").dictionary  # type: ignore[operator]
-        assert "rider" not in memo.choice(table.slice(0, 2 * MIN_SAMPLE_ROWS - 1), "snappy").dictionary  # type: ignore[operator]
-        assert "rider" in memo.choice(table.slice(0, 2 * SAMPLE_ROWS), "snappy").dictionary  # type: ignore[operator]
-        assert "rider" in memo.choice(table.slice(0, MIN_SAMPLE_ROWS), "snappy").dictionary  # type: ignore[operator]
-        assert "rider" in memo.choice(table, "snappy").dictionary  # type: ignore[operator]
-        # The RESAMPLE_FILES-th file samples again; one too small to sample keeps the table's choice.
-        for _ in range(RESAMPLE_FILES - 5):
-            assert "rider" in memo.choice(table.slice(0, 10), "snappy").dictionary  # type: ignore[operator]
+    monkeypatch.setattr(column_encoding, "sampled_choice", spy)
+    assert "rider" not in memo.choice(table.slice(0, MIN_SAMPLE_ROWS), "snappy").dictionary  # type: ignore[operator]
+    assert "rider" not in memo.choice(table.slice(0, 2 * MIN_SAMPLE_ROWS - 1), "snappy").dictionary  # type: ignore[operator]
+    assert "rider" in memo.choice(table.slice(0, 2 * SAMPLE_ROWS), "snappy").dictionary  # type: ignore[operator]
+    assert "rider" in memo.choice(table.slice(0, MIN_SAMPLE_ROWS), "snappy").dictionary  # type: ignore[operator]
+    assert "rider" in memo.choice(table, "snappy").dictionary  # type: ignore[operator]
+    # The RESAMPLE_FILES-th file samples again; one too small to sample keeps the table's choice.
+    for _ in range(RESAMPLE_FILES - 5):
+        assert "rider" in memo.choice(table.slice(0, 10), "snappy").dictionary  # type: ignore[operator]
     assert calls == [MIN_SAMPLE_ROWS, 2 * SAMPLE_ROWS, 10]
     EncodingMemo.forget()
 
