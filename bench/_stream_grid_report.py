@@ -330,6 +330,13 @@ medians in the factor table: the rows pyhudi writes against delta-rs, the bytes 
 byte written costs. Profiles: py-spy on single cells (`--cells X --profile FILE --no-save`, quiet machine;
 shares of all samples of the bench process).
 
+The run above has its own group medians in the factor table and what dominates each of its missed cells in
+the missed-cells table; the figures below are from earlier runs, each named by its commit. On `4b83355`,
+thread CPU time per step of a 300-partition upsert stream (p300-u20-all-s8MB-cow in-process, each step
+wrapped with `time.thread_time`, so waits for the GIL do not count; 3.25 s of CPU a stream on two threads):
+the parquet encode 37 %, keeping each written table for the next merge 7.6 % (207 us a file), footer entries
+4 %, the batch's merged rows 3.5 %, encoding choices, bloom filters and the file name column 1.5-1.9 % each.
+
 * **Bytes per row: the Hudi format's own bytes, 1.3-1.4x delta-rs' in every group.** Every base file
   carries Hudi's five meta columns, which Hudi's readers, incremental queries and merges read:
   `_hoodie_record_key` repeats the key (here a 36-character uuid, as wide as the key column itself),
@@ -355,7 +362,7 @@ shares of all samples of the bench process).
   Where files fill within the stream, pyhudi writes fewer rows than delta-rs (0.61-0.98x). A full file is
   not rewritten again, and merge-on-read sends updates to log files until the compaction.
 * **Time per byte: below delta-rs' on 1-3 partitions with 8-128 MB files (group medians 0.51-0.54x in
-  the run above), 0.75-0.77x at 30 partitions, 0.86-0.95x at 1 MB on 1-3 partitions, and 1.19-1.25x at
+  the run on `8d8fe03`), 0.75-0.77x at 30 partitions, 0.86-0.95x at 1 MB on 1-3 partitions, and 1.19-1.25x at
   300 partitions.** That is pyhudi's own cost per file and per write, and at 300 partitions the cost of
   creating files (below). (The run on `e6628c3`, before the compiled murmur kernel and the per-table
   dictionary memo of `478e1de` and `82f8592`: 0.70-0.85x, 1.02-1.08x and 1.30x; the run on `1d5fb4d`:
@@ -373,7 +380,7 @@ shares of all samples of the bench process).
     3.15 against 1.67 s in one run on `1d5fb4d`, 2.43 against 1.55 s in the run on `830a8d8`, 2.23
     against 1.20 s in the run on `0738e8f`, 2.03 against 1.21 s in the run on `1bb1418`, 2.21 against
     1.20 s in the run on `d88b735`, 2.05 against 1.23 s in the run on `d753ff3`, 2.22 against 1.39 s in the
-    run on `3391531`, 1.94 against 1.15 s in the run above). At ~320 rows a
+    run on `3391531`, 1.94 against 1.15 s in the run on `8d8fe03`). At ~320 rows a
     file the encoder's cost is per column chunk, not per byte: one of these files takes 0.49 ms to encode
     in memory with its 23 columns and 0.39 ms with the 18 data columns alone (pyarrow, one thread, 300
     files of one stream), so Hudi's five meta columns add ~28 % to every file's encoding here.
@@ -411,7 +418,7 @@ shares of all samples of the bench process).
   partition metadata and timeline files copied; on two threads, from content prepared outside the
   timing. It leaves out what pyhudi decides (planning, the index lookup, merging, bloom filters, markers,
   the commit protocol), so it is a lower bound for a writer of the format on pyarrow. Group medians in the
-  run above (the floor writes its parquet files through a 1 MB buffer, as pyhudi's local output streams
+  run on `8d8fe03` (the floor writes its parquet files through a 1 MB buffer, as pyhudi's local output streams
   do):
   * 1-3 partitions: floor 0.45-0.54x delta-rs, pyhudi 1.37-1.90x its floor;
   * 30 partitions: floor 0.64-0.73x delta-rs, pyhudi 1.51-1.69x its floor;
@@ -423,8 +430,8 @@ shares of all samples of the bench process).
   1.48-2.22x, 0.74-0.77x and 1.47-1.56x, 1.00-1.11x and 1.63-1.79x. The run on `1bb1418` (before the
   review mend of `afe8475`, which only copies fewer footer bytes): 0.37-0.56x and 1.47-2.24x, 0.66-0.78x and 1.49-1.60x, 1.02-1.05x and 1.72-1.77x. The
   run on `0738e8f` (that code but the write split below): 0.36-0.50x and 1.67-2.52x,
-  0.68-0.70x and 1.60-1.65x, 0.96-1.01x and 1.74-1.78x. The run on `830a8d8`, before this run's four
-  changes: 0.34-0.49x and 1.98-2.32x, 0.70-0.74x and 1.64-1.83x, 0.97-1.01x and 1.87-1.93x.
+  0.68-0.70x and 1.60-1.65x, 0.96-1.01x and 1.74-1.78x. The run on `830a8d8`, before the four
+  changes the run on `1bb1418` measured: 0.34-0.49x and 1.98-2.32x, 0.70-0.74x and 1.64-1.83x, 0.97-1.01x and 1.87-1.93x.
 
   Both ratios move together from run to run: at 300 partitions the run on `3c291db` had the floor at
   1.18-1.22x delta-rs and pyhudi at 1.41-1.44x it, the run on `e6d1a4a` 1.07-1.15x and 1.53-1.59x, with
@@ -436,7 +443,7 @@ shares of all samples of the bench process).
   index lookup in one pass over the cached keys of every file, 0.983x more on the 30-partition stream
   (16 pairs in one process); the write split that counts the base file a bucket rewrites and takes one
   task per worker from 8 buckets a worker up, 0.959x more on that stream (14 pairs). The code of the run on `830a8d8` against `6ff844c`: 0.943x and 0.964x.
-  This run's code against the run on `3391531`'s (`7f72280`): a kept table copied into the pool in one
+  The code of the run on `8d8fe03` against the run on `3391531`'s (`7f72280`): a kept table copied into the pool in one
   call (`eb93739`), a batched merge's footer key ranges from a compiled kernel and the key cache sharing
   the kept table's key column (`9d580d1`). Paired in one process on p30-u20-all-s8MB-cow: 0.970x and
   0.996x for the first (16 and 24 pairs), 0.962x, 0.994x and 0.993x for the other two (24, 24 and 20
@@ -452,7 +459,7 @@ shares of all samples of the bench process).
   run on `3c291db` (above the 1.0 target in 21 of the 28 cells at 8-128 MB), 0.97-1.01x in the run on
   `830a8d8` (12 of 28), 0.96-1.01x in the run on `0738e8f` (14 of 28), 1.02-1.05x in the run on
   `1bb1418` (20 of 28), 1.00-1.11x in the run on `d88b735` (18 of 28), 0.98-1.01x in the run on `d753ff3`
-  (13 of 28), 0.96-0.98x in the run on `3391531` (9 of 28) and 1.02-1.05x in the run above (21 of 28). The stream leaves 1,500 base file versions and 300 partition
+  (13 of 28), 0.96-0.98x in the run on `3391531` (9 of 28) and 1.02-1.05x in the run on `8d8fe03` (21 of 28). The stream leaves 1,500 base file versions and 300 partition
   metadata files in 300 directories. What a creation costs here depends on how many files were deleted in
   the minute before: this VM's ext4 skips inodes freed within the last minute when it allocates one
   (`find_inode_bit` -> `recently_deleted`, which looks each skipped inode up in the inode table). Under
@@ -467,7 +474,7 @@ shares of all samples of the bench process).
   the heartbeat), where delta-rs renames its temporary files into place. delta-rs writes as many files (its merges rewrite the 1,500 files, its
   OPTIMIZE 300 more) in less time, natively. That cost also moves from run to run: the floor of the six
   insert-only 300-partition cells, whose tables hold the same files (1,816 files, 65-68 MB), ranged
-  1.13-1.21 s in the run above (1.19-1.63 s, 1.18-1.33 s, 1.26-1.67 s, 1.07-1.55 s, 1.22-1.29 s, 1.21-1.72 s,
+  1.13-1.21 s in the run on `8d8fe03` (1.19-1.63 s, 1.18-1.33 s, 1.26-1.67 s, 1.07-1.55 s, 1.22-1.29 s, 1.21-1.72 s,
   1.29-1.51 s and 1.39-2.27 s in eight earlier ones). Elsewhere the floor is
   below the target, and what is left is pyhudi's own work per file and per write. A profile of a
   300-partition upsert stream on one thread (py-spy, 500 Hz, 8,923 samples of pyhudi's writes; 4 upserts
@@ -490,7 +497,7 @@ shares of all samples of the bench process).
 
 **What stays on pyhudi's side:**
 * the per-file and per-write costs: pyhudi takes 1.4-1.9x the format floor in every group of the run
-  above (group medians). At 300 partitions the floor itself is above the target in this run
+  on `8d8fe03` (group medians). At 300 partitions the floor itself is above the target in that run
   (1.02-1.05x), just under it in the run on `3391531` (0.96-0.98x), at it in the run on `d753ff3`
   (0.98-1.01x), at or above it in the runs on `d88b735` (1.00-1.11x) and `1bb1418` (1.02-1.05x), at it in the runs on
   `830a8d8` and `0738e8f`,
@@ -507,7 +514,7 @@ shares of all samples of the bench process).
   and the time did not move beyond the noise. Since the code of the run on `1bb1418` it does not open the file at all (its
   footer entries and size are kept with the table: on an object store that saves a GET a merge).
 * **CPU work, not cores.** Since the run on `3391531` the grid measures each system's CPU seconds (every
-  thread's user and system time over its writes and delta-rs' OPTIMIZE). Group medians in the run above
+  thread's user and system time over its writes and delta-rs' OPTIMIZE). Group medians in the run on `8d8fe03`
   (the run on `3391531` in brackets):
   * pyhudi used 1.02-1.09x delta-rs' CPU seconds at 30 partitions (1.09-1.15x), 1.62-1.68x at 300
     (1.58-1.68x), and 0.70-0.99x on 1-3 partitions (0.72-0.97x); p30-u20-all-s8MB-cow: 0.66 against
