@@ -12,14 +12,14 @@ instant; a re-split attempt rewrites the same name, and the last attempt's keys 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 
 from pyhudi.io.base_file import read_parquet
 from pyhudi.io.process_cache import SizedLRU, pooled
 from pyhudi.io.schema import has_column
-from pyhudi.io.written_tables import Kept, drop_kept, keep_written
+from pyhudi.io.written_tables import Kept, drop_kept, keep_batch, keep_written
 from pyhudi.storage import Storage
 
 KEY_FIELD = "_hoodie_record_key"
@@ -89,6 +89,35 @@ def remember_written(storage: Storage, path: str, table: pa.Table,
     if column.type != pa.string():
         column = column.cast(pa.string())
     cache_keys(uri, column)
+
+
+def remember_batch(storage: Storage, table: pa.Table,
+                   files: Sequence[tuple[str, int, int, Mapping[bytes, bytes | bytearray], int]], keep: bool,
+                   superseded: Sequence[str] = ()) -> None:
+    """`remember_written` for the files of a batched merge: each (path, first row, rows, footer entries, size)
+    a slice of `table`, whose buffers are its own, from pyhudi's pool (`written_tables.keep_batch`: one
+    holding for the batch's tables when `keep`). Each file's keys are a copy of its own: a slice of the
+    batch's key column would keep the whole column alive in a cache that evicts file by file. The files the
+    merge rewrote (`superseded`, paths) are forgotten by both caches: the next lookup or merge reads the new
+    versions."""
+    for path in superseded:
+        uri = storage.uri(path)
+        drop_kept(uri)
+        with _LOCK:
+            KEY_CACHE.drop(uri)
+    uris = [storage.uri(path) for path, *_ in files]
+    if keep:
+        keep_batch(table, [(uri, start, n, footer, size) for uri, (_, start, n, footer, size) in zip(uris, files)])
+    else:
+        for uri in uris:
+            drop_kept(uri)
+    if not has_column(table, KEY_FIELD):
+        return
+    column = table.column(KEY_FIELD)
+    if column.type != pa.string():
+        column = column.cast(pa.string())
+    for uri, (_, start, n, _, _) in zip(uris, files):
+        cache_keys(uri, column.slice(start, n))
 
 
 def _kept_keys(kept: Kept | None) -> pa.Array | None:

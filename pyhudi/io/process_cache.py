@@ -40,12 +40,17 @@ class SizedLRU(OrderedDict[str, V]):
         old = self.pop(key, None)
         if old is not None:
             self.nbytes -= old.nbytes
+            self.left(old)
 
     def evict_to(self, max_bytes: int) -> None:
         """Drop the least recently used values until the rest fit `max_bytes` (the newest always stays)."""
         while self.nbytes > max_bytes and len(self) > 1:
             _, dropped = self.popitem(last=False)
             self.nbytes -= dropped.nbytes
+            self.left(dropped)
+
+    def left(self, value: V) -> None:
+        """`value` was dropped or evicted: a subclass that indexes its values' parts forgets them here."""
 
     def clear(self) -> None:
         super().clear()

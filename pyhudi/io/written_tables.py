@@ -16,13 +16,22 @@ attempt of the create handle rewrites the same name, and the last attempt's tabl
 in-process engine keeps tables (`HandleContext.keep_tables`): a Spark Python worker's memory is the
 executor's. The cache holds at most TABLES_MAX_BYTES, a table at most TABLE_MAX_BYTES (a large file is
 read back at a fraction of the cost of its merge, and would evict every small one).
+
+What the cache holds are holdings, each one copy in the pool: a file's table, or the files of one batched
+merge as slices of the batch's table (`keep_batch`: a batch of 300 files made 300 copies, each freed on its
+own later, ~200 us of Python a file with the GIL held, a sixth of a 300-partition stream's CPU outside the
+parquet encoder). A holding counts all its bytes while any of its files is kept, since any slice keeps the
+whole buffer alive, and leaves whole: evicted, or dropped with its last file. A merge drops the old version
+of each file it rewrote (`drop_kept`): the next merge reads the new one, and an old version kept would
+hold its batch's memory and look recently used (it was just read) where another table's files are not.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -45,23 +54,67 @@ class Kept:
     size: int
 
 
-TABLES: SizedLRU[Kept] = SizedLRU()
+@dataclass
+class _Holding:
+    """One copy in the pool and the kept files it holds (see the module docstring)."""
+
+    nbytes: int
+    files: dict[str, Kept] = field(default_factory=dict)
+
+
+class _Holdings(SizedLRU[_Holding]):
+    """Holdings by key (a single file's: its URI), with each kept file's holding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holder: dict[str, str] = {}  # file URI -> its holding's key
+
+    def left(self, value: _Holding) -> None:
+        for uri in value.files:
+            self.holder.pop(uri, None)
+
+    def clear(self) -> None:
+        super().clear()
+        self.holder.clear()
+
+    def release(self, uri: str) -> None:
+        """Stop keeping `uri`; its holding goes with its last file."""
+        key = self.holder.pop(uri, None)
+        if key is None:
+            return
+        held = self[key]
+        del held.files[uri]
+        if not held.files:
+            self.drop(key)
+
+    def hold(self, key: str, held: _Holding, max_bytes: int) -> None:
+        for uri in held.files:
+            self.release(uri)
+        self.put(key, held)
+        self.holder.update(dict.fromkeys(held.files, key))
+        self.evict_to(max_bytes)
+
+
+TABLES = _Holdings()
 _LOCK = threading.Lock()
+_BATCHES = itertools.count()
 
 
 def written_table(uri: str) -> Kept | None:
     """What is kept of the base file at `uri` (its table without the file name column), or None."""
     with _LOCK:
-        kept = TABLES.get(uri)
-        if kept is not None:
-            TABLES.move_to_end(uri)
-        return kept
+        key = TABLES.holder.get(uri)
+        if key is None:
+            return None
+        TABLES.move_to_end(key)
+        return TABLES[key].files[uri]
 
 
 def drop_kept(uri: str) -> None:
-    """Drop the table kept under `uri`, if any: the name was written again and this table is not kept."""
+    """Drop the table kept under `uri`, if any: the name was written again and this table is not kept, or
+    a merge wrote the file's next version."""
     with _LOCK:
-        TABLES.drop(uri)
+        TABLES.release(uri)
 
 
 def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int,
@@ -74,22 +127,48 @@ def keep_written(uri: str, table: pa.Table, footer: Mapping[bytes, bytes | bytea
     kept = _as_read(table, footer, size, approx_bytes)
     with _LOCK:
         if kept is None:
-            TABLES.drop(uri)
+            TABLES.release(uri)
         else:
-            TABLES.put(uri, kept)
-            TABLES.evict_to(TABLES_MAX_BYTES)
+            TABLES.hold(uri, _Holding(kept.nbytes, {uri: kept}), TABLES_MAX_BYTES)
     return kept
+
+
+def keep_batch(table: pa.Table, files: Sequence[tuple[str, int, int, Mapping[bytes, bytes | bytearray], int]]
+               ) -> list[Kept | None]:
+    """Keep the files of a batched merge: each (URI, first row, rows, footer entries, size) is a slice of
+    `table`, whose buffers must be its own, from pyhudi's pool (a merge's take into it makes them so: a
+    slice then pins nothing but its holding). One holding for all; a batch too large for the cache, or of a
+    table `_as_read` would change, is kept file by file as `keep_written` keeps it (copies)."""
+    plain = table.replace_schema_metadata(None)
+    nbytes = plain.get_total_buffer_size()
+    if (nbytes > TABLES_MAX_BYTES or has_column(plain, FILE_NAME) or _dictionary_commit_time(plain)
+            or not round_trips(plain.schema)):
+        return [keep_written(uri, table.slice(start, n), footer, size, int(n * nbytes / max(1, table.num_rows)))
+                for uri, start, n, footer, size in files]
+    per_row = nbytes / max(1, plain.num_rows)
+    held = _Holding(nbytes)
+    for uri, start, n, footer, size in files:
+        if n * per_row <= TABLE_MAX_BYTES:
+            entries = _as_read_entries(footer)
+            extra = _entries_bytes(entries)
+            held.files[uri] = Kept(plain.slice(start, n), int(n * per_row) + extra, entries, size)
+            held.nbytes += extra
+    with _LOCK:
+        for uri, *_ in files:
+            TABLES.release(uri)
+        if held.files:
+            TABLES.hold(f"\0batch{next(_BATCHES)}", held, TABLES_MAX_BYTES)
+    return [held.files.get(uri) for uri, *_ in files]
 
 
 def _as_read(table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: int,
              approx_bytes: int | None = None) -> Kept | None:
     if has_column(table, FILE_NAME):
         table = table.drop_columns([FILE_NAME])
-    at = table.schema.get_field_index(COMMIT_TIME)
-    if at >= 0 and pa.types.is_dictionary(table.schema.field(at).type):
-        field = table.schema.field(at)
-        table = table.set_column(at, field.with_type(field.type.value_type),
-                                 table.column(at).cast(field.type.value_type))
+    if _dictionary_commit_time(table):
+        at = table.schema.get_field_index(COMMIT_TIME)
+        value_type = table.schema.field(at).type.value_type
+        table = table.set_column(at, table.schema.field(at).with_type(value_type), table.column(at).cast(value_type))
     table = table.replace_schema_metadata(None)
     if not round_trips(table.schema) or _too_large(table, approx_bytes):
         return None
@@ -97,9 +176,23 @@ def _as_read(table: pa.Table, footer: Mapping[bytes, bytes | bytearray], size: i
     nbytes = kept.get_total_buffer_size()  # the copy's buffers are its own and whole: its exact size
     if nbytes > TABLE_MAX_BYTES:
         return None
-    # As a read gives them: bytes, and a copy of a filter's buffer that its owner may patch later.
-    entries = {k: bytes(v) if isinstance(v, bytearray) else v for k, v in footer.items()}
-    return Kept(kept, nbytes + sum(len(k) + len(v) for k, v in entries.items()), entries, size)
+    entries = _as_read_entries(footer)
+    return Kept(kept, nbytes + _entries_bytes(entries), entries, size)
+
+
+def _dictionary_commit_time(table: pa.Table) -> bool:
+    at = table.schema.get_field_index(COMMIT_TIME)
+    return at >= 0 and pa.types.is_dictionary(table.schema.field(at).type)
+
+
+def _as_read_entries(footer: Mapping[bytes, bytes | bytearray]) -> dict[bytes, bytes]:
+    """Footer entries as a read gives them: bytes, and a copy of a filter's buffer that its owner may patch
+    later."""
+    return {k: bytes(v) if isinstance(v, bytearray) else v for k, v in footer.items()}
+
+
+def _entries_bytes(entries: Mapping[bytes, bytes]) -> int:
+    return sum(len(k) + len(v) for k, v in entries.items())
 
 
 def _too_large(table: pa.Table, approx_bytes: int | None) -> bool:

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.errors import WriteRolledBackError
 from pyhudi.index.bloom_filter import MAX_KEY_FOOTER, MIN_KEY_FOOTER, BloomFilter, FooterFilter
-from pyhudi.index.key_cache import keys_of, remember_written
+from pyhudi.index.key_cache import keys_of, remember_batch, remember_written
 from pyhudi.index.key_order import java_min_max, java_min_max_by_range
 from pyhudi.index.murmur import key_positions
 from pyhudi.io.base_file import (
@@ -51,8 +51,10 @@ from pyhudi.io.base_file import (
 )
 from pyhudi.io.column_encoding import hazards_by_range
 from pyhudi.io.lance_file import is_lance_file
+from pyhudi.io.process_cache import pooled_table
 from pyhudi.io.schema import conform_table, has_column
 from pyhudi.io.splice import append_row_groups, file_name_chunks, may_append
+from pyhudi.io.write_pool import WRITE_POOL
 from pyhudi.io.written_tables import written_table
 from pyhudi.model.file_names import base_file_name, join_path
 from pyhudi.model.write_stat import RuntimeStats, WriteStat
@@ -128,9 +130,9 @@ def merge_handles(ctx: HandleContext, storage: Storage, records: pa.Table, items
         if isinstance(old, WriteStat):
             stats[i] = old
             continue
-        table, footer = old
+        table, footer, nbytes = old
         batch.append((i, _Old(item, table, footer)))
-        held += table.get_total_buffer_size()  # `nbytes` measures slices: ~45 us a table of 23 columns
+        held += nbytes
         if held >= MERGE_BATCH_BYTES:
             merge()
             held = 0
@@ -180,9 +182,9 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
     bounds = java_min_max_by_range(out.column(RECORD_KEY), out_at) if k > 1 else [None]
     blooms = _blooms(ctx, [o.footer for o in batch], out.column(RECORD_KEY), out_at, inserted_keys, ins_at)
     hazards = hazards_by_range(out, out_at) if k > 1 else None
-    row_bytes = out.get_total_buffer_size() / max(1, out.num_rows)  # a file's share, for the written tables
     shared = (time.monotonic() - start) / k
     stats = []
+    written = []
     for i, o in enumerate(batch):
         began = time.monotonic()
         bucket = o.item.bucket
@@ -193,9 +195,7 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
         size, footer = write_base_file(storage, path, rows, ctx.avro_schema_with_meta, ctx.parquet,
                                        mid_write_fault="write.mid_file", bloom=bloom, key_bounds=bounds[i],
                                        hazards=None if hazards is None else hazards[i])
-        # the next write need not read them back
-        remember_written(storage, path, rows, footer if ctx.keep_tables else None, size,
-                         approx_bytes=int(rows.num_rows * row_bytes))
+        written.append((path, int(out_at[i]), rows.num_rows, footer, size))
         stats.append(WriteStat(
             file_id=bucket.file_id, path=path, partition_path=bucket.partition,
             prev_commit=bucket.base_instant or "null", num_writes=rows.num_rows,
@@ -203,6 +203,8 @@ def _merge_batch(ctx: HandleContext, storage: Storage, records: pa.Table, batch:
             total_write_bytes=size, file_size_in_bytes=size,
             runtime_stats=RuntimeStats(total_upsert_time=int((shared + time.monotonic() - began) * 1000)),
         ))
+    # the next write need not read them back, nor look up what they replaced
+    remember_batch(storage, out, written, ctx.keep_tables, [_base_file(o.item.bucket) for o in batch])
     return stats
 
 
@@ -212,7 +214,9 @@ def _merged(ctx: HandleContext, old: pa.Table, records: pa.Table, src: np.ndarra
     each file's): old records carried over, fresh records (`records` rows `src[m.fresh_rows]`) laid out
     with new meta columns, in `m.out_order`. A file name column built for the batch's rows would be a
     string per row to copy, reorder and hash again in the encoder, to say one value per file.
-    `old_counts`: each file's old rows (`old` holds them one file after another)."""
+    `old_counts`: each file's old rows (`old` holds them one file after another). Where the files' tables
+    are kept (`ctx.keep_tables`), the rows are one table of their own in pyhudi's pool, which the kept
+    tables slice (`key_cache.remember_batch`)."""
     if len(m.fresh_rows):
         n = len(m.fresh_rows)
         picked = pa.array(src[m.fresh_rows], type=pa.int64())
@@ -222,8 +226,9 @@ def _merged(ctx: HandleContext, old: pa.Table, records: pa.Table, src: np.ndarra
         fresh = ctx.file_schema.empty_table()
     fresh = fresh.drop_columns([FILE_NAME]).cast(old.schema)
     if not len(m.deleted_file) and not len(m.replaced_file):
-        return _topped_up(old, fresh, old_counts, np.bincount(m.fresh_file, minlength=len(pids)))
-    return pa.concat_tables([old, fresh]).take(pa.array(m.out_order, type=pa.int64()))
+        out = _topped_up(old, fresh, old_counts, np.bincount(m.fresh_file, minlength=len(pids)))
+        return pooled_table(out) if ctx.keep_tables else out
+    return pc.take(pa.concat_tables([old, fresh]), pa.array(m.out_order, type=pa.int64()), memory_pool=WRITE_POOL)
 
 
 def _topped_up(old: pa.Table, inserts: pa.Table, old_counts: np.ndarray, insert_counts: np.ndarray) -> pa.Table:
@@ -422,28 +427,32 @@ def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine
     return out, kept.column(_FILE).to_numpy()
 
 
-def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket, splice: bool = False) -> pa.Table | bytes:
+def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket, splice: bool = False
+              ) -> tuple[pa.Table | bytes, int]:
     """The old base file's records (its footer metadata as the schema's), or with `splice` and a file of at
-    least APPEND_MIN_BYTES its bytes. A file this process wrote and kept (`io/written_tables`: the same
+    least APPEND_MIN_BYTES its bytes; and the bytes they hold (a kept table's are its share of its holding,
+    where its buffers' size is the holding's: `Table.nbytes` measures a slice, at ~45 us a table of 23
+    columns). A file this process wrote and kept (`io/written_tables`: the same
     columns, footer entries and size a read gives) is not opened, unless its bytes are to be spliced: on an
     object store that saves a GET a merge. A base file deleted since the write was planned is then found
     by the commit's conflict check instead (`transaction/conflicts._check_bases_live`: only a rollback or
     restore deletes a latest base file). Other files are opened once: the size decides, then the file is
     read whole as bytes or as a table (as `read_parquet` reads it, Arrow's threads included)."""
     path = _base_file(bucket)
-    if is_lance_file(path):
-        return _with_missing_file(storage, bucket, lambda: read_parquet(storage, path))
-    kept = written_table(storage.uri(path)) if ctx.keep_tables else None
+    kept = written_table(storage.uri(path)) if ctx.keep_tables and not is_lance_file(path) else None
     if kept is not None and not (splice and kept.size >= APPEND_MIN_BYTES):
-        return kept.table.replace_schema_metadata(kept.footer)
+        return kept.table.replace_schema_metadata(kept.footer), kept.nbytes
 
     def read() -> pa.Table | bytes:
+        if is_lance_file(path):
+            return read_parquet(storage, path)
         with storage.open_input_file(path, whole_below=WHOLE_READ_MAX_BYTES) as f:
             if splice and f.size() >= APPEND_MIN_BYTES:
                 return f.read()
             return read_open_parquet(storage, f)
 
-    return _with_missing_file(storage, bucket, read)
+    old = _with_missing_file(storage, bucket, read)
+    return old, old.get_total_buffer_size() if isinstance(old, pa.Table) else len(old)
 
 
 def _conformed_old(ctx: HandleContext, old: pa.Table) -> tuple[pa.Table, dict[bytes, bytes] | None]:
@@ -498,15 +507,18 @@ def _appends(ctx: HandleContext, bucket: Bucket) -> bool:
 
 
 def _appended_or_old(ctx: HandleContext, storage: Storage, records: pa.Table, item: MergeItem
-                     ) -> WriteStat | tuple[pa.Table, dict[bytes, bytes] | None]:
+                     ) -> WriteStat | tuple[pa.Table, dict[bytes, bytes] | None, int]:
     """The item's file written by appending row groups (`_append`) where it may and pays (`_read_old` gave
-    the file's bytes), else the old base file's records to merge."""
+    the file's bytes), else the old base file's records to merge, with the bytes they hold."""
     bucket = item.bucket
-    old = _read_old(ctx, storage, bucket, splice=_appends(ctx, bucket))
-    if isinstance(old, pa.Table):
-        return _conformed_old(ctx, old)
-    appended = _append(ctx, storage, records, item, old)
-    return appended if appended is not None else _conformed_old(ctx, pq.ParquetFile(pa.BufferReader(old)).read())
+    old, nbytes = _read_old(ctx, storage, bucket, splice=_appends(ctx, bucket))
+    if not isinstance(old, pa.Table):
+        appended = _append(ctx, storage, records, item, old)
+        if appended is not None:
+            return appended
+        old = pq.ParquetFile(pa.BufferReader(old)).read()
+        nbytes = old.get_total_buffer_size()
+    return (*_conformed_old(ctx, old), nbytes)
 
 
 def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: MergeItem, data: bytes

@@ -20,6 +20,7 @@ import pytest
 
 import pyhudi
 from pyhudi.index.key_cache import remember_written
+from pyhudi.io import process_cache
 from pyhudi.io import written_tables as wt
 from pyhudi.storage import Storage
 from pyhudi.writer import merge_handle
@@ -288,3 +289,117 @@ def test_a_kept_base_rolled_back_under_a_paused_merge_fails_the_merge_at_commit(
     pyhudi.write(_batch(80, 2, range(0, 60, 5), naive=False), path, opts)  # still writable
     after = hudi_rs(path)
     assert after is not None and after.num_rows == 62
+
+
+# ------------------------------------------------------------------ holdings: a batched merge's files in one copy
+
+
+def _owned(n: int) -> pa.Table:
+    """A table of `n` int64 rows whose buffers are its own, as a merge's take into the pool makes them."""
+    return process_cache.pooled_table(pa.table({"a": pa.array(range(n), pa.int64())}))
+
+
+def test_a_holding_counts_its_whole_buffer_until_its_last_file_goes():
+    wt.TABLES.clear()
+    table = _owned(1_000)  # 8,000 bytes
+    kept = wt.keep_batch(table, [("file:///h/0.parquet", 0, 400, {b"k": b"v"}, 11),
+                                 ("file:///h/1.parquet", 400, 600, {}, 12)])
+    assert [k is not None for k in kept] == [True, True] and len(wt.TABLES) == 1
+    assert wt.TABLES.nbytes == 8_000 + 2  # the buffer, and the kept footer entries
+    first = wt.written_table("file:///h/0.parquet")
+    assert first is not None and first.table.column("a").to_pylist() == list(range(400))
+    assert first.footer == {b"k": b"v"} and first.size == 11
+    wt.drop_kept("file:///h/0.parquet")  # a slice still pins the buffer: it still counts whole
+    assert wt.written_table("file:///h/0.parquet") is None and wt.TABLES.nbytes == 8_002
+    second = wt.written_table("file:///h/1.parquet")
+    assert second is not None and second.table.column("a").to_pylist() == list(range(400, 1_000))
+    wt.drop_kept("file:///h/1.parquet")
+    assert len(wt.TABLES) == 0 and wt.TABLES.nbytes == 0 and not wt.TABLES.holder
+
+
+def test_holdings_leave_whole_and_a_file_kept_again_leaves_its_old_holding(monkeypatch):
+    monkeypatch.setattr(wt, "TABLES_MAX_BYTES", 20_000)
+    wt.TABLES.clear()
+    wt.keep_batch(_owned(1_000), [("file:///h/a0", 0, 500, {}, 0), ("file:///h/a1", 500, 500, {}, 0)])
+    wt.keep_batch(_owned(1_000), [("file:///h/b0", 0, 1_000, {}, 0)])
+    assert wt.written_table("file:///h/a1") is not None  # a's holding now the most recently used
+    wt.keep_batch(_owned(1_000), [("file:///h/c0", 0, 1_000, {}, 0)])  # 24,000 bytes: b's holding goes
+    assert wt.written_table("file:///h/b0") is None and wt.TABLES.nbytes == 16_000
+    wt.keep_written("file:///h/a0", pa.table({"a": pa.array([7], pa.int64())}), {}, 0)  # written again
+    again = wt.written_table("file:///h/a0")
+    assert again is not None and again.table.column("a").to_pylist() == [7]
+    wt.drop_kept("file:///h/a1")  # a's holding lost both its files: gone
+    assert wt.TABLES.nbytes == 8_000 + 8 and set(wt.TABLES.holder) == {"file:///h/a0", "file:///h/c0"}
+    wt.keep_batch(_owned(3_000), [("file:///h/d0", 0, 3_000, {}, 0)])  # evicts everything older
+    assert set(wt.TABLES.holder) == {"file:///h/d0"} and wt.TABLES.nbytes == 24_000
+    wt.TABLES.clear()
+
+
+def test_a_batch_too_large_to_hold_is_kept_file_by_file_within_the_bounds(monkeypatch):
+    copies, _ = _copies_counted(monkeypatch)  # a kept table at most 4,000 bytes
+    monkeypatch.setattr(wt, "TABLES_MAX_BYTES", 10_000)
+    table = _owned(2_000)  # 16,000 bytes: more than the whole cache
+    kept = wt.keep_batch(table, [("file:///h/0", 0, 300, {}, 0), ("file:///h/1", 300, 400, {}, 0),
+                                 ("file:///h/2", 700, 1_300, {}, 0)])
+    assert [k is not None for k in kept] == [True, True, False] and copies == [300, 400]  # 10,400 bytes refused
+    assert wt.TABLES.nbytes == 5_600 and len(wt.TABLES) == 2
+    wt.TABLES.clear()
+    kept = wt.keep_batch(_owned(1_200), [("file:///h/3", 0, 200, {}, 0), ("file:///h/4", 200, 1_000, {}, 0)])
+    assert [k is not None for k in kept] == [True, False] and copies == [300, 400]  # held, 8,000 > 4,000
+    assert wt.TABLES.nbytes == 9_600 and len(wt.TABLES) == 1
+    wt.TABLES.clear()
+
+
+def _partitioned(start: int, n: int, updates: range = range(0)) -> pa.Table:
+    """Rows over 8 partitions (`q`), every partition in every batch."""
+    ids = [f"k{i}" for i in range(start, start + n)] + [f"k{i}" for i in updates]
+    return pa.table({"id": ids, "q": [f"q{int(i[1:]) % 8}" for i in ids], "ts": list(range(len(ids))),
+                     "v": [f"v{start}-{j}" for j in range(len(ids))]})
+
+
+def test_a_batched_merge_holds_its_files_once_and_forgets_what_it_rewrote(tmp_path, monkeypatch):
+    """Each batched merge keeps its 8 files in one holding whose tables equal reads of the files; the files
+    it rewrote leave both caches; and a batch is closed by its old files' shares of their holdings, not by
+    the holdings' buffers each slice reports (which made batches of two files here)."""
+    from pyhudi.index import key_cache
+
+    wt.TABLES.clear()
+    key_cache.KEY_CACHE.clear()
+    path = str(tmp_path / "t")
+    opts = _options(**{"hoodie.datasource.write.partitionpath.field": "q",
+                       "hoodie.pyhudi.engine.local.parallelism": "1"})  # one task: one batch of all 8 files
+    batches: list[int] = []
+    real = merge_handle._merge_batch
+    monkeypatch.setattr(merge_handle, "_merge_batch",
+                        lambda ctx, storage, records, batch: batches.append(len(batch)) or real(ctx, storage, records, batch))
+    pyhudi.write(_partitioned(0, 400), path, {**opts, "hoodie.datasource.write.operation": "insert"})
+    storage = Storage(path)
+    holdings = []
+    for step, (rows, op) in enumerate([(_partitioned(400, 80, range(0, 400, 5)), "upsert"),  # replaces: a take
+                                       (_partitioned(480, 80), "insert")]):  # top-ups only: slices copied once
+        before = {u for u in wt.TABLES.holder if u.startswith(storage.uri(""))}
+        if step == 1:
+            held = sum(h.nbytes for h in wt.TABLES.values())
+            monkeypatch.setattr(merge_handle, "MERGE_BATCH_BYTES", 2 * held)
+        pyhudi.write(rows, path, {**opts, "hoodie.datasource.write.operation": op})
+        assert batches[-1] == 8, batches
+        now = {u: wt.TABLES.holder[u] for u in wt.TABLES.holder if u.startswith(storage.uri(""))}
+        assert len(now) == 8 and len(set(now.values())) == 1 and not before & set(now)
+        assert not before & set(key_cache.KEY_CACHE) and set(now) <= set(key_cache.KEY_CACHE)
+        holding = wt.TABLES[next(iter(now.values()))]
+        assert holding.nbytes == (holding.files[next(iter(now))].table.get_total_buffer_size()
+                                  + sum(len(k) + len(v) for f in holding.files.values() for k, v in f.footer.items()))
+        _check_hits([(u, holding.files[u]) for u in now])
+        for u in now:  # the key cache's copy is the file's keys, in buffers of its own
+            keys = key_cache.cached_keys(u)
+            assert keys is not None
+            assert keys.to_pylist() == pq.read_table(u.removeprefix("file://"), columns=["_hoodie_record_key"]).column(0).to_pylist()
+            held_keys = {b.address for c in holding.files[u].table.column("_hoodie_record_key").chunks
+                         for b in c.buffers() if b is not None and b.size}
+            assert not {b.address for b in keys.buffers() if b is not None and b.size} & held_keys
+        holdings.append(next(iter(now.values())))
+    assert holdings[0] not in wt.TABLES  # every file of the first holding was rewritten by the second write
+    got = hudi_rs(path)
+    assert got is not None and got.num_rows == 560
+    wt.TABLES.clear()
+    key_cache.KEY_CACHE.clear()
