@@ -331,11 +331,15 @@ byte written costs. Profiles: py-spy on single cells (`--cells X --profile FILE 
 shares of all samples of the bench process).
 
 The run above has its own group medians in the factor table and what dominates each of its missed cells in
-the missed-cells table; the figures below are from earlier runs, each named by its commit. On `4b83355`,
+the missed-cells table; the figures below are from earlier runs, each named by its commit. On `67ef8d7`,
 thread CPU time per step of a 300-partition upsert stream (p300-u20-all-s8MB-cow in-process, each step
-wrapped with `time.thread_time`, so waits for the GIL do not count; 3.25 s of CPU a stream on two threads):
-the parquet encode 37 %, keeping each written table for the next merge 7.6 % (207 us a file), footer entries
-4 %, the batch's merged rows 3.5 %, encoding choices, bloom filters and the file name column 1.5-1.9 % each.
+wrapped with `time.thread_time`, so waits for the GIL do not count; 2.94 s of CPU and 1.98 s a stream on two
+threads, 1,500 files): pyarrow's `write_table` 25 % (494 us a file), the writer's set-up and close 11 %
+(211 us), footer entries 5.7 % (112 us), opening the output file 4.2 %, the batch's bloom filters and merged
+rows 3.1-3.3 % each, taking the kept old table 3.2 %, encoding choices 3.1 %, the file name column 2.1 %,
+keeping the written tables and keys 1.9 %. On `4b83355` (3.25 s of CPU a stream) keeping them took 7.6 %,
+207 us a file: each file was copied into the pool and freed on its own; since `67ef8d7` a merge batch's
+files are slices of one copy (`io/written_tables.keep_batch`).
 
 * **Bytes per row: the Hudi format's own bytes, 1.3-1.4x delta-rs' in every group.** Every base file
   carries Hudi's five meta columns, which Hudi's readers, incremental queries and merges read:
