@@ -67,16 +67,15 @@ def _put(uri: str, keys: pa.Array) -> pa.Array:
 
 
 def remember_written(storage: Storage, path: str, table: pa.Table,
-                     footer: Mapping[bytes, bytes | bytearray] | None = None, size: int = 0,
-                     approx_bytes: int | None = None) -> None:
+                     footer: Mapping[bytes, bytes | bytearray] | None = None, size: int = 0) -> None:
     """Put the keys of a base file this process just wrote from `table` (a no-op without meta fields:
     such files have no key column to look up), and given the file's `footer` entries and `size`, the table
     too (`io/written_tables`; without, a table kept under the same name before, by an earlier attempt, is
-    dropped; `approx_bytes`: `keep_written`'s)."""
+    dropped)."""
     uri = storage.uri(path)
     kept = None
     if footer is not None:
-        kept = keep_written(uri, table, footer, size, approx_bytes)
+        kept = keep_written(uri, table, footer, size)
     else:
         drop_kept(uri)
     if not has_column(table, KEY_FIELD):
@@ -85,10 +84,7 @@ def remember_written(storage: Storage, path: str, table: pa.Table,
     if shared is not None:
         _put(uri, shared)
         return
-    column = table.column(KEY_FIELD)
-    if column.type != pa.string():
-        column = column.cast(pa.string())
-    cache_keys(uri, column)
+    cache_keys(uri, _string_keys(table))
 
 
 def remember_batch(storage: Storage, table: pa.Table,
@@ -113,11 +109,15 @@ def remember_batch(storage: Storage, table: pa.Table,
             drop_kept(uri)
     if not has_column(table, KEY_FIELD):
         return
-    column = table.column(KEY_FIELD)
-    if column.type != pa.string():
-        column = column.cast(pa.string())
+    column = _string_keys(table)
     for uri, (_, start, n, _, _) in zip(uris, files):
         cache_keys(uri, column.slice(start, n))
+
+
+def _string_keys(table: pa.Table) -> pa.ChunkedArray:
+    """`table`'s key column as strings, as a read of the file's key column gives it."""
+    column = table.column(KEY_FIELD)
+    return column if column.type == pa.string() else column.cast(pa.string())
 
 
 def _kept_keys(kept: Kept | None) -> pa.Array | None:

@@ -141,11 +141,11 @@ def keep_batch(table: pa.Table, files: Sequence[tuple[str, int, int, Mapping[byt
     table `_as_read` would change, is kept file by file as `keep_written` keeps it (copies)."""
     plain = table.replace_schema_metadata(None)
     nbytes = plain.get_total_buffer_size()
+    per_row = nbytes / max(1, plain.num_rows)
     if (nbytes > TABLES_MAX_BYTES or has_column(plain, FILE_NAME) or _dictionary_commit_time(plain)
             or not round_trips(plain.schema)):
-        return [keep_written(uri, table.slice(start, n), footer, size, int(n * nbytes / max(1, table.num_rows)))
+        return [keep_written(uri, table.slice(start, n), footer, size, int(n * per_row))
                 for uri, start, n, footer, size in files]
-    per_row = nbytes / max(1, plain.num_rows)
     held = _Holding(nbytes)
     for uri, start, n, footer, size in files:
         if n * per_row <= TABLE_MAX_BYTES:

@@ -428,11 +428,11 @@ def _dedupe_per_file(incoming: pa.Table, in_file: np.ndarray, k: int, precombine
 
 
 def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket, splice: bool = False
-              ) -> tuple[pa.Table | bytes, int]:
+              ) -> tuple[pa.Table | bytes, int | None]:
     """The old base file's records (its footer metadata as the schema's), or with `splice` and a file of at
-    least APPEND_MIN_BYTES its bytes; and the bytes they hold (a kept table's are its share of its holding,
-    where its buffers' size is the holding's: `Table.nbytes` measures a slice, at ~45 us a table of 23
-    columns). A file this process wrote and kept (`io/written_tables`: the same
+    least APPEND_MIN_BYTES its bytes; and for a kept table the bytes it holds, its share of its holding
+    (its buffers' size is the holding's; `Table.nbytes` measures a slice, at ~45 us a table of 23 columns),
+    else None. A file this process wrote and kept (`io/written_tables`: the same
     columns, footer entries and size a read gives) is not opened, unless its bytes are to be spliced: on an
     object store that saves a GET a merge. A base file deleted since the write was planned is then found
     by the commit's conflict check instead (`transaction/conflicts._check_bases_live`: only a rollback or
@@ -451,8 +451,7 @@ def _read_old(ctx: HandleContext, storage: Storage, bucket: Bucket, splice: bool
                 return f.read()
             return read_open_parquet(storage, f)
 
-    old = _with_missing_file(storage, bucket, read)
-    return old, old.get_total_buffer_size() if isinstance(old, pa.Table) else len(old)
+    return _with_missing_file(storage, bucket, read), None
 
 
 def _conformed_old(ctx: HandleContext, old: pa.Table) -> tuple[pa.Table, dict[bytes, bytes] | None]:
@@ -511,14 +510,13 @@ def _appended_or_old(ctx: HandleContext, storage: Storage, records: pa.Table, it
     """The item's file written by appending row groups (`_append`) where it may and pays (`_read_old` gave
     the file's bytes), else the old base file's records to merge, with the bytes they hold."""
     bucket = item.bucket
-    old, nbytes = _read_old(ctx, storage, bucket, splice=_appends(ctx, bucket))
+    old, share = _read_old(ctx, storage, bucket, splice=_appends(ctx, bucket))
     if not isinstance(old, pa.Table):
         appended = _append(ctx, storage, records, item, old)
         if appended is not None:
             return appended
         old = pq.ParquetFile(pa.BufferReader(old)).read()
-        nbytes = old.get_total_buffer_size()
-    return (*_conformed_old(ctx, old), nbytes)
+    return (*_conformed_old(ctx, old), old.get_total_buffer_size() if share is None else share)
 
 
 def _append(ctx: HandleContext, storage: Storage, records: pa.Table, item: MergeItem, data: bytes
